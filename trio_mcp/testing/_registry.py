@@ -1,0 +1,187 @@
+"""What a :class:`~trio_mcp.testing.MockServer` serves: tools, resources, templates, prompts.
+
+Plain records plus the two bits of logic they need: inferring a tool's JSON Schema from its
+Python signature, and matching a URI against a (level 1, ``{name}``) URI template.
+"""
+
+from __future__ import annotations
+
+import base64
+import inspect
+import re
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union
+
+__all__ = [
+    "JSONDict",
+    "PromptEntry",
+    "ResourceEntry",
+    "TemplateEntry",
+    "ToolEntry",
+    "infer_input_schema",
+    "match_uri_template",
+]
+
+JSONDict = dict[str, Any]
+
+
+@dataclass
+class ToolEntry:
+    """A registered tool: its wire definition and the function that runs it."""
+
+    name: str
+    function: Callable[..., Any]
+    definition: JSONDict
+    #: Parameter names the function accepts (after ``ctx``); ``None`` if it takes ``**kwargs``.
+    accepted: frozenset[str] | None
+    required: tuple[str, ...]
+
+
+@dataclass
+class ResourceEntry:
+    """A registered static resource."""
+
+    uri: str
+    definition: JSONDict
+    contents: JSONDict
+
+
+@dataclass
+class TemplateEntry:
+    """A registered resource template, optionally readable through a handler."""
+
+    uri_template: str
+    definition: JSONDict
+    handler: Callable[..., Any] | None
+    pattern: re.Pattern[str]
+
+
+@dataclass
+class PromptEntry:
+    """A registered prompt: static messages or a handler producing them."""
+
+    name: str
+    definition: JSONDict
+    messages: Any
+    handler: Callable[..., Any] | None
+    required: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _json_type(annotation: Any) -> JSONDict:
+    """Map a Python annotation to a (small) JSON Schema."""
+    if annotation is inspect.Parameter.empty or annotation is Any:
+        return {}
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is Union or (isinstance(annotation, types.UnionType)):
+        others = [a for a in args if a is not type(None)]
+        if len(others) == 1:
+            return _json_type(others[0])
+        return {"anyOf": [_json_type(a) for a in others]}
+    if origin is Literal:
+        return {"enum": list(args)}
+    if annotation is str:
+        return {"type": "string"}
+    if annotation is bool:
+        return {"type": "boolean"}
+    if annotation is int:
+        return {"type": "integer"}
+    if annotation is float:
+        return {"type": "number"}
+    if annotation is dict or origin is dict or origin is Mapping:
+        return {"type": "object"}
+    if annotation in (list, tuple, set, frozenset) or origin in (list, tuple, set, frozenset):
+        schema: JSONDict = {"type": "array"}
+        if origin is not None and len(args) == 1:
+            schema["items"] = _json_type(args[0])
+        return schema
+    return {}
+
+
+def infer_input_schema(
+    function: Callable[..., Any],
+) -> tuple[JSONDict, frozenset[str] | None, tuple[str, ...]]:
+    """Infer a tool's ``inputSchema`` from the parameters after its ``ctx`` argument.
+
+    Returns:
+        The schema, the accepted parameter names (``None`` when the function takes
+        ``**kwargs``) and the required parameter names.
+    """
+    signature = inspect.signature(function)
+    try:
+        hints = typing.get_type_hints(function)
+    except Exception:  # unresolvable forward references: fall back to raw annotations
+        hints = {}
+    parameters = list(signature.parameters.values())[1:]
+    properties: JSONDict = {}
+    required: list[str] = []
+    accepted: set[str] | None = set()
+    for parameter in parameters:
+        if parameter.kind is inspect.Parameter.VAR_KEYWORD:
+            accepted = None
+            continue
+        if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
+            continue
+        if accepted is not None:
+            accepted.add(parameter.name)
+        schema = _json_type(hints.get(parameter.name, parameter.annotation))
+        if parameter.default is inspect.Parameter.empty:
+            required.append(parameter.name)
+        elif isinstance(parameter.default, (str, int, float, bool)):
+            schema["default"] = parameter.default
+        properties[parameter.name] = schema
+    result: JSONDict = {"type": "object", "properties": properties}
+    if required:
+        result["required"] = required
+    return result, (frozenset(accepted) if accepted is not None else None), tuple(required)
+
+
+def accepted_parameters(function: Callable[..., Any]) -> frozenset[str] | None:
+    """The keyword parameters a handler takes after ``ctx``; ``None`` if it takes ``**kwargs``."""
+    names: set[str] = set()
+    for parameter in list(inspect.signature(function).parameters.values())[1:]:
+        if parameter.kind is inspect.Parameter.VAR_KEYWORD:
+            return None
+        if parameter.kind is not inspect.Parameter.VAR_POSITIONAL:
+            names.add(parameter.name)
+    return frozenset(names)
+
+
+_VARIABLE = re.compile(r"\{([A-Za-z0-9_.]+)\}")
+
+
+def compile_uri_template(uri_template: str) -> re.Pattern[str]:
+    """Compile a level-1 URI template (``file:///{path}``) into a matching regex."""
+    parts: list[str] = []
+    position = 0
+    for match in _VARIABLE.finditer(uri_template):
+        parts.append(re.escape(uri_template[position : match.start()]))
+        parts.append(f"(?P<{match.group(1).replace('.', '_')}>[^/?#]+)")
+        position = match.end()
+    parts.append(re.escape(uri_template[position:]))
+    return re.compile("".join(parts) + r"\Z")
+
+
+def match_uri_template(pattern: re.Pattern[str], uri: str) -> dict[str, str] | None:
+    """The template variables if ``uri`` matches ``pattern``, else ``None``."""
+    match = pattern.match(uri)
+    return match.groupdict() if match else None
+
+
+def resource_contents(
+    uri: str, *, text: str | None, blob: bytes | str | None, mime_type: str | None
+) -> JSONDict:
+    """Build one ``TextResourceContents`` or ``BlobResourceContents`` object."""
+    contents: JSONDict = {"uri": uri}
+    if mime_type is not None:
+        contents["mimeType"] = mime_type
+    if blob is not None:
+        contents["blob"] = (
+            base64.b64encode(blob).decode("ascii") if isinstance(blob, bytes) else blob
+        )
+    else:
+        contents["text"] = text if text is not None else ""
+    return contents
