@@ -50,7 +50,12 @@ def _encode(obj: Any) -> bytes:
 
 
 def make_tools(n: int) -> list[dict[str, Any]]:
-    """Builds ``n`` realistic tool definitions, ``echo`` and ``blob`` first."""
+    """Builds ``n`` tool definitions: the five the server implements, then realistic fillers.
+
+    Every tool the benchmark calls is listed, so clients that look a tool up before
+    validating its result (the SDK lists tools on the first call of an unknown tool) do so
+    once, during warm-up.
+    """
     tools: list[dict[str, Any]] = [
         {
             "name": "echo",
@@ -69,6 +74,25 @@ def make_tools(n: int) -> list[dict[str, Any]]:
                 "properties": {"size": {"type": "integer", "minimum": 0}},
                 "required": ["size"],
             },
+        },
+        {
+            "name": "park",
+            "description": "Benchmark control: not answered until `release` is called.",
+            "inputSchema": {"type": "object", "properties": {}},
+        },
+        {
+            "name": "wait_parked",
+            "description": "Benchmark control: answered once `n` calls are parked.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"n": {"type": "integer", "minimum": 0}},
+                "required": ["n"],
+            },
+        },
+        {
+            "name": "release",
+            "description": "Benchmark control: answers every parked call.",
+            "inputSchema": {"type": "object", "properties": {}},
         },
     ]
     for i in range(len(tools), n):

@@ -29,6 +29,7 @@ import json
 import os
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -318,7 +319,7 @@ async def open_http_peer(
         try:
             process = await trio.lowlevel.open_process(
                 list(argv),
-                stdin=trio.subprocess.DEVNULL,
+                stdin=subprocess.DEVNULL,
                 stdout=output.file,
                 stderr=output.file,
                 env=dict(env),
@@ -434,8 +435,8 @@ async def open_stdio_peer(
     try:
         process = await trio.lowlevel.open_process(
             list(argv),
-            stdin=trio.subprocess.PIPE,
-            stdout=trio.subprocess.PIPE,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
             stderr=output.file,
             env=dict(env) if env is not None else None,
         )

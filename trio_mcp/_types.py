@@ -41,6 +41,7 @@ from typing import (
     TypeAlias,
     TypeVar,
     Union,
+    cast,
     get_args,
     get_origin,
     overload,
@@ -54,6 +55,8 @@ from ._exceptions import ToolError
 if TYPE_CHECKING:
     from typing_extensions import Self
 
+# Public protocol names; the helpers at the bottom (decoder_for, to_builtins, ...) are for
+# the session engine and stay out of the star-export.
 __all__ = [
     "META_CLIENT_CAPABILITIES",
     "META_CLIENT_INFO",
@@ -89,7 +92,6 @@ __all__ = [
     "CreateMessageResult",
     "CreateTaskResult",
     "Cursor",
-    "Decoder",
     "DiscoverResult",
     "ElicitRequest",
     "ElicitRequestFormParams",
@@ -205,10 +207,6 @@ __all__ = [
     "UntitledEnumItems",
     "UntitledMultiSelectEnumSchema",
     "UntitledSingleSelectEnumSchema",
-    "decoder_for",
-    "from_builtins",
-    "peek_result_type",
-    "to_builtins",
 ]
 
 _T = TypeVar("_T")
@@ -731,7 +729,7 @@ class UnknownContent(dict[str, Any]):
         return dict(self)
 
     def __repr__(self) -> str:
-        return f"UnknownContent({dict.__repr__(self)})"
+        return f"UnknownContent({dict(self)!r})"
 
 
 _CONTENT_TYPES: Final[tuple[type[Any], ...]] = (
@@ -1424,7 +1422,8 @@ def _elicit_params(value: Any) -> Any:
     """Turn decoded ``elicitation/create`` params into the struct their ``mode`` calls for."""
     if isinstance(value, (ElicitRequestFormParams, ElicitRequestURLParams)):
         return value
-    if isinstance(value, dict) and value.get("mode") == "url":
+    mapping = _mapping(value)
+    if mapping is not None and mapping.get("mode") == "url":
         return _convert(value, ElicitRequestURLParams)
     return _convert(value, ElicitRequestFormParams)
 
@@ -1682,15 +1681,24 @@ def _convert(obj: Any, tp: Any) -> Any:
         return _repair(obj, tp, exc)
 
 
+def _mapping(obj: Any) -> dict[str, Any] | None:
+    """Return ``obj`` typed as a JSON object, or None if it is not one."""
+    return cast("dict[str, Any]", obj) if isinstance(obj, dict) else None
+
+
 def _repair(obj: Any, tp: Any, exc: msgspec.ValidationError) -> Any:
     """Slow path: descend into ``obj`` and rebuild it, keeping unknown content blocks."""
+    mapping = _mapping(obj)
     if isinstance(tp, type) and issubclass(tp, msgspec.Struct):
-        if not isinstance(obj, dict):
+        if mapping is None:
+            raise exc
+        config = tp.__struct_config__
+        if config.tag_field is not None and mapping.get(config.tag_field, config.tag) != config.tag:
             raise exc
         kwargs: dict[str, Any] = {}
         for info in msgspec.structs.fields(tp):
-            if info.encode_name in obj:
-                kwargs[info.name] = _convert(obj[info.encode_name], info.type)
+            if info.encode_name in mapping:
+                kwargs[info.name] = _convert(mapping[info.encode_name], info.type)
             elif info.required:
                 raise msgspec.ValidationError(
                     f"Object missing required field `{info.encode_name}`"
@@ -1700,7 +1708,7 @@ def _repair(obj: Any, tp: Any, exc: msgspec.ValidationError) -> Any:
     args = get_args(tp)
     if origin in _UNION_ORIGINS:
         members = [arg for arg in args if arg is not UnsetType]
-        if isinstance(obj, dict):
+        if mapping is not None:
             tagged = [
                 m
                 for m in members
@@ -1710,35 +1718,35 @@ def _repair(obj: Any, tp: Any, exc: msgspec.ValidationError) -> Any:
             ]
             for member in tagged:
                 config = member.__struct_config__
-                if obj.get(config.tag_field) == config.tag:
-                    return _convert(obj, member)
-            tag = obj.get("type")
-            if isinstance(tag, str) and any(m in _CONTENT_TYPES for m in tagged):
-                return UnknownContent(obj)
+                if config.tag_field is not None and mapping.get(config.tag_field) == config.tag:
+                    return _convert(mapping, member)
+            if isinstance(mapping.get("type"), str) and any(m in _CONTENT_TYPES for m in tagged):
+                return UnknownContent(mapping)
         elif isinstance(obj, list):
             for member in members:
                 if get_origin(member) is list:
                     return _convert(obj, member)
         raise exc
     if origin is list and isinstance(obj, list):
-        return [_convert(item, args[0]) for item in obj]
-    if origin is dict and isinstance(obj, dict):
-        return {key: _convert(value, args[1]) for key, value in obj.items()}
+        return [_convert(item, args[0]) for item in cast("list[object]", obj)]
+    if origin is dict and mapping is not None:
+        return {key: _convert(value, args[1]) for key, value in mapping.items()}
     raise exc
+
+
+def _input_responses_from(value: Any) -> Any:
+    mapping = _mapping(value)
+    if mapping is None:
+        raise msgspec.ValidationError(f"Expected `object`, got `{type(value).__name__}`")
+    return {key: _input_response(item) for key, item in mapping.items()}
 
 
 _UNTAGGED: Final[dict[Any, Callable[[Any], Any]]] = {
     ElicitRequestParams: _elicit_params,
     AnyResourceContents: _resource_contents,
     InputResponse: _input_response,
-    InputResponses: lambda value: {k: _input_response(v) for k, v in _as_dict(value).items()},
+    InputResponses: _input_responses_from,
 }
-
-
-def _as_dict(value: Any) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise msgspec.ValidationError(f"Expected `object`, got `{type(value).__name__}`")
-    return value  # pyright: ignore[reportUnknownVariableType]
 
 
 class Decoder(Generic[_T]):

@@ -331,6 +331,8 @@ class StdioTransport(Transport):
                 await self._stdin.aclose()
             except (trio.BrokenResourceError, OSError):  # pragma: no cover
                 pass
+            # Nothing more will be read: a server blocked writing to a full pipe gets EPIPE.
+            await self._stdout.aclose()
             with trio.move_on_after(grace):
                 await process.wait()
             if process.returncode is None:

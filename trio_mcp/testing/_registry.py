@@ -13,16 +13,25 @@ import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Union
+from typing import TYPE_CHECKING, Any, Literal, Union
+
+import trio
+
+if TYPE_CHECKING:
+    from ._connection import Connection
 
 __all__ = [
     "JSONDict",
     "PromptEntry",
     "ResourceEntry",
+    "ServerState",
     "TemplateEntry",
     "ToolEntry",
+    "accepted_parameters",
+    "compile_uri_template",
     "infer_input_schema",
     "match_uri_template",
+    "resource_contents",
 ]
 
 JSONDict = dict[str, Any]
@@ -68,6 +77,43 @@ class PromptEntry:
     messages: Any
     handler: Callable[..., Any] | None
     required: tuple[str, ...] = field(default_factory=tuple)
+
+
+class ServerState:
+    """Everything a :class:`MockServer` serves, plus bookkeeping its connections share."""
+
+    def __init__(self) -> None:
+        self.tools: dict[str, ToolEntry] = {}
+        self.resources: dict[str, ResourceEntry] = {}
+        self.templates: dict[str, TemplateEntry] = {}
+        self.prompts: dict[str, PromptEntry] = {}
+        self.completion: Callable[..., Any] | None = None
+        self.connections: list[Connection] = []
+        #: requestState issued -> (method, target, round).
+        self.issued_states: dict[str, tuple[str, str, int]] = {}
+        self.state_serial = 0
+        self._lot = trio.lowlevel.ParkingLot()
+
+    def capabilities(self) -> JSONDict:
+        """The server capabilities implied by what is registered right now."""
+        capabilities: JSONDict = {"logging": {}}
+        if self.tools:
+            capabilities["tools"] = {"listChanged": True}
+        if self.prompts:
+            capabilities["prompts"] = {"listChanged": True}
+        if self.resources or self.templates:
+            capabilities["resources"] = {"subscribe": True, "listChanged": True}
+        if self.completion is not None:
+            capabilities["completions"] = {}
+        return capabilities
+
+    def wake(self) -> None:
+        """Wake every task waiting in :meth:`wait`."""
+        self._lot.unpark_all()
+
+    async def wait(self) -> None:
+        """Wait until the next :meth:`wake`."""
+        await self._lot.park()
 
 
 def _json_type(annotation: Any) -> JSONDict:

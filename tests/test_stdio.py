@@ -1,0 +1,178 @@
+"""The stdio transport against a real child process that misbehaves on demand."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+
+import trio_mcp
+from trio_mcp._transports._stdio import StdioParameters, default_environment
+
+EDGE = [sys.executable, str(Path(__file__).parent / "servers" / "edge_server.py")]
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether any non-zombie process is left in the process group."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        state, pgrp = fields[0], int(fields[2])
+        if pgrp == pgid and state != "Z":
+            return True
+    return False
+
+
+async def test_echo_over_stdio() -> None:
+    async with trio.open_nursery() as nursery:
+        async with trio_mcp.open_mcp_session(nursery, EDGE, probe_timeout=5) as session:
+            assert session.era == "legacy"
+            result = await session.call_tool("echo", {"text": "hello"})
+            assert result.content[0].text == "hello"  # type: ignore[union-attr]
+
+
+async def test_command_line_string_is_split_like_a_shell() -> None:
+    command = " ".join(f"'{part}'" for part in EDGE)
+    async with trio.open_nursery() as nursery:
+        async with trio_mcp.open_mcp_session(nursery, command) as session:
+            assert (await session.call_tool("echo", {"text": "a b"})).content[0].text == "a b"  # type: ignore[union-attr]
+
+
+async def test_crash_mid_call_fails_every_waiter_with_exit_code_and_stderr() -> None:
+    async with trio.open_nursery() as nursery:
+        async with trio_mcp.open_mcp_session(nursery, EDGE) as session:
+            errors: list[trio_mcp.ConnectionClosed] = []
+
+            async def hanging() -> None:
+                try:
+                    await session.call_tool("hang", {})
+                except trio_mcp.ConnectionClosed as exc:
+                    errors.append(exc)
+
+            async with trio.open_nursery() as inner:
+                for _ in range(3):
+                    inner.start_soon(hanging)
+                with pytest.raises(trio_mcp.ConnectionClosed) as info:
+                    await session.call_tool("crash", {})
+            assert info.value.exit_code == 3
+            assert "crashed on purpose" in info.value.stderr_tail
+            assert len(errors) == 3
+
+
+async def test_garbage_line_is_a_protocol_error() -> None:
+    async with trio.open_nursery() as nursery:
+        async with trio_mcp.open_mcp_session(nursery, EDGE) as session:
+            with pytest.raises(trio_mcp.ProtocolError, match="not json"):
+                await session.call_tool("garbage", {})
+
+
+async def test_partial_last_line_is_reported() -> None:
+    async with trio.open_nursery() as nursery:
+        async with trio_mcp.open_mcp_session(nursery, EDGE) as session:
+            with pytest.raises(trio_mcp.ConnectionClosed, match="middle of a message"):
+                await session.call_tool("partial", {})
+
+
+async def test_oversize_message_gives_specific_error() -> None:
+    async with trio.open_nursery() as nursery:
+        async with trio_mcp.open_mcp_session(nursery, EDGE, max_message_size=100_000) as session:
+            ok = await session.call_tool("big", {"size": 50_000})
+            assert len(ok.content[0].text) == 50_000  # type: ignore[union-attr]
+            with pytest.raises(trio_mcp.MessageTooLargeError) as info:
+                await session.call_tool("big", {"size": 300_000})
+            assert info.value.limit == 100_000
+
+
+async def test_32_mib_message_is_received_whole() -> None:
+    size = 32 * 1024 * 1024
+    async with trio.open_nursery() as nursery:
+        async with trio_mcp.open_mcp_session(nursery, EDGE) as session:
+            result = await session.call_tool("big", {"size": size})
+            assert len(result.content[0].text) == size  # type: ignore[union-attr]
+
+
+async def test_stderr_flood_never_deadlocks_and_is_forwarded() -> None:
+    lines: list[str] = []
+    params = StdioParameters(EDGE, on_stderr=lines.append)
+    async with trio.open_nursery() as nursery:
+        async with trio_mcp.open_mcp_session(nursery, params) as session:
+            result = await session.call_tool("flood", {"mb": 64})
+            assert result.content[0].text == "flooded"  # type: ignore[union-attr]
+    assert len(lines) == 64 * 1024
+
+
+@pytest.mark.parametrize("how", ["normal", "error", "cancelled"])
+async def test_no_process_of_the_group_remains(how: str) -> None:
+    pgid = -1
+    with trio.move_on_after(30) as deadline:
+        async with trio.open_nursery() as nursery:
+            try:
+                async with trio_mcp.open_mcp_session(nursery, EDGE) as session:
+                    pgid = session.transport.pid  # type: ignore[attr-defined]
+                    child = int((await session.call_tool("spawn", {})).content[0].text)  # type: ignore[union-attr]
+                    assert os.getpgid(child) == pgid
+                    if how == "error":
+                        raise KeyError("boom")
+                    if how == "cancelled":
+                        nursery.cancel_scope.cancel()
+                        await trio.sleep_forever()
+            except KeyError:
+                assert how == "error"
+    assert not deadline.cancelled_caught
+    assert pgid > 0
+    assert not group_alive(pgid)
+
+
+async def test_sigterm_ignoring_server_is_killed() -> None:
+    params = StdioParameters(EDGE, shutdown_timeout=0.5)
+    async with trio.open_nursery() as nursery:
+        async with trio_mcp.open_mcp_session(nursery, params) as session:
+            pgid = session.transport.pid  # type: ignore[attr-defined]
+            await session.call_tool("ignore_term", {})
+    assert session.transport.returncode == -9  # type: ignore[attr-defined]
+    assert not group_alive(pgid)
+
+
+async def test_missing_program_is_a_clear_error() -> None:
+    async with trio.open_nursery() as nursery:
+        with pytest.raises(trio_mcp.ConnectionClosed, match="could not start"):
+            async with trio_mcp.open_mcp_session(nursery, ["/nonexistent/mcp-server"]):
+                pass  # pragma: no cover
+
+
+async def test_safe_default_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SECRET_TOKEN", "hunter2")
+    env = default_environment()
+    assert "SECRET_TOKEN" not in env
+    assert "PATH" in env
+
+
+async def test_user_env_and_cwd_reach_the_server(tmp_path: Path) -> None:
+    script = tmp_path / "envserver.py"
+    script.write_text(
+        "import json, os, sys\n"
+        "for line in sys.stdin:\n"
+        "    m = json.loads(line)\n"
+        "    if 'id' not in m: continue\n"
+        "    if m['method'] == 'initialize':\n"
+        "        r = {'protocolVersion': '2025-11-25', 'capabilities': {},"
+        " 'serverInfo': {'name': os.environ.get('MY_VAR', '') + '|' + os.getcwd(), 'version': '1'}}\n"
+        "        print(json.dumps({'jsonrpc': '2.0', 'id': m['id'], 'result': r}), flush=True)\n"
+        "    else:\n"
+        "        print(json.dumps({'jsonrpc': '2.0', 'id': m['id'],"
+        " 'error': {'code': -32601, 'message': 'no'}}), flush=True)\n"
+    )
+    params = StdioParameters([sys.executable, str(script)], env={"MY_VAR": "set"}, cwd=tmp_path)
+    async with trio.open_nursery() as nursery:
+        async with trio_mcp.open_mcp_session(nursery, params) as session:
+            assert session.server_info is not None
+            assert session.server_info.name == f"set|{tmp_path}"

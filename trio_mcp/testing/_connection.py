@@ -1,0 +1,1236 @@
+"""One client connection to a :class:`~trio_mcp.testing.MockServer`: both protocol eras.
+
+The engine reads whole JSON-RPC messages from a server stream and answers them:
+
+* **legacy** (``initialize`` handshake, 2025-11-25 and earlier): connection state (log level,
+  resource subscriptions), server-to-client requests with server-generated ids;
+* **modern** (2026-07-28, per-request ``_meta``): stateless requests, ``resultType``,
+  cache hints, multi round-trip requests (MRTR) that re-execute the handler on every round,
+  and ``subscriptions/listen`` streams.
+
+Cheap requests (lists, discovery, ping) are answered inline by the reader, in order; tool
+calls, prompt and resource handlers and completions each run in their own task and cancel
+scope, so many run at once and ``notifications/cancelled`` cancels exactly one of them.
+"""
+
+from __future__ import annotations
+
+import base64
+import inspect
+import json
+from collections.abc import Awaitable, Mapping
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
+
+import msgspec
+import trio
+
+from .._exceptions import MCPError, ToolError
+from ._registry import JSONDict, ServerState, match_uri_template
+
+if TYPE_CHECKING:
+    from ._server import MockServer
+
+__all__ = [
+    "ClientRequestError",
+    "Connection",
+    "Era",
+    "RequestId",
+    "ServerCrash",
+    "ServerStream",
+    "ToolContext",
+]
+
+RequestId = int | str
+Era = Literal["legacy", "modern"]
+
+PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
+CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
+CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+LOG_LEVEL = "io.modelcontextprotocol/logLevel"
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+_LEVEL_RANK = {level: rank for rank, level in enumerate(LOG_LEVELS)}
+
+#: Results that carry ``ttlMs``/``cacheScope`` in the modern era.
+CACHEABLE_METHODS = frozenset(
+    {
+        "server/discover",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+    }
+)
+_LIST_KEYS = {
+    "tools/list": "tools",
+    "prompts/list": "prompts",
+    "resources/list": "resources",
+    "resources/templates/list": "resourceTemplates",
+}
+_HANDLER_METHODS = frozenset({"tools/call", "prompts/get", "resources/read", "completion/complete"})
+_MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+_LEGACY_METHODS = frozenset(
+    {
+        "ping",
+        "tools/list",
+        "tools/call",
+        "prompts/list",
+        "prompts/get",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "logging/setLevel",
+        "completion/complete",
+    }
+)
+_MODERN_METHODS = frozenset(
+    {
+        "server/discover",
+        "tools/list",
+        "tools/call",
+        "prompts/list",
+        "prompts/get",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "subscriptions/listen",
+        "completion/complete",
+    }
+)
+_INPUT_CAPABILITIES = {
+    "sampling/createMessage": "sampling",
+    "elicitation/create": "elicitation",
+    "roots/list": "roots",
+}
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder()
+
+
+class ServerStream(Protocol):
+    """The server end of a connection: whole JSON-RPC messages as bytes.
+
+    :class:`~trio_mcp._transports._memory.MemoryServerStream` is one; so is the stdio stream
+    behind :meth:`MockServer.serve_stdio`.
+    """
+
+    async def send(self, data: bytes) -> None:
+        """Deliver one whole message to the client."""
+        ...
+
+    async def receive(self) -> bytes:
+        """Return the next whole message; raise :class:`trio.EndOfChannel` at end of stream."""
+        ...
+
+    async def aclose(self) -> None:
+        """End the stream; the client sees end of stream."""
+        ...
+
+
+class ServerCrash(Exception):
+    """Raise inside a tool (or any handler) to make the server die abruptly.
+
+    The connection's stream is closed at once and every in-flight request is abandoned
+    without a response: the client sees end of stream, as if the server process had died.
+    Under ``python -m trio_mcp.testing`` the process then exits with status 1.
+    """
+
+
+class ClientRequestError(Exception):
+    """The client answered a server-to-client request (legacy era) with a JSON-RPC error.
+
+    Raised by :meth:`ToolContext.sample`, :meth:`ToolContext.elicit`,
+    :meth:`ToolContext.list_roots` and :meth:`MockServer.request_client`.
+
+    Attributes:
+        code: The JSON-RPC error code the client sent.
+        message: The client's error message.
+        data: The optional ``data`` member of the error.
+    """
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        self.code = code
+        self.message = message
+        self.data = data
+        super().__init__(f"client error {code}: {message}")
+
+
+class _RpcError(Exception):
+    """Answer the current request with a JSON-RPC error."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        self.code = code
+        self.message = message
+        self.data = data
+        super().__init__(message)
+
+
+class _InputRequired(BaseException):
+    """Unwinds a modern handler that needs input the client has not provided yet."""
+
+
+class _Inputs:
+    """The multi round-trip bookkeeping of one execution of a modern handler."""
+
+    __slots__ = ("counter", "missing", "responses", "round")
+
+    def __init__(self, params: JSONDict, round_number: int) -> None:
+        self.responses: JSONDict = _as_dict(params.get("inputResponses")) or {}
+        self.missing: dict[str, JSONDict] = {}
+        self.counter = 0
+        self.round = round_number
+
+
+class _Pending:
+    """A server-to-client request waiting for the client's response."""
+
+    __slots__ = ("error", "event", "result")
+
+    def __init__(self) -> None:
+        self.event = trio.Event()
+        self.result: JSONDict = {}
+        self.error: JSONDict | None = None
+
+
+def _as_dict(value: Any) -> JSONDict | None:
+    return cast(JSONDict, value) if isinstance(value, dict) else None
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    """The leaf exceptions of a (possibly nested) exception group."""
+    children: Any = getattr(exc, "exceptions", None)
+    if isinstance(children, tuple):
+        out: list[BaseException] = []
+        for child in cast(tuple[BaseException, ...], children):
+            out.extend(_leaves(child))
+        return out
+    return [exc]
+
+
+def _text(text: str) -> JSONDict:
+    return {"type": "text", "text": text}
+
+
+def _tool_result(value: Any) -> JSONDict:
+    """Turn what a tool function returned into a ``CallToolResult`` body."""
+    if value is None:
+        return {"content": []}
+    if isinstance(value, str):
+        return {"content": [_text(value)]}
+    if isinstance(value, list):
+        return {"content": list(cast(list[Any], value))}
+    mapping = _as_dict(value)
+    if mapping is not None:
+        if "content" in mapping:
+            return dict(mapping)
+        return {"content": [_text(json.dumps(mapping))], "structuredContent": dict(mapping)}
+    return {"content": [_text(str(value))]}
+
+
+def _prompt_result(value: Any) -> JSONDict:
+    """Turn static prompt messages or a handler's return value into a ``GetPromptResult``."""
+    if isinstance(value, str):
+        return {"messages": [{"role": "user", "content": _text(value)}]}
+    mapping = _as_dict(value)
+    if mapping is not None:
+        if "messages" in mapping:
+            return dict(mapping)
+        return {"messages": [dict(mapping)]}
+    if isinstance(value, list):
+        messages: list[Any] = []
+        for item in cast(list[Any], value):
+            if isinstance(item, str):
+                messages.append({"role": "user", "content": _text(item)})
+            else:
+                messages.append(item)
+        return {"messages": messages}
+    raise TypeError(f"a prompt handler returned {type(value).__name__}, not messages")
+
+
+def _read_result(uri: str, value: Any, mime_type: str | None) -> JSONDict:
+    """Turn a template handler's return value into a ``ReadResourceResult``."""
+    if isinstance(value, (str, bytes)):
+        contents: JSONDict = {"uri": uri}
+        if mime_type is not None:
+            contents["mimeType"] = mime_type
+        if isinstance(value, bytes):
+            contents["blob"] = base64.b64encode(value).decode("ascii")
+        else:
+            contents["text"] = value
+        return {"contents": [contents]}
+    mapping = _as_dict(value)
+    if mapping is not None:
+        if "contents" in mapping:
+            return dict(mapping)
+        return {"contents": [dict(mapping)]}
+    if isinstance(value, list):
+        return {"contents": list(cast(list[Any], value))}
+    raise TypeError(f"a resource template handler returned {type(value).__name__}")
+
+
+async def _maybe_await(value: Any) -> Any:
+    if inspect.isawaitable(value):
+        return await cast(Awaitable[Any], value)
+    return value
+
+
+class ToolContext:
+    """What a tool (or prompt, resource template) handler can do while it runs.
+
+    Passed as the first argument to every handler. In the legacy era, :meth:`sample`,
+    :meth:`elicit` and :meth:`list_roots` send real JSON-RPC requests to the client and wait
+    for its answer. In the modern era they follow the multi round-trip pattern: the handler
+    is **re-executed from the start** on every round; when it asks for an input whose key
+    (``"input-1"``, ``"input-2"``, ... in call order) is missing from the request's
+    ``inputResponses``, the handler is unwound and the server answers with an
+    ``input_required`` result instead.
+
+    A handler is cancelled (:class:`trio.Cancelled`) when the client sends
+    ``notifications/cancelled`` for its request; no response is sent then.
+    """
+
+    def __init__(
+        self,
+        connection: Connection,
+        *,
+        request_id: RequestId,
+        method: str,
+        params: JSONDict,
+        era: Era,
+        scope: trio.CancelScope,
+        inputs: _Inputs,
+    ) -> None:
+        self._connection = connection
+        self._request_id = request_id
+        self._method = method
+        self._params = params
+        self._meta: JSONDict = _as_dict(params.get("_meta")) or {}
+        self._era: Era = era
+        self._scope = scope
+        self._inputs = inputs
+
+    @property
+    def request_id(self) -> RequestId:
+        """The JSON-RPC id of the request being served."""
+        return self._request_id
+
+    @property
+    def method(self) -> str:
+        """The method being served (``tools/call``, ``prompts/get``, ...)."""
+        return self._method
+
+    @property
+    def params(self) -> JSONDict:
+        """The request's ``params``, decoded."""
+        return self._params
+
+    @property
+    def meta(self) -> JSONDict:
+        """The request's ``_meta`` (empty if it had none)."""
+        return self._meta
+
+    @property
+    def era(self) -> Era:
+        """``"legacy"`` or ``"modern"``: the era this request is served in."""
+        return self._era
+
+    @property
+    def server(self) -> MockServer:
+        """The server this request was sent to."""
+        return self._connection.server
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the client cancelled this request (useful inside a shielded scope)."""
+        return self._scope.cancel_called
+
+    @property
+    def round(self) -> int:
+        """Modern era: how many ``input_required`` rounds came before this execution."""
+        return self._inputs.round
+
+    @property
+    def input_responses(self) -> JSONDict:
+        """Modern era: the ``inputResponses`` the client sent with this request."""
+        return self._inputs.responses
+
+    @property
+    def request_state(self) -> str | None:
+        """Modern era: the ``requestState`` the client echoed, if any."""
+        state = self._params.get("requestState")
+        return state if isinstance(state, str) else None
+
+    async def progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Send ``notifications/progress``, if the request carried a ``progressToken``.
+
+        Args:
+            progress: The progress so far; should increase on every call.
+            total: The total, if known.
+            message: A human-readable status line.
+        """
+        token = self._meta.get("progressToken")
+        if token is None:
+            return
+        params: JSONDict = {"progressToken": token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await self._connection.send(
+            {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
+        )
+
+    async def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """Send ``notifications/message`` if the client asked for this level.
+
+        Legacy: honours the level set with ``logging/setLevel`` (everything until then).
+        Modern: sent only if the request's ``_meta`` has ``io.modelcontextprotocol/logLevel``
+        at or below ``level``.
+
+        Raises:
+            ValueError: ``level`` is not a syslog level name.
+        """
+        rank = _LEVEL_RANK.get(level)
+        if rank is None:
+            raise ValueError(f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}")
+        if self._era == "legacy":
+            threshold = self._connection.log_level
+        else:
+            requested = self._meta.get(LOG_LEVEL)
+            if not isinstance(requested, str):
+                return
+            threshold = requested
+        if threshold is not None and rank < _LEVEL_RANK.get(threshold, 0):
+            return
+        params: JSONDict = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        await self._connection.send(
+            {"jsonrpc": "2.0", "method": "notifications/message", "params": params}
+        )
+
+    async def sample(self, params: Mapping[str, Any]) -> JSONDict:
+        """Ask the client to sample its LLM (``sampling/createMessage``).
+
+        Returns:
+            The client's ``CreateMessageResult``, decoded.
+
+        Raises:
+            ClientRequestError: (legacy) the client answered with an error.
+        """
+        return await self._single("sampling/createMessage", params)
+
+    async def elicit(self, params: Mapping[str, Any]) -> JSONDict:
+        """Ask the client to elicit input from its user (``elicitation/create``).
+
+        Returns:
+            The client's ``ElicitResult``, decoded.
+
+        Raises:
+            ClientRequestError: (legacy) the client answered with an error.
+        """
+        return await self._single("elicitation/create", params)
+
+    async def list_roots(self) -> JSONDict:
+        """Ask the client for its roots (``roots/list``).
+
+        Returns:
+            The client's ``ListRootsResult``, decoded.
+
+        Raises:
+            ClientRequestError: (legacy) the client answered with an error.
+        """
+        return await self._single("roots/list", None)
+
+    async def input_many(self, requests: Mapping[str, Mapping[str, Any]]) -> dict[str, JSONDict]:
+        """Ask for several inputs at once, under keys of your choosing.
+
+        Args:
+            requests: Maps each key to a request object ``{"method": ..., "params": ...}``.
+                Don't use keys of the form ``input-N``: those name single requests.
+
+        Returns:
+            The client's result for each key. In the modern era, every missing key is
+            requested in one ``input_required`` round. In the legacy era, the requests are
+            sent to the client concurrently.
+
+        Raises:
+            ClientRequestError: (legacy) the client answered one of them with an error.
+        """
+        wanted: dict[str, JSONDict] = {}
+        for key, request in requests.items():
+            wanted[key] = dict(request)
+        if self._era == "legacy":
+            results: dict[str, JSONDict] = {}
+
+            async def one(key: str, request: JSONDict) -> None:
+                params = _as_dict(request.get("params"))
+                results[key] = await self._connection.client_request(
+                    str(request.get("method")), params
+                )
+
+            async with trio.open_nursery() as nursery:
+                for key, request in wanted.items():
+                    nursery.start_soon(one, key, request)
+            return results
+        return self._modern_inputs(wanted)
+
+    async def _single(self, method: str, params: Mapping[str, Any] | None) -> JSONDict:
+        if self._era == "legacy":
+            return await self._connection.client_request(
+                method, dict(params) if params is not None else None
+            )
+        self._inputs.counter += 1
+        key = f"input-{self._inputs.counter}"
+        request: JSONDict = {"method": method}
+        if params is not None:
+            request["params"] = dict(params)
+        return self._modern_inputs({key: request})[key]
+
+    def _modern_inputs(self, requests: dict[str, JSONDict]) -> dict[str, JSONDict]:
+        capabilities = _as_dict(self._meta.get(CLIENT_CAPABILITIES)) or {}
+        for request in requests.values():
+            capability = _INPUT_CAPABILITIES.get(str(request.get("method")))
+            if capability is not None and capability not in capabilities:
+                raise _RpcError(
+                    -32021,
+                    f"Server requires the {capability} capability for this request",
+                    {"requiredCapabilities": {capability: {}}},
+                )
+        results: dict[str, JSONDict] = {}
+        missing: dict[str, JSONDict] = {}
+        for key, request in requests.items():
+            response = _as_dict(self._inputs.responses.get(key))
+            if response is None:
+                missing[key] = request
+            else:
+                results[key] = response
+        if missing:
+            self._inputs.missing.update(missing)
+            raise _InputRequired
+        return results
+
+
+class Connection:
+    """The protocol engine for one connection (one stream) of a :class:`MockServer`."""
+
+    def __init__(self, server: MockServer, state: ServerState, stream: ServerStream) -> None:
+        self.server = server
+        self.state = state
+        self.stream = stream
+        #: Set by ``initialize``: the rest of the connection is served in the legacy era.
+        self.legacy = False
+        self.log_level: str | None = None
+        self.resource_subscriptions: set[str] = set()
+        #: Active ``subscriptions/listen`` streams: listen request id -> honoured filter.
+        self.subscriptions: dict[RequestId, JSONDict] = {}
+        self.inflight: dict[RequestId, trio.CancelScope] = {}
+        self.pending: dict[RequestId, _Pending] = {}
+        self.crashed = False
+        self.closing = False
+        self._next_id = 0
+        self._send_lock = trio.Lock()
+        self._nursery: trio.Nursery | None = None
+        self._stream_closed = False
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Serve the stream until the client ends it or the server crashes."""
+        self.state.connections.append(self)
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                while True:
+                    try:
+                        data = await self.stream.receive()
+                    except (
+                        trio.EndOfChannel,
+                        trio.BrokenResourceError,
+                        trio.ClosedResourceError,
+                        MCPError,
+                    ):
+                        break
+                    try:
+                        await self._handle(data)
+                    finally:
+                        self.state.wake()
+                nursery.cancel_scope.cancel()
+        finally:
+            self.closing = True
+            if self in self.state.connections:
+                self.state.connections.remove(self)
+            await self._close_stream()
+            self.state.wake()
+
+    async def _close_stream(self) -> None:
+        if self._stream_closed:
+            return
+        self._stream_closed = True
+        with trio.move_on_after(5, shield=True):
+            try:
+                await self.stream.aclose()
+            except (trio.BrokenResourceError, trio.ClosedResourceError, MCPError, OSError):
+                pass
+
+    async def crash(self) -> None:
+        """End the connection abruptly: close the stream, abandon every request."""
+        if self.crashed:
+            return
+        self.crashed = True
+        self.closing = True
+        self.server.crash_count += 1
+        await self._close_stream()
+        if self._nursery is not None:
+            self._nursery.cancel_scope.cancel()
+
+    # -- sending ---------------------------------------------------------------------------
+
+    async def send(self, message: JSONDict) -> None:
+        """Send one message; silently dropped once the client is gone."""
+        if self.closing:
+            return
+        data = _encoder.encode(message)
+        async with self._send_lock:
+            try:
+                await self.stream.send(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, MCPError, OSError):
+                pass
+
+    async def _send_result(self, request_id: RequestId, result: JSONDict) -> None:
+        await self.send({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+    async def _send_error(
+        self, request_id: RequestId | None, code: int, message: str, data: Any = None
+    ) -> None:
+        error: JSONDict = {"code": code, "message": message}
+        if data is not None:
+            error["data"] = data
+        await self.send({"jsonrpc": "2.0", "id": request_id, "error": error})
+
+    def _server_info(self) -> JSONDict:
+        return {"name": self.server.name, "version": self.server.version}
+
+    def _complete(self, method: str, body: JSONDict) -> JSONDict:
+        """Decorate a modern result: ``resultType``, ``serverInfo``, cache hints."""
+        body["resultType"] = "complete"
+        meta = dict(_as_dict(body.get("_meta")) or {})
+        meta[SERVER_INFO] = self._server_info()
+        body["_meta"] = meta
+        if method in CACHEABLE_METHODS:
+            ttl_ms, scope = self.server.cache_hints.get(method, (0, "public"))
+            body["ttlMs"] = ttl_ms
+            body["cacheScope"] = scope
+        return body
+
+    async def client_request(self, method: str, params: JSONDict | None) -> JSONDict:
+        """Send a server-to-client request (legacy era) and wait for the client's answer."""
+        self._next_id += 1
+        request_id = self._next_id
+        pending = _Pending()
+        self.pending[request_id] = pending
+        message: JSONDict = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        try:
+            await self.send(message)
+            await pending.event.wait()
+        except trio.Cancelled:
+            if not pending.event.is_set() and not self.closing:
+                with trio.move_on_after(5, shield=True):
+                    await self.send(
+                        {
+                            "jsonrpc": "2.0",
+                            "method": "notifications/cancelled",
+                            "params": {"requestId": request_id, "reason": "request cancelled"},
+                        }
+                    )
+            raise
+        finally:
+            self.pending.pop(request_id, None)
+        if pending.error is not None:
+            raise ClientRequestError(
+                int(pending.error.get("code", -32603)),
+                str(pending.error.get("message", "")),
+                pending.error.get("data"),
+            )
+        return pending.result
+
+    # -- notifications pushed by the server -----------------------------------------------
+
+    async def notify_list_changed(self, kind: str) -> None:
+        """Send ``notifications/<kind>/list_changed`` where the client asked for it."""
+        method = f"notifications/{kind}/list_changed"
+        if self.legacy:
+            await self.send({"jsonrpc": "2.0", "method": method})
+        key = f"{kind}ListChanged"
+        for subscription_id, honoured in list(self.subscriptions.items()):
+            if honoured.get(key) is True:
+                await self.send(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": method,
+                        "params": {"_meta": {SUBSCRIPTION_ID: subscription_id}},
+                    }
+                )
+
+    async def notify_resource_updated(self, uri: str) -> None:
+        """Send ``notifications/resources/updated`` to clients subscribed to ``uri``."""
+        method = "notifications/resources/updated"
+        if self.legacy and uri in self.resource_subscriptions:
+            await self.send({"jsonrpc": "2.0", "method": method, "params": {"uri": uri}})
+        for subscription_id, honoured in list(self.subscriptions.items()):
+            uris: Any = honoured.get("resourceSubscriptions")
+            if isinstance(uris, list) and uri in uris:
+                await self.send(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": method,
+                        "params": {"_meta": {SUBSCRIPTION_ID: subscription_id}, "uri": uri},
+                    }
+                )
+
+    async def end_subscriptions(self) -> None:
+        """Close every listen stream gracefully with its completion result."""
+        subscriptions = list(self.subscriptions)
+        self.subscriptions.clear()
+        for subscription_id in subscriptions:
+            await self._send_result(
+                subscription_id,
+                {
+                    "resultType": "complete",
+                    "_meta": {SUBSCRIPTION_ID: subscription_id, SERVER_INFO: self._server_info()},
+                },
+            )
+
+    # -- receiving -------------------------------------------------------------------------
+
+    async def _handle(self, data: bytes) -> None:
+        try:
+            decoded: Any = _decoder.decode(data)
+        except msgspec.DecodeError:
+            await self._send_error(None, -32700, "Parse error")
+            return
+        message = _as_dict(decoded)
+        if message is None:
+            await self._send_error(None, -32600, "Invalid request: expected one JSON object")
+            return
+        self.server.received.append(message)
+        method = message.get("method")
+        if method is None:
+            if "id" in message and ("result" in message or "error" in message):
+                self._on_response(message)
+            else:
+                await self._send_error(None, -32600, "Invalid request: no method")
+            return
+        request_id = message.get("id")
+        if not isinstance(method, str) or (
+            "id" in message
+            and (isinstance(request_id, bool) or not isinstance(request_id, (int, str)))
+        ):
+            await self._send_error(None, -32600, "Invalid request")
+            return
+        raw_params = message.get("params")
+        params = {} if raw_params is None else _as_dict(raw_params)
+        if request_id is None:
+            await self._on_notification(method, params or {})
+            return
+        request_id = cast(RequestId, request_id)
+        try:
+            if params is None:
+                raise _RpcError(-32602, "Invalid params: params must be an object")
+            await self._on_request(request_id, method, params)
+        except _RpcError as error:
+            await self._send_error(request_id, error.code, error.message, error.data)
+
+    def _on_response(self, message: JSONDict) -> None:
+        request_id = message.get("id")
+        if not isinstance(request_id, (int, str)):
+            return
+        pending = self.pending.get(request_id)
+        if pending is None or pending.event.is_set():
+            return
+        error = _as_dict(message.get("error"))
+        if error is not None:
+            pending.error = error
+        else:
+            pending.result = _as_dict(message.get("result")) or {}
+        pending.event.set()
+
+    async def _on_notification(self, method: str, params: JSONDict) -> None:
+        if method == "notifications/cancelled":
+            request_id = params.get("requestId")
+            if isinstance(request_id, (int, str)):
+                self.server.cancelled.append(request_id)
+                scope = self.inflight.get(request_id)
+                if scope is not None:
+                    scope.cancel()
+                self.subscriptions.pop(request_id, None)
+
+    def _era_for(self, method: str, params: JSONDict) -> Era:
+        if self.legacy or self.server.eras == "legacy":
+            return "legacy"
+        if self.server.eras == "modern":
+            return "modern"
+        if method == "initialize":
+            return "legacy"
+        meta = _as_dict(params.get("_meta"))
+        if (meta is not None and PROTOCOL_VERSION in meta) or method == "server/discover":
+            return "modern"
+        return "legacy"
+
+    async def _on_request(self, request_id: RequestId, method: str, params: JSONDict) -> None:
+        if self._era_for(method, params) == "legacy":
+            await self._legacy_request(request_id, method, params)
+        else:
+            await self._modern_request(request_id, method, params)
+
+    # -- legacy era ------------------------------------------------------------------------
+
+    async def _legacy_request(self, request_id: RequestId, method: str, params: JSONDict) -> None:
+        if method == "initialize":
+            await self._initialize(request_id, params)
+            return
+        if not self.legacy and method != "ping":
+            if method == "server/discover":
+                await self._scripted_discover(request_id, params)
+                return
+            raise _RpcError(-32600, f"Invalid request: {method} received before initialize")
+        if method not in _LEGACY_METHODS:
+            raise _RpcError(-32601, f"Method not found: {method}")
+        if method in _HANDLER_METHODS:
+            self._spawn(request_id, "legacy", method, params)
+            return
+        if method == "ping":
+            result: JSONDict = {}
+        elif method in _LIST_KEYS:
+            result = self._list(method, params)
+        elif method == "logging/setLevel":
+            level = params.get("level")
+            if not isinstance(level, str) or level not in _LEVEL_RANK:
+                raise _RpcError(-32602, f"Invalid params: unknown log level {level!r}")
+            self.log_level = level
+            result = {}
+        else:  # resources/subscribe, resources/unsubscribe
+            uri = params.get("uri")
+            if not isinstance(uri, str):
+                raise _RpcError(-32602, "Invalid params: uri must be a string")
+            if method == "resources/subscribe":
+                self.resource_subscriptions.add(uri)
+            else:
+                self.resource_subscriptions.discard(uri)
+            result = {}
+        await self._send_result(request_id, result)
+
+    async def _initialize(self, request_id: RequestId, params: JSONDict) -> None:
+        server = self.server
+        if self.legacy:
+            raise _RpcError(-32600, "Invalid request: initialize was already received")
+        requested = params.get("protocolVersion")
+        if not isinstance(requested, str):
+            raise _RpcError(-32602, "Invalid params: initialize needs a protocolVersion")
+        version = requested if requested in server.legacy_versions else server.legacy_versions[0]
+        server.protocol_version = version
+        server.client_info = _as_dict(params.get("clientInfo"))
+        server.client_capabilities = _as_dict(params.get("capabilities")) or {}
+        self.legacy = True
+        result: JSONDict = {
+            "protocolVersion": version,
+            "capabilities": server.current_capabilities(),
+            "serverInfo": self._server_info(),
+        }
+        if server.instructions is not None:
+            result["instructions"] = server.instructions
+        await self._send_result(request_id, result)
+
+    # -- modern era ------------------------------------------------------------------------
+
+    async def _modern_request(self, request_id: RequestId, method: str, params: JSONDict) -> None:
+        server = self.server
+        if method == "initialize":
+            supported = ", ".join(server.supported_versions)
+            raise _RpcError(
+                -32601,
+                "Method not found: initialize. This server only speaks modern MCP "
+                f"(protocol versions {supported}); send per-request _meta instead.",
+                {"supported": server.advertised_versions()},
+            )
+        if method == "server/discover" and server.respond_to_discover != "result":
+            await self._scripted_discover(request_id, params)
+            return
+        meta = _as_dict(params.get("_meta"))
+        if meta is None:
+            raise _RpcError(
+                -32602,
+                f"Invalid params: {method} has no _meta; modern requests must carry "
+                f"{PROTOCOL_VERSION} and {CLIENT_CAPABILITIES}",
+            )
+        version = meta.get(PROTOCOL_VERSION)
+        if not isinstance(version, str):
+            raise _RpcError(-32602, f"Invalid params: _meta lacks {PROTOCOL_VERSION}")
+        capabilities = _as_dict(meta.get(CLIENT_CAPABILITIES))
+        if capabilities is None:
+            raise _RpcError(-32602, f"Invalid params: _meta lacks {CLIENT_CAPABILITIES}")
+        if version not in server.supported_versions:
+            raise _RpcError(
+                -32022,
+                "Unsupported protocol version",
+                {"supported": server.advertised_versions(), "requested": version},
+            )
+        level = meta.get(LOG_LEVEL)
+        if level is not None and level not in _LEVEL_RANK:
+            raise _RpcError(-32602, f"Invalid params: unknown log level {level!r}")
+        server.protocol_version = version
+        server.client_capabilities = capabilities
+        client_info = _as_dict(meta.get(CLIENT_INFO))
+        if client_info is not None:
+            server.client_info = client_info
+        if method not in _MODERN_METHODS:
+            raise _RpcError(-32601, f"Method not found: {method}")
+        if method in _HANDLER_METHODS:
+            self._spawn(request_id, "modern", method, params)
+            return
+        if method == "subscriptions/listen":
+            await self._listen(request_id, params)
+            return
+        if method == "server/discover":
+            result = self._discover_result()
+        else:
+            result = self._list(method, params)
+        await self._send_result(request_id, self._complete(method, result))
+
+    def _discover_result(self) -> JSONDict:
+        result: JSONDict = {
+            "supportedVersions": self.server.advertised_versions(),
+            "capabilities": self.server.current_capabilities(),
+        }
+        if self.server.instructions is not None:
+            result["instructions"] = self.server.instructions
+        return result
+
+    async def _scripted_discover(self, request_id: RequestId, params: JSONDict) -> None:
+        mode = self.server.respond_to_discover
+        if mode == "silent":
+            return
+        if mode == "result":
+            result = self._complete("server/discover", self._discover_result())
+            await self._send_result(request_id, result)
+            return
+        if mode == "unsupported_version":
+            meta = _as_dict(params.get("_meta")) or {}
+            requested = meta.get(PROTOCOL_VERSION)
+            raise _RpcError(
+                -32022,
+                "Unsupported protocol version",
+                {
+                    "supported": self.server.advertised_versions(),
+                    "requested": requested if isinstance(requested, str) else "",
+                },
+            )
+        if mode == "invalid_params":
+            raise _RpcError(-32602, "Invalid params")
+        if mode == "invalid_request":
+            raise _RpcError(-32600, "Invalid request: server/discover received before initialize")
+        raise _RpcError(-32601, "Method not found: server/discover")
+
+    async def _listen(self, request_id: RequestId, params: JSONDict) -> None:
+        wanted = _as_dict(params.get("notifications"))
+        if wanted is None:
+            raise _RpcError(-32602, "Invalid params: subscriptions/listen needs notifications")
+        capabilities = self.server.current_capabilities()
+        honoured: JSONDict = {}
+        for key, capability in (
+            ("toolsListChanged", "tools"),
+            ("promptsListChanged", "prompts"),
+            ("resourcesListChanged", "resources"),
+        ):
+            if wanted.get(key) is True and capability in capabilities:
+                honoured[key] = True
+        uris: Any = wanted.get("resourceSubscriptions")
+        if isinstance(uris, list) and "resources" in capabilities:
+            honoured["resourceSubscriptions"] = [
+                uri for uri in cast(list[Any], uris) if isinstance(uri, str)
+            ]
+        await self.send(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/subscriptions/acknowledged",
+                "params": {"_meta": {SUBSCRIPTION_ID: request_id}, "notifications": honoured},
+            }
+        )
+        self.subscriptions[request_id] = honoured
+
+    # -- shared handlers -------------------------------------------------------------------
+
+    def _list(self, method: str, params: JSONDict) -> JSONDict:
+        server = self.server
+        key = _LIST_KEYS[method]
+        if method == "tools/list":
+            items = [entry.definition for entry in server._tools.values()]
+        elif method == "prompts/list":
+            items = [entry.definition for entry in server._prompts.values()]
+        elif method == "resources/list":
+            items = [entry.definition for entry in server._resources.values()]
+        else:
+            items = [entry.definition for entry in server._templates.values()]
+        start = 0
+        cursor = params.get("cursor")
+        if cursor is not None:
+            start = _decode_cursor(key, cursor)
+            if start > len(items):
+                raise _RpcError(-32602, "Invalid cursor")
+        end = len(items) if server.page_size is None else start + max(1, server.page_size)
+        result: JSONDict = {key: [dict(item) for item in items[start:end]]}
+        if end < len(items):
+            result["nextCursor"] = _encode_cursor(key, end)
+        return result
+
+    def _spawn(self, request_id: RequestId, era: Era, method: str, params: JSONDict) -> None:
+        assert self._nursery is not None
+        scope = trio.CancelScope()
+        self.inflight[request_id] = scope
+        self._nursery.start_soon(self._run_handler, request_id, era, method, params, scope)
+
+    async def _run_handler(
+        self,
+        request_id: RequestId,
+        era: Era,
+        method: str,
+        params: JSONDict,
+        scope: trio.CancelScope,
+    ) -> None:
+        try:
+            with scope:
+                try:
+                    round = self._check_mrtr(method, params) if era == "modern" else 0
+                    ctx = ToolContext(
+                        self,
+                        request_id=request_id,
+                        method=method,
+                        params=params,
+                        era=era,
+                        scope=scope,
+                        round=round,
+                    )
+                except _RpcError as error:
+                    await self._send_error(request_id, error.code, error.message, error.data)
+                    return
+                try:
+                    result = await self._execute(ctx, method, params)
+                except BaseException as exc:
+                    await self._failed(ctx, exc)
+                    return
+                if ctx._missing:
+                    await self._send_input_required(ctx)
+                    return
+                if era == "modern":
+                    result = self._complete(method, result)
+                await self._send_result(request_id, result)
+        finally:
+            if self.inflight.get(request_id) is scope:
+                del self.inflight[request_id]
+
+    async def _failed(self, ctx: ToolContext, exc: BaseException) -> None:
+        """Answer a request whose handler raised ``exc`` (or re-raise it)."""
+        leaves = _leaves(exc)
+        if all(isinstance(leaf, trio.Cancelled) for leaf in leaves):
+            raise exc
+        if any(isinstance(leaf, ServerCrash) for leaf in leaves):
+            await self.crash()
+            return
+        if ctx._missing and ctx.era == "modern":
+            await self._send_input_required(ctx)
+            return
+        errors = [leaf for leaf in leaves if not isinstance(leaf, trio.Cancelled)]
+        if len(errors) == 1 and isinstance(errors[0], _RpcError):
+            error = errors[0]
+            await self._send_error(ctx.request_id, error.code, error.message, error.data)
+            return
+        if len(errors) == 1 and isinstance(errors[0], ToolError) and ctx.method == "tools/call":
+            await self._send_tool_error(ctx, errors[0])
+            return
+        if not isinstance(exc, Exception):
+            raise exc
+        await self._send_error(
+            ctx.request_id, -32603, f"Internal error: {type(exc).__name__}: {exc}"
+        )
+
+    async def _send_tool_error(self, ctx: ToolContext, error: ToolError) -> None:
+        custom = _as_dict(error.result)
+        result = dict(custom) if custom is not None and "content" in custom else None
+        if result is None:
+            result = {"content": [_text(str(error))]}
+        result["isError"] = True
+        if ctx.era == "modern":
+            result = self._complete(ctx.method, result)
+        await self._send_result(ctx.request_id, result)
+
+    def _check_mrtr(self, method: str, params: JSONDict) -> int:
+        """Validate ``inputResponses``/``requestState``; return the round number."""
+        if "inputResponses" in params and _as_dict(params["inputResponses"]) is None:
+            raise _RpcError(-32602, "Invalid params: inputResponses must be an object")
+        if "requestState" not in params:
+            return 0
+        state = params["requestState"]
+        if not isinstance(state, str):
+            raise _RpcError(-32602, "Invalid params: requestState must be a string")
+        server = self.server
+        server.request_states_seen.append(state)
+        issued = server._issued_states.get(state)
+        if issued is None or issued[:2] != (method, _target(params)):
+            raise _RpcError(
+                -32602,
+                "Invalid params: requestState was not issued by this server for this request "
+                "(clients must echo it byte for byte, on a retry of the same request)",
+            )
+        return issued[2] + 1
+
+    async def _send_input_required(self, ctx: ToolContext) -> None:
+        server = self.server
+        server._state_serial += 1
+        target = _target(ctx.params)
+        payload = json.dumps(
+            {"m": ctx.method, "t": target, "r": ctx.round, "s": server._state_serial},
+            separators=(",", ":"),
+        )
+        state = base64.b64encode(payload.encode()).decode("ascii")
+        server._issued_states[state] = (ctx.method, target, ctx.round)
+        result: JSONDict = {
+            "resultType": "input_required",
+            "inputRequests": dict(ctx._missing),
+            "requestState": state,
+            "_meta": {SERVER_INFO: self._server_info()},
+        }
+        await self._send_result(ctx.request_id, result)
+
+    async def _execute(self, ctx: ToolContext, method: str, params: JSONDict) -> JSONDict:
+        if method == "tools/call":
+            return await self._call_tool(ctx, params)
+        if method == "prompts/get":
+            return await self._get_prompt(ctx, params)
+        if method == "resources/read":
+            return await self._read_resource(ctx, params)
+        return await self._complete_argument(params)
+
+    async def _call_tool(self, ctx: ToolContext, params: JSONDict) -> JSONDict:
+        name = params.get("name")
+        if not isinstance(name, str):
+            raise _RpcError(-32602, "Invalid params: tools/call needs a tool name")
+        entry = self.server._tools.get(name)
+        if entry is None:
+            raise _RpcError(-32602, f"Unknown tool: {name}")
+        raw = params.get("arguments")
+        arguments = {} if raw is None else _as_dict(raw)
+        if arguments is None:
+            raise _RpcError(-32602, f"Invalid arguments for tool {name}: expected an object")
+        for required in entry.required:
+            if required not in arguments:
+                raise _RpcError(
+                    -32602,
+                    f"Invalid arguments for tool {name}: Missing required property '{required}'",
+                )
+        if entry.accepted is not None:
+            for argument in arguments:
+                if argument not in entry.accepted:
+                    raise _RpcError(
+                        -32602,
+                        f"Invalid arguments for tool {name}: Unexpected property '{argument}'",
+                    )
+        value = await _maybe_await(entry.function(ctx, **arguments))
+        return _tool_result(value)
+
+    async def _get_prompt(self, ctx: ToolContext, params: JSONDict) -> JSONDict:
+        name = params.get("name")
+        if not isinstance(name, str):
+            raise _RpcError(-32602, "Invalid params: prompts/get needs a prompt name")
+        entry = self.server._prompts.get(name)
+        if entry is None:
+            raise _RpcError(-32602, f"Unknown prompt: {name}")
+        raw = params.get("arguments")
+        arguments = {} if raw is None else _as_dict(raw)
+        if arguments is None:
+            raise _RpcError(-32602, f"Invalid arguments for prompt {name}: expected an object")
+        for required in entry.required:
+            if required not in arguments:
+                raise _RpcError(
+                    -32602, f"Invalid arguments for prompt {name}: Missing argument '{required}'"
+                )
+        if entry.handler is None:
+            result = _prompt_result(entry.messages)
+        else:
+            result = _prompt_result(await _maybe_await(entry.handler(ctx, **arguments)))
+        description = entry.definition.get("description")
+        if description is not None and "description" not in result:
+            result["description"] = description
+        return result
+
+    async def _read_resource(self, ctx: ToolContext, params: JSONDict) -> JSONDict:
+        uri = params.get("uri")
+        if not isinstance(uri, str):
+            raise _RpcError(-32602, "Invalid params: resources/read needs a uri")
+        resource = self.server._resources.get(uri)
+        if resource is not None:
+            return {"contents": [dict(resource.contents)]}
+        for template in self.server._templates.values():
+            if template.handler is None:
+                continue
+            variables = match_uri_template(template.pattern, uri)
+            if variables is not None:
+                value = await _maybe_await(template.handler(ctx, uri, **variables))
+                mime_type = template.definition.get("mimeType")
+                return _read_result(uri, value, mime_type if isinstance(mime_type, str) else None)
+        code = -32602 if ctx.era == "modern" else -32002
+        raise _RpcError(code, "Resource not found", {"uri": uri})
+
+    async def _complete_argument(self, params: JSONDict) -> JSONDict:
+        handler = self.server._completion
+        if handler is None:
+            raise _RpcError(-32601, "Method not found: completion/complete (no completions)")
+        ref = _as_dict(params.get("ref"))
+        argument = _as_dict(params.get("argument"))
+        if ref is None or argument is None:
+            raise _RpcError(-32602, "Invalid params: completion/complete needs ref and argument")
+        value = await _maybe_await(handler(ref, argument, _as_dict(params.get("context"))))
+        if isinstance(value, list):
+            values = [str(v) for v in cast(list[Any], value)]
+            return {
+                "completion": {
+                    "values": values[:100],
+                    "total": len(values),
+                    "hasMore": len(values) > 100,
+                }
+            }
+        mapping = _as_dict(value)
+        if mapping is None:
+            raise TypeError("a completion handler must return a list of strings or a dict")
+        return dict(mapping) if "completion" in mapping else {"completion": dict(mapping)}
+
+
+def _target(params: JSONDict) -> str:
+    """What an MRTR request is about: the tool/prompt name or resource URI."""
+    value = params.get("name", params.get("uri"))
+    return value if isinstance(value, str) else ""
+
+
+def _encode_cursor(kind: str, offset: int) -> str:
+    return base64.urlsafe_b64encode(f"{kind}:{offset}".encode()).decode("ascii")
+
+
+def _decode_cursor(kind: str, cursor: Any) -> int:
+    if not isinstance(cursor, str):
+        raise _RpcError(-32602, "Invalid cursor")
+    try:
+        decoded = base64.urlsafe_b64decode(cursor.encode("ascii")).decode()
+        prefix, _, offset = decoded.partition(":")
+        if prefix != kind:
+            raise ValueError(prefix)
+        return int(offset)
+    except (ValueError, UnicodeError) as exc:
+        raise _RpcError(-32602, "Invalid cursor") from exc
