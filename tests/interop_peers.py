@@ -25,6 +25,7 @@ a reason, except under ``CI=true``, where a missing peer is a failure.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -38,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
 
+import httpx
 import pytest
 import trio
 
@@ -512,6 +514,59 @@ def legacy_http_headers(
     if version is not None:
         headers["MCP-Protocol-Version"] = version
     return headers
+
+
+class SseReader:
+    """Reads ``(event, data)`` pairs from a streaming httpx response, one at a time.
+
+    Not an async generator: httpx's ``aiter_lines`` is a chain of nested async
+    generators, and closing only the outer one leaves the inner ones to the
+    garbage collector, which trio reports as a ResourceWarning (an error under
+    ``filterwarnings = error``). ``open_sse_stream`` closes the response first and
+    then drains the chain, which ends it with ``httpx.ReadError``.
+    """
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.response = response
+        self._lines = response.aiter_lines()
+
+    async def next_event(self) -> tuple[str, str]:
+        """The next event's type (default ``message``) and data (lines joined)."""
+        event, data = "message", list[str]()
+        while True:
+            line = await self._lines.__anext__()
+            if line == "":
+                if data:
+                    return event, "\n".join(data)
+                event = "message"
+            elif line.startswith("event:"):
+                event = line[6:].strip()
+            elif line.startswith("data:"):
+                data.append(line[5:].lstrip())
+
+    async def aclose(self) -> None:
+        """Close the response, then run the line iterator to its end."""
+        await self.response.aclose()
+        with contextlib.suppress(StopAsyncIteration, httpx.StreamError, httpx.TransportError):
+            while True:
+                await self._lines.__anext__()
+
+
+@asynccontextmanager
+async def open_sse_stream(
+    client: httpx.AsyncClient, url: str, headers: Mapping[str, str] | None = None
+) -> AsyncIterator[SseReader]:
+    """GET ``url`` as an event stream; yields a reader, closes everything on exit."""
+    request = client.build_request(
+        "GET", url, headers={"Accept": "text/event-stream", **dict(headers or {})}
+    )
+    response = await client.send(request, stream=True)
+    reader = SseReader(response)
+    try:
+        yield reader
+    finally:
+        with trio.CancelScope(shield=True):
+            await reader.aclose()
 
 
 def first_sse_data(body: str) -> dict[str, Any]:

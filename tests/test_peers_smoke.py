@@ -8,6 +8,7 @@ relies on; tests/servers/README.md has the full table. They talk raw JSON-RPC
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 import httpx
@@ -30,6 +31,7 @@ from .interop_peers import (
     modern_meta,
     open_everything_http,
     open_sdk_http,
+    open_sse_stream,
     open_stdio_peer,
     sdk_server_argv,
     sdk_server_env,
@@ -134,42 +136,27 @@ async def test_everything_streamable_http_on_loopback_only() -> None:
 # ----------------------------------------------------------------- legacy HTTP+SSE
 
 
-async def _sse_events(response: httpx.Response) -> Any:
-    """Yield (event, data) pairs from an SSE response."""
-    event, data = "message", []
-    async for line in response.aiter_lines():
-        if line == "":
-            if data:
-                yield event, "\n".join(data)
-            event, data = "message", []
-        elif line.startswith("event:"):
-            event = line[6:].strip()
-        elif line.startswith("data:"):
-            data.append(line[5:].lstrip())
-
-
-async def _sse_round_trip(peer: HttpPeer) -> None:
+async def _sse_round_trip(peer: HttpPeer, endpoint_prefix: str) -> None:
     """GET the SSE stream, POST initialize to its endpoint, read the answer on the stream."""
     async with (
         httpx.AsyncClient(timeout=10) as client,
-        client.stream("GET", peer.url, headers={"Accept": "text/event-stream"}) as stream,
+        open_sse_stream(client, peer.url) as stream,
     ):
-        assert stream.status_code == 200
-        events = _sse_events(stream)
-        kind, endpoint = await events.__anext__()
+        assert stream.response.status_code == 200
+        kind, endpoint = await stream.next_event()
         assert kind == "endpoint"
-        assert "sessionId=" in endpoint
+        assert endpoint.startswith(endpoint_prefix)
         posted = await client.post(
             httpx.URL(peer.base_url).join(endpoint),
             json=_initialize(7),
             headers=legacy_http_headers(),
         )
         assert posted.status_code == 202
-        kind, data = await events.__anext__()
+        kind, data = await stream.next_event()
         assert kind == "message"
-        assert httpx.Response(200, text=data).json()["id"] == 7
-        assert httpx.Response(200, text=data).json()["result"]["protocolVersion"] == LEGACY_VERSION
-        await events.aclose()
+        answer = json.loads(data)
+        assert answer["id"] == 7
+        assert answer["result"]["protocolVersion"] == LEGACY_VERSION
 
 
 @pytest.mark.parametrize("server", ["everything", "sdk"])
@@ -182,7 +169,10 @@ async def test_legacy_sse_transport_round_trip(server: Literal["everything", "sd
     with trio.fail_after(TIMEOUT):
         async with opener as peer:
             assert listening_addresses(peer.port) == {LOOPBACK}
-            await _sse_round_trip(peer)
+            # server-everything: /message?sessionId=...; the SDK: /messages/?session_id=...
+            await _sse_round_trip(
+                peer, "/message?sessionId=" if server == "everything" else "/messages/?session_id="
+            )
 
 
 # ----------------------------------------------------------------- SDK server, stdio

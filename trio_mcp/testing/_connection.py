@@ -618,6 +618,19 @@ class Connection:
     def _server_info(self) -> JSONDict:
         return {"name": self.server.name, "version": self.server.version}
 
+    def _capabilities(self) -> JSONDict:
+        override = self.server.capabilities
+        return dict(override) if override is not None else self.state.capabilities()
+
+    def _advertised_versions(self) -> list[str]:
+        """The versions named in DiscoverResult and UnsupportedProtocolVersionError."""
+        server = self.server
+        if server.eras == "legacy":
+            return list(server.legacy_versions)
+        if server.eras == "modern":
+            return list(server.supported_versions)
+        return [*server.supported_versions, *server.legacy_versions]
+
     def _complete(self, method: str, body: JSONDict) -> JSONDict:
         """Decorate a modern result: ``resultType``, ``serverInfo``, cache hints."""
         body["resultType"] = "complete"
@@ -843,7 +856,7 @@ class Connection:
         self.legacy = True
         result: JSONDict = {
             "protocolVersion": version,
-            "capabilities": server.current_capabilities(),
+            "capabilities": self._capabilities(),
             "serverInfo": self._server_info(),
         }
         if server.instructions is not None:
@@ -860,7 +873,7 @@ class Connection:
                 -32601,
                 "Method not found: initialize. This server only speaks modern MCP "
                 f"(protocol versions {supported}); send per-request _meta instead.",
-                {"supported": server.advertised_versions()},
+                {"supported": self._advertised_versions()},
             )
         if method == "server/discover" and server.respond_to_discover != "result":
             await self._scripted_discover(request_id, params)
@@ -882,7 +895,7 @@ class Connection:
             raise _RpcError(
                 -32022,
                 "Unsupported protocol version",
-                {"supported": server.advertised_versions(), "requested": version},
+                {"supported": self._advertised_versions(), "requested": version},
             )
         level = meta.get(LOG_LEVEL)
         if level is not None and level not in _LEVEL_RANK:
@@ -908,8 +921,8 @@ class Connection:
 
     def _discover_result(self) -> JSONDict:
         result: JSONDict = {
-            "supportedVersions": self.server.advertised_versions(),
-            "capabilities": self.server.current_capabilities(),
+            "supportedVersions": self._advertised_versions(),
+            "capabilities": self._capabilities(),
         }
         if self.server.instructions is not None:
             result["instructions"] = self.server.instructions
@@ -930,7 +943,7 @@ class Connection:
                 -32022,
                 "Unsupported protocol version",
                 {
-                    "supported": self.server.advertised_versions(),
+                    "supported": self._advertised_versions(),
                     "requested": requested if isinstance(requested, str) else "",
                 },
             )
@@ -944,7 +957,7 @@ class Connection:
         wanted = _as_dict(params.get("notifications"))
         if wanted is None:
             raise _RpcError(-32602, "Invalid params: subscriptions/listen needs notifications")
-        capabilities = self.server.current_capabilities()
+        capabilities = self._capabilities()
         honoured: JSONDict = {}
         for key, capability in (
             ("toolsListChanged", "tools"),
@@ -973,13 +986,13 @@ class Connection:
         server = self.server
         key = _LIST_KEYS[method]
         if method == "tools/list":
-            items = [entry.definition for entry in server._tools.values()]
+            items = [entry.definition for entry in self.state.tools.values()]
         elif method == "prompts/list":
-            items = [entry.definition for entry in server._prompts.values()]
+            items = [entry.definition for entry in self.state.prompts.values()]
         elif method == "resources/list":
-            items = [entry.definition for entry in server._resources.values()]
+            items = [entry.definition for entry in self.state.resources.values()]
         else:
-            items = [entry.definition for entry in server._templates.values()]
+            items = [entry.definition for entry in self.state.templates.values()]
         start = 0
         cursor = params.get("cursor")
         if cursor is not None:
@@ -1009,26 +1022,27 @@ class Connection:
         try:
             with scope:
                 try:
-                    round = self._check_mrtr(method, params) if era == "modern" else 0
-                    ctx = ToolContext(
-                        self,
-                        request_id=request_id,
-                        method=method,
-                        params=params,
-                        era=era,
-                        scope=scope,
-                        round=round,
-                    )
+                    round_number = self._check_mrtr(method, params) if era == "modern" else 0
                 except _RpcError as error:
                     await self._send_error(request_id, error.code, error.message, error.data)
                     return
+                inputs = _Inputs(params, round_number)
+                ctx = ToolContext(
+                    self,
+                    request_id=request_id,
+                    method=method,
+                    params=params,
+                    era=era,
+                    scope=scope,
+                    inputs=inputs,
+                )
                 try:
                     result = await self._execute(ctx, method, params)
                 except BaseException as exc:
-                    await self._failed(ctx, exc)
+                    await self._failed(ctx, inputs, exc)
                     return
-                if ctx._missing:
-                    await self._send_input_required(ctx)
+                if inputs.missing:
+                    await self._send_input_required(ctx, inputs)
                     return
                 if era == "modern":
                     result = self._complete(method, result)
@@ -1037,7 +1051,7 @@ class Connection:
             if self.inflight.get(request_id) is scope:
                 del self.inflight[request_id]
 
-    async def _failed(self, ctx: ToolContext, exc: BaseException) -> None:
+    async def _failed(self, ctx: ToolContext, inputs: _Inputs, exc: BaseException) -> None:
         """Answer a request whose handler raised ``exc`` (or re-raise it)."""
         leaves = _leaves(exc)
         if all(isinstance(leaf, trio.Cancelled) for leaf in leaves):
@@ -1045,8 +1059,8 @@ class Connection:
         if any(isinstance(leaf, ServerCrash) for leaf in leaves):
             await self.crash()
             return
-        if ctx._missing and ctx.era == "modern":
-            await self._send_input_required(ctx)
+        if inputs.missing and ctx.era == "modern":
+            await self._send_input_required(ctx, inputs)
             return
         errors = [leaf for leaf in leaves if not isinstance(leaf, trio.Cancelled)]
         if len(errors) == 1 and isinstance(errors[0], _RpcError):
@@ -1083,7 +1097,7 @@ class Connection:
             raise _RpcError(-32602, "Invalid params: requestState must be a string")
         server = self.server
         server.request_states_seen.append(state)
-        issued = server._issued_states.get(state)
+        issued = self.state.issued_states.get(state)
         if issued is None or issued[:2] != (method, _target(params)):
             raise _RpcError(
                 -32602,
@@ -1092,19 +1106,18 @@ class Connection:
             )
         return issued[2] + 1
 
-    async def _send_input_required(self, ctx: ToolContext) -> None:
-        server = self.server
-        server._state_serial += 1
+    async def _send_input_required(self, ctx: ToolContext, inputs: _Inputs) -> None:
+        self.state.state_serial += 1
         target = _target(ctx.params)
         payload = json.dumps(
-            {"m": ctx.method, "t": target, "r": ctx.round, "s": server._state_serial},
+            {"m": ctx.method, "t": target, "r": ctx.round, "s": self.state.state_serial},
             separators=(",", ":"),
         )
         state = base64.b64encode(payload.encode()).decode("ascii")
-        server._issued_states[state] = (ctx.method, target, ctx.round)
+        self.state.issued_states[state] = (ctx.method, target, ctx.round)
         result: JSONDict = {
             "resultType": "input_required",
-            "inputRequests": dict(ctx._missing),
+            "inputRequests": dict(inputs.missing),
             "requestState": state,
             "_meta": {SERVER_INFO: self._server_info()},
         }
@@ -1123,7 +1136,7 @@ class Connection:
         name = params.get("name")
         if not isinstance(name, str):
             raise _RpcError(-32602, "Invalid params: tools/call needs a tool name")
-        entry = self.server._tools.get(name)
+        entry = self.state.tools.get(name)
         if entry is None:
             raise _RpcError(-32602, f"Unknown tool: {name}")
         raw = params.get("arguments")
@@ -1150,7 +1163,7 @@ class Connection:
         name = params.get("name")
         if not isinstance(name, str):
             raise _RpcError(-32602, "Invalid params: prompts/get needs a prompt name")
-        entry = self.server._prompts.get(name)
+        entry = self.state.prompts.get(name)
         if entry is None:
             raise _RpcError(-32602, f"Unknown prompt: {name}")
         raw = params.get("arguments")
@@ -1175,10 +1188,10 @@ class Connection:
         uri = params.get("uri")
         if not isinstance(uri, str):
             raise _RpcError(-32602, "Invalid params: resources/read needs a uri")
-        resource = self.server._resources.get(uri)
+        resource = self.state.resources.get(uri)
         if resource is not None:
             return {"contents": [dict(resource.contents)]}
-        for template in self.server._templates.values():
+        for template in self.state.templates.values():
             if template.handler is None:
                 continue
             variables = match_uri_template(template.pattern, uri)
@@ -1190,7 +1203,7 @@ class Connection:
         raise _RpcError(code, "Resource not found", {"uri": uri})
 
     async def _complete_argument(self, params: JSONDict) -> JSONDict:
-        handler = self.server._completion
+        handler = self.state.completion
         if handler is None:
             raise _RpcError(-32601, "Method not found: completion/complete (no completions)")
         ref = _as_dict(params.get("ref"))
