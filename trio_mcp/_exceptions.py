@@ -4,7 +4,7 @@ The tree is small on purpose::
 
     MCPError                          base of everything trio_mcp raises itself
     ├── ServerError                   the server answered with a JSON-RPC error
-    │   ├── ResourceNotFoundError     resource not found (-32002 legacy, -32602 on resources/read modern)
+    │   ├── ResourceNotFoundError     resource not found (-32002 legacy; -32602 on resources/read)
     │   ├── UnsupportedProtocolVersionError   -32022, no mutually supported version
     │   ├── HeaderMismatchError       -32020, HTTP headers disagree with the body
     │   └── MissingClientCapabilityError      -32021, the request needs a capability we lack
@@ -202,7 +202,8 @@ def server_error_from_wire(
     code: int, message: str, data: Any = None, *, method: str | None = None, modern: bool = False
 ) -> ServerError:
     """Build the most specific :class:`ServerError` for a JSON-RPC error."""
-    if modern and code == -32602 and method == "resources/read":
+    del modern  # -32602 on resources/read means "not found" in practice in both eras
+    if code == -32602 and method == "resources/read":
         return ResourceNotFoundError(code, message, data, method=method)
     cls = _ERROR_CLASSES.get(code, ServerError)
     return cls(code, message, data, method=method)

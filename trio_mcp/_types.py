@@ -1686,6 +1686,13 @@ def _mapping(obj: Any) -> dict[str, Any] | None:
     return cast("dict[str, Any]", obj) if isinstance(obj, dict) else None
 
 
+def _is_object_type(tp: Any) -> bool:
+    """Whether ``tp`` decodes from a JSON object (a Struct or a dict type)."""
+    if isinstance(tp, type):
+        return issubclass(tp, (msgspec.Struct, dict))
+    return get_origin(tp) is dict
+
+
 def _repair(obj: Any, tp: Any, exc: msgspec.ValidationError) -> Any:
     """Slow path: descend into ``obj`` and rebuild it, keeping unknown content blocks."""
     mapping = _mapping(obj)
@@ -1722,6 +1729,9 @@ def _repair(obj: Any, tp: Any, exc: msgspec.ValidationError) -> Any:
                     return _convert(mapping, member)
             if isinstance(mapping.get("type"), str) and any(m in _CONTENT_TYPES for m in tagged):
                 return UnknownContent(mapping)
+            for member in members:  # msgspec allows one untagged object type per union
+                if member not in tagged and _is_object_type(member):
+                    return _convert(mapping, member)
         elif isinstance(obj, list):
             for member in members:
                 if get_origin(member) is list:

@@ -735,7 +735,13 @@ class Connection:
         if message is None:
             await self._send_error(None, -32600, "Invalid request: expected one JSON object")
             return
-        self.server.received.append(message)
+        try:
+            await self._dispatch(message)
+        finally:
+            # Recorded once handled, so a wait_for_message() waiter sees its effects.
+            self.server.received.append(message)
+
+    async def _dispatch(self, message: JSONDict) -> None:
         method = message.get("method")
         if method is None:
             if "id" in message and ("result" in message or "error" in message):

@@ -1,0 +1,38 @@
+"""A scriptable in-process MCP server for testing MCP clients (both protocol eras).
+
+:class:`MockServer` is to trio_mcp what ``httpx.MockTransport`` is to httpx: register tools,
+resources and prompts, connect a session to it in memory (it is a transport factory), script
+notifications, crashes and era-probe answers, and inspect what the client sent::
+
+    from trio_mcp.testing import MockServer, ToolContext
+
+    server = MockServer(eras="both")
+
+    @server.tool(description="Echo the text back")
+    async def echo(ctx: ToolContext, text: str) -> str:
+        await ctx.progress(1, 1)
+        return text
+
+    async with trio.open_nursery() as nursery:
+        async with trio_mcp.open_mcp_session(nursery, server) as session:
+            result = await session.call_tool("echo", {"text": "hi"})
+
+``python -m trio_mcp.testing [--era both|legacy|modern]`` serves :func:`demo_server` over
+stdio, for subprocess tests.
+"""
+
+from ._connection import ClientRequestError as ClientRequestError
+from ._connection import ServerCrash as ServerCrash
+from ._connection import ServerStream as ServerStream
+from ._connection import ToolContext as ToolContext
+from ._demo import demo_server as demo_server
+from ._server import MockServer as MockServer
+
+__all__ = [
+    "ClientRequestError",
+    "MockServer",
+    "ServerCrash",
+    "ServerStream",
+    "ToolContext",
+    "demo_server",
+]

@@ -1,0 +1,535 @@
+"""The scriptable in-process MCP server users drive in their tests."""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import sys
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, Literal, TypeVar, overload
+
+import trio
+
+from .._transports._base import Transport
+from .._transports._memory import memory_transport_pair
+from ._connection import Connection, RequestId, ServerStream
+from ._registry import (
+    JSONDict,
+    PromptEntry,
+    ResourceEntry,
+    ServerState,
+    TemplateEntry,
+    ToolEntry,
+    accepted_parameters,
+    compile_uri_template,
+    infer_input_schema,
+    resource_contents,
+)
+
+__all__ = ["DiscoverResponse", "Eras", "MockServer"]
+
+Eras = Literal["both", "legacy", "modern"]
+DiscoverResponse = Literal[
+    "result",
+    "method_not_found",
+    "invalid_params",
+    "invalid_request",
+    "silent",
+    "unsupported_version",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: The legacy (``initialize`` handshake) versions accepted, newest first.
+LEGACY_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+#: The modern (per-request ``_meta``) versions accepted by default.
+MODERN_VERSIONS = ("2026-07-28",)
+
+
+class MockServer:
+    """A scriptable MCP server that runs inside your test, like httpx's ``MockTransport``.
+
+    Register tools, resources, templates and prompts, then connect a session to it: a
+    ``MockServer`` is a transport factory, so ``open_mcp_session(nursery, server)`` works,
+    and :meth:`open_transport` hands out the client end of an in-memory connection whose
+    server loop runs in the nursery you pass. The server speaks the legacy era (``initialize``
+    handshake, 2025-11-25 and earlier), the modern era (2026-07-28, per-request ``_meta``,
+    multi round-trip requests, ``subscriptions/listen``) or both, as a dual-era server does:
+    a request carrying modern ``_meta`` is served modern, and ``initialize`` selects legacy
+    for the rest of the connection.
+
+    Example::
+
+        server = MockServer(name="mock", version="1.0")
+
+        @server.tool(description="Echo the text back")
+        async def echo(ctx: ToolContext, text: str) -> str:
+            return text
+
+        async with trio.open_nursery() as nursery:
+            async with trio_mcp.open_mcp_session(nursery, server) as session:
+                result = await session.call_tool("echo", {"text": "hi"})
+        assert server.received[0]["method"] in ("server/discover", "initialize")
+
+    Scripting attributes (set them any time):
+
+    Attributes:
+        page_size: Paginate every list result into pages of this many items, with
+            ``nextCursor``; ``None`` (the default) returns everything in one page.
+        cache_hints: Modern era: ``{method: (ttl_ms, "public" | "private")}`` for the
+            cacheable results (``server/discover``, the four lists, ``resources/read``);
+            methods not named get ``(0, "public")``.
+        respond_to_discover: How to answer ``server/discover`` (the era probe):
+            ``"result"`` (a ``DiscoverResult``; the default unless ``eras="legacy"``),
+            ``"method_not_found"`` (-32601; the default of a legacy-only server),
+            ``"invalid_params"`` (-32602), ``"invalid_request"`` (-32600), ``"silent"`` (never
+            answer), or ``"unsupported_version"`` (-32022 whatever version was asked).
+        supported_versions: The modern protocol versions accepted (default ``["2026-07-28"]``).
+        legacy_versions: The legacy versions accepted by ``initialize``, newest first; an
+            unknown version gets the first one as counter-offer.
+        capabilities: Server capabilities to announce verbatim; ``None`` (the default)
+            derives them from what is registered (``tools`` only if a tool exists, ...).
+        instructions: The ``instructions`` sent in ``initialize``/``server/discover`` results.
+
+    Inspection attributes (for assertions):
+
+    Attributes:
+        received: Every message the client sent, decoded, in arrival order (requests,
+            notifications and responses to server-to-client requests).
+        cancelled: The request ids named in ``notifications/cancelled``, in order.
+        request_states_seen: Every ``requestState`` the client echoed on a modern retry.
+        client_info: The last ``clientInfo`` seen (from ``initialize`` or modern ``_meta``).
+        client_capabilities: The last client capabilities seen.
+        protocol_version: The last protocol version negotiated or requested.
+        crash_count: How many connections ended by :meth:`crash` or :class:`ServerCrash`.
+    """
+
+    def __init__(
+        self,
+        name: str = "mock",
+        version: str = "1.0",
+        *,
+        eras: Eras = "both",
+        instructions: str | None = None,
+    ) -> None:
+        """Create a server with nothing registered.
+
+        Args:
+            name: The ``serverInfo`` name.
+            version: The ``serverInfo`` version.
+            eras: ``"both"`` (dual-era), ``"legacy"`` or ``"modern"``.
+            instructions: Optional instructions for the client's LLM.
+
+        Raises:
+            ValueError: ``eras`` is not one of the three values.
+        """
+        if eras not in ("both", "legacy", "modern"):
+            raise ValueError(f"eras must be 'both', 'legacy' or 'modern', not {eras!r}")
+        self.name = name
+        self.version = version
+        self.eras: Eras = eras
+        self.instructions = instructions
+        self.page_size: int | None = None
+        self.cache_hints: dict[str, tuple[int, str]] = {}
+        self.respond_to_discover: DiscoverResponse = (
+            "method_not_found" if eras == "legacy" else "result"
+        )
+        self.supported_versions: list[str] = list(MODERN_VERSIONS)
+        self.legacy_versions: list[str] = list(LEGACY_VERSIONS)
+        self.capabilities: dict[str, Any] | None = None
+        self.received: list[dict[str, Any]] = []
+        self.cancelled: list[RequestId] = []
+        self.request_states_seen: list[str] = []
+        self.client_info: dict[str, Any] | None = None
+        self.client_capabilities: dict[str, Any] | None = None
+        self.protocol_version: str | None = None
+        self.crash_count = 0
+        self._state = ServerState()
+
+    # -- registration ----------------------------------------------------------------------
+
+    @overload
+    def tool(self, function: F, /) -> F: ...
+
+    @overload
+    def tool(
+        self,
+        function: None = None,
+        /,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        input_schema: Mapping[str, Any] | None = None,
+        annotations: Mapping[str, Any] | None = None,
+        x_mcp_header: Mapping[str, str] | None = None,
+        **fields: Any,
+    ) -> Callable[[F], F]: ...
+
+    def tool(
+        self,
+        function: F | None = None,
+        /,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        input_schema: Mapping[str, Any] | None = None,
+        annotations: Mapping[str, Any] | None = None,
+        x_mcp_header: Mapping[str, str] | None = None,
+        **fields: Any,
+    ) -> F | Callable[[F], F]:
+        """Register a tool; use as ``@server.tool`` or ``@server.tool(description=...)``.
+
+        The function is called as ``function(ctx, **arguments)`` (sync or async). It may
+        return a ``str`` (one text content block), a list of content blocks, a dict with
+        ``content`` (the whole ``CallToolResult``), another dict (sent as
+        ``structuredContent`` plus its JSON as text) or ``None``. Raising
+        :class:`trio_mcp.ToolError` gives an ``isError`` result (its ``result`` dict, if it
+        has ``content``, is sent as is); raising :class:`ServerCrash` kills the connection;
+        any other exception becomes a JSON-RPC ``-32603`` error.
+
+        Args:
+            function: The tool function, when used without parentheses.
+            name: The tool name (default: the function's name).
+            description: The description (default: the docstring's first line).
+            input_schema: The ``inputSchema``; inferred from the signature if ``None``.
+            annotations: The tool's ``annotations`` object.
+            x_mcp_header: Maps argument names to HTTP header names: sets the
+                ``x-mcp-header`` annotation on those properties of the input schema.
+            **fields: Further tool fields, sent verbatim (``title=``, ``outputSchema=``,
+                ``icons=``, ``_meta=``...).
+
+        Returns:
+            The function, unchanged (or a decorator that registers it).
+
+        Raises:
+            ValueError: ``x_mcp_header`` names an argument the schema lacks.
+        """
+
+        def register(function: F) -> F:
+            tool_name = name or function.__name__
+            if input_schema is None:
+                schema, accepted, required = infer_input_schema(function)
+            else:
+                schema = copy.deepcopy(dict(input_schema))
+                accepted = accepted_parameters(function)
+                raw_required: Any = schema.get("required", ())
+                required = tuple(str(item) for item in raw_required)
+            if x_mcp_header:
+                properties: Any = schema.get("properties")
+                for argument, header in x_mcp_header.items():
+                    if not isinstance(properties, dict) or argument not in properties:
+                        raise ValueError(f"x_mcp_header names unknown argument {argument!r}")
+                    properties[argument]["x-mcp-header"] = header
+            definition: JSONDict = {"name": tool_name}
+            text = description if description is not None else _first_line(function)
+            if text:
+                definition["description"] = text
+            definition["inputSchema"] = schema
+            if annotations is not None:
+                definition["annotations"] = dict(annotations)
+            definition.update(fields)
+            self._state.tools[tool_name] = ToolEntry(
+                name=tool_name,
+                function=function,
+                definition=definition,
+                accepted=accepted,
+                required=required,
+            )
+            return function
+
+        if function is not None:
+            return register(function)
+        return register
+
+    def remove_tool(self, name: str) -> None:
+        """Unregister a tool (then call :meth:`notify_tools_changed` to tell clients).
+
+        Raises:
+            KeyError: No tool has that name.
+        """
+        del self._state.tools[name]
+
+    def add_resource(
+        self,
+        uri: str,
+        *,
+        text: str | None = None,
+        blob: bytes | str | None = None,
+        mime_type: str | None = None,
+        name: str | None = None,
+        description: str | None = None,
+        **fields: Any,
+    ) -> None:
+        """Register (or replace) a static resource.
+
+        Args:
+            uri: The resource URI.
+            text: Its text contents (the default is empty text).
+            blob: Its binary contents: bytes, or a base64 string sent as is.
+            mime_type: The ``mimeType`` of the resource and its contents.
+            name: The resource name (default: the URI's last path segment).
+            description: An optional description.
+            **fields: Further ``Resource`` fields, sent verbatim (``title=``, ``size=``...).
+        """
+        definition: JSONDict = {"uri": uri, "name": name or uri.rstrip("/").rsplit("/", 1)[-1]}
+        if mime_type is not None:
+            definition["mimeType"] = mime_type
+        if description is not None:
+            definition["description"] = description
+        definition.update(fields)
+        contents = resource_contents(uri, text=text, blob=blob, mime_type=mime_type)
+        self._state.resources[uri] = ResourceEntry(uri=uri, definition=definition, contents=contents)
+
+    def remove_resource(self, uri: str) -> None:
+        """Unregister a resource.
+
+        Raises:
+            KeyError: No resource has that URI.
+        """
+        del self._state.resources[uri]
+
+    def add_resource_template(
+        self,
+        uri_template: str,
+        name: str,
+        handler: Callable[..., Any] | None = None,
+        *,
+        mime_type: str | None = None,
+        description: str | None = None,
+        **fields: Any,
+    ) -> None:
+        """Register a resource template, optionally readable.
+
+        Args:
+            uri_template: A URI template with ``{variable}`` parts, e.g. ``file:///{path}``.
+            name: The template name.
+            handler: Called as ``handler(ctx, uri, **variables)`` (sync or async) when a
+                client reads a URI matching the template. It may return ``str`` (text),
+                ``bytes`` (blob), one contents dict, a list of them, or a dict with
+                ``contents``. Without a handler the template is only listed.
+            mime_type: The ``mimeType`` of the template and of text/blob contents.
+            description: An optional description.
+            **fields: Further ``ResourceTemplate`` fields, sent verbatim.
+        """
+        definition: JSONDict = {"uriTemplate": uri_template, "name": name}
+        if mime_type is not None:
+            definition["mimeType"] = mime_type
+        if description is not None:
+            definition["description"] = description
+        definition.update(fields)
+        self._state.templates[uri_template] = TemplateEntry(
+            uri_template=uri_template,
+            definition=definition,
+            handler=handler,
+            pattern=compile_uri_template(uri_template),
+        )
+
+    def add_prompt(
+        self,
+        name: str,
+        handler_or_messages: Callable[..., Any] | Sequence[Any] | str,
+        arguments: Sequence[str | Mapping[str, Any]] = (),
+        *,
+        description: str | None = None,
+        **fields: Any,
+    ) -> None:
+        """Register (or replace) a prompt.
+
+        Args:
+            name: The prompt name.
+            handler_or_messages: Static messages (a list of ``PromptMessage`` dicts or
+                strings, or one string: user text), or a handler called as
+                ``handler(ctx, **arguments)`` (sync or async) returning the same, or a whole
+                ``GetPromptResult`` dict.
+            arguments: The prompt's arguments: ``PromptArgument`` dicts, or names (a bare
+                name declares a required argument).
+            description: An optional description.
+            **fields: Further ``Prompt`` fields, sent verbatim.
+        """
+        declared: list[JSONDict] = []
+        for argument in arguments:
+            if isinstance(argument, str):
+                declared.append({"name": argument, "required": True})
+            else:
+                declared.append(dict(argument))
+        definition: JSONDict = {"name": name}
+        if description is not None:
+            definition["description"] = description
+        if declared:
+            definition["arguments"] = declared
+        definition.update(fields)
+        required = tuple(str(a["name"]) for a in declared if a.get("required") is True)
+        if callable(handler_or_messages):
+            handler: Callable[..., Any] | None = handler_or_messages
+            messages: Any = None
+        else:
+            handler = None
+            messages = (
+                handler_or_messages
+                if isinstance(handler_or_messages, str)
+                else list(handler_or_messages)
+            )
+        self._state.prompts[name] = PromptEntry(
+            name=name, definition=definition, messages=messages, handler=handler, required=required
+        )
+
+    def remove_prompt(self, name: str) -> None:
+        """Unregister a prompt.
+
+        Raises:
+            KeyError: No prompt has that name.
+        """
+        del self._state.prompts[name]
+
+    def set_completion(self, handler: Callable[..., Any] | None) -> None:
+        """Serve ``completion/complete`` with ``handler(ref, argument, context)``.
+
+        Args:
+            handler: Called (sync or async) with the request's ``ref`` and ``argument``
+                dicts and its ``context`` dict (or ``None``); returns a list of values or a
+                ``completion`` dict. ``None`` removes completion support.
+        """
+        self._state.completion = handler
+
+    # -- connecting ------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def open_transport(self, nursery: trio.Nursery) -> AsyncIterator[Transport]:
+        """Open an in-memory connection to this server (the ``TransportFactory`` method).
+
+        The server loop for this connection runs in ``nursery``; it ends when the client
+        closes the transport (leaving the block closes it) or the server crashes.
+
+        Args:
+            nursery: Where the server loop runs.
+
+        Yields:
+            The client end: a transport carrying whole JSON-RPC messages.
+        """
+        client, stream = memory_transport_pair()
+        nursery.start_soon(self.serve, stream)
+        try:
+            yield client
+        finally:
+            await client.aclose()
+
+    async def serve(self, stream: ServerStream) -> None:
+        """Serve one connection until the client ends the stream or the server crashes.
+
+        Args:
+            stream: The server end of a connection, like
+                :class:`~trio_mcp._transports._memory.MemoryServerStream`. Closed on return.
+        """
+        await Connection(self, self._state, stream).run()
+
+    async def serve_stdio(self) -> None:
+        """Serve newline-delimited JSON-RPC on this process's stdin and stdout.
+
+        Returns when stdin reaches end of file or the server crashes. Nothing else may
+        write to stdout meanwhile.
+        """
+        from ._stdio import StdioStream
+
+        stream = StdioStream(sys.stdin.fileno(), sys.stdout.fileno())
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(stream.pump_output)
+            try:
+                await self.serve(stream)
+            finally:
+                await stream.aclose()
+
+    # -- scripting -------------------------------------------------------------------------
+
+    async def notify_tools_changed(self) -> None:
+        """Send ``notifications/tools/list_changed`` to every client that can receive it.
+
+        Legacy connections get it once initialized; modern ones on every
+        ``subscriptions/listen`` stream that asked for ``toolsListChanged``.
+        """
+        for connection in list(self._state.connections):
+            await connection.notify_list_changed("tools")
+
+    async def notify_prompts_changed(self) -> None:
+        """Send ``notifications/prompts/list_changed`` (see :meth:`notify_tools_changed`)."""
+        for connection in list(self._state.connections):
+            await connection.notify_list_changed("prompts")
+
+    async def notify_resources_changed(self) -> None:
+        """Send ``notifications/resources/list_changed`` (see :meth:`notify_tools_changed`)."""
+        for connection in list(self._state.connections):
+            await connection.notify_list_changed("resources")
+
+    async def notify_resource_updated(self, uri: str) -> None:
+        """Send ``notifications/resources/updated`` for ``uri`` to subscribed clients.
+
+        Legacy: connections that sent ``resources/subscribe`` for it. Modern: listen streams
+        whose ``resourceSubscriptions`` name it.
+        """
+        for connection in list(self._state.connections):
+            await connection.notify_resource_updated(uri)
+
+    async def end_subscriptions(self) -> None:
+        """End every ``subscriptions/listen`` stream gracefully (its completion result)."""
+        for connection in list(self._state.connections):
+            await connection.end_subscriptions()
+
+    async def crash(self) -> None:
+        """End every connection abruptly: clients see end of stream, nothing is answered."""
+        for connection in list(self._state.connections):
+            await connection.crash()
+
+    async def request_client(
+        self, method: str, params: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Send a request to the client (legacy era only) and return its result.
+
+        Uses the most recent initialized legacy connection; handy for ``ping`` or
+        ``roots/list`` outside any tool call.
+
+        Raises:
+            RuntimeError: No legacy connection is open.
+            ClientRequestError: The client answered with an error.
+        """
+        for connection in reversed(self._state.connections):
+            if connection.legacy:
+                return await connection.client_request(
+                    method, dict(params) if params is not None else None
+                )
+        raise RuntimeError("request_client needs an initialized legacy connection")
+
+    async def wait_for_message(
+        self, match: str | Callable[[dict[str, Any]], bool], *, count: int = 1
+    ) -> dict[str, Any]:
+        """Wait until the server has received (and dispatched) a matching message.
+
+        Args:
+            match: A method name, or a predicate on the decoded message.
+            count: Wait for the ``count``-th matching message.
+
+        Returns:
+            That message. Inline work (lists, cancellation, subscriptions) is done by then;
+            a tool call has been started, not necessarily finished.
+        """
+        predicate: Callable[[dict[str, Any]], bool]
+        if isinstance(match, str):
+            method = match
+
+            def predicate(message: dict[str, Any]) -> bool:
+                return message.get("method") == method
+
+        else:
+            predicate = match
+        while True:
+            seen = 0
+            for message in self.received:
+                if predicate(message):
+                    seen += 1
+                    if seen == count:
+                        return message
+            await self._state.wait()
+
+
+def _first_line(function: Callable[..., Any]) -> str:
+    doc = inspect.getdoc(function)
+    return doc.strip().splitlines()[0] if doc else ""
