@@ -92,7 +92,7 @@ class Params:
     def __init__(self, quick: bool) -> None:
         self.seq_n, self.seq_warm = (300, 50) if quick else (2000, 200)
         self.conc_batch, self.conc_reps = (1000, 1) if quick else (1000, 3)
-        self.blob_sizes = [1 * MIB, 8 * MIB, 32 * MIB]
+        self.blob_sizes = [1 * MIB, 8 * MIB] if quick else [1 * MIB, 8 * MIB, 32 * MIB]
         self.blob_min_time, self.blob_min_reps = (0.0, 1) if quick else (0.4, 3)
         self.blob_max_time = 1.0 if quick else 2.0
         self.list_min_time, self.list_min_reps = (0.1, 2) if quick else (1.0, 5)

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+import msgspec
 import trio
 import trio_mcp
 
@@ -50,69 +51,86 @@ async def list_tools(session: Any) -> list[Any]:
 
 
 # =========================================================================================
-# LEAD: point codec_pair() at the encoder/decoder the session really uses.
+# LEAD: keep codec_pair() pointed at the encoder/decoder the session really uses.
 #
 # The codec benchmark times, per ``tools/call``: encoding the whole request (envelope
 # included, to bytes without framing) plus decoding the whole response line into the typed
-# result the caller gets. Replace the two placeholders below with the session's own
-# code path, e.g. its request encoder and its envelope decoder + CallToolResult decoder.
-# Until then it uses plain msgspec with a CallToolResult-like Struct (or trio_mcp's public
-# ``CallToolResult`` type when it exists); ``CODEC_IMPL`` says which, and lands in the JSON.
+# result the caller gets. codec_pair() mirrors ClientSession.call_tool() in the legacy era:
+# params dict -> trio_mcp._jsonrpc.encode_request; response -> decode_envelope, then
+# trio_mcp._types.decoder_for(CallToolResult).decode(envelope.result). If those internals
+# move, it falls back to a placeholder (plain msgspec + a CallToolResult-like Struct);
+# CODEC_IMPL says which one ran, and lands in the JSON output.
 # =========================================================================================
 
-CODEC_IMPL = "placeholder: msgspec + local CallToolResult-like Struct"
+CODEC_IMPL = "unset"
 
 
 def codec_pair() -> tuple[Callable[[int, str, dict[str, Any]], bytes], Callable[[bytes], Any]]:
     """trio_mcp's encode of a ``tools/call`` request and decode of its response."""
     global CODEC_IMPL
-    import msgspec
-    from msgspec import UNSET, Raw, Struct, UnsetType
+    try:
+        from trio_mcp import _jsonrpc, _types
 
-    class _Wire(Struct, rename="camel", kw_only=True, omit_defaults=True):
-        pass
-
-    class TextContent(_Wire, tag="text", tag_field="type", kw_only=True):
-        text: str
-        annotations: dict[str, Any] | UnsetType = UNSET
-
-    class ImageContent(_Wire, tag="image", tag_field="type", kw_only=True):
-        data: str
-        mime_type: str
-
-    class LocalCallToolResult(_Wire, kw_only=True):
-        content: list[TextContent | ImageContent]
-        is_error: bool | UnsetType = UNSET
-        structured_content: dict[str, Any] | UnsetType = UNSET
-
-    class Params(_Wire, kw_only=True):
-        name: str
-        arguments: dict[str, Any] | UnsetType = UNSET
-
-    class Request(Struct):
-        jsonrpc: str
-        id: int | str
-        method: str
-        params: Params
-
-    class Envelope(Struct):
-        id: int | str | None = None
-        method: str | None = None
-        result: Raw = Raw()
-        error: Raw = Raw()
-
-    result_type: Any = getattr(trio_mcp, "CallToolResult", None)
-    if isinstance(result_type, type) and issubclass(result_type, Struct):
-        CODEC_IMPL = "placeholder envelope + trio_mcp.CallToolResult"
-    else:
-        result_type = LocalCallToolResult
-
-    enc = msgspec.json.Encoder().encode
-    dec_env = msgspec.json.Decoder(Envelope).decode
-    dec_result = msgspec.json.Decoder(result_type).decode
+        encode_request = _jsonrpc.encode_request
+        decode_envelope = _jsonrpc.decode_envelope
+        decode_result = _types.decoder_for(_types.CallToolResult).decode
+    except (ImportError, AttributeError):
+        CODEC_IMPL = "placeholder: msgspec + local CallToolResult-like Struct"
+        return _placeholder_codec_pair()
+    CODEC_IMPL = "trio_mcp._jsonrpc.encode_request/decode_envelope + _types.decoder_for"
 
     def encode(rid: int, name: str, arguments: dict[str, Any]) -> bytes:
-        return enc(Request("2.0", rid, "tools/call", Params(name=name, arguments=arguments)))
+        return encode_request(rid, "tools/call", {"name": name, "arguments": arguments})
+
+    def decode(line: bytes) -> Any:
+        return decode_result(decode_envelope(line).result)
+
+    return encode, decode
+
+
+class _Wire(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
+    pass
+
+
+class _TextContent(_Wire, tag="text", tag_field="type", kw_only=True):
+    text: str
+    annotations: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
+
+
+class _ImageContent(_Wire, tag="image", tag_field="type", kw_only=True):
+    data: str
+    mime_type: str
+
+
+class _CallToolResult(_Wire, kw_only=True):
+    content: list[_TextContent | _ImageContent]
+    is_error: bool | msgspec.UnsetType = msgspec.UNSET
+    structured_content: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
+
+
+class _Request(msgspec.Struct):
+    jsonrpc: str
+    id: int | str
+    method: str
+    params: Any
+
+
+class _Envelope(msgspec.Struct):
+    id: int | str | None = None
+    method: str | None = None
+    result: msgspec.Raw = msgspec.Raw()
+    error: msgspec.Raw = msgspec.Raw()
+
+
+def _placeholder_codec_pair() -> tuple[
+    Callable[[int, str, dict[str, Any]], bytes], Callable[[bytes], Any]
+]:
+    enc = msgspec.json.Encoder().encode
+    dec_env = msgspec.json.Decoder(_Envelope).decode
+    dec_result = msgspec.json.Decoder(_CallToolResult).decode
+
+    def encode(rid: int, name: str, arguments: dict[str, Any]) -> bytes:
+        return enc(_Request("2.0", rid, "tools/call", {"name": name, "arguments": arguments}))
 
     def decode(line: bytes) -> Any:
         return dec_result(dec_env(line).result)

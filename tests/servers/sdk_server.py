@@ -60,6 +60,7 @@ from mcp_types import (
     Completion,
     CreateMessageResult,
     ListRootsResult,
+    LoggingLevel,
     PromptReference,
     ResourceTemplateReference,
     SamplingMessage,
@@ -139,9 +140,11 @@ def build_server() -> MCPServer[Any]:
         Legacy era: sent unless filtered by logging/setLevel. Modern era: sent
         only when the request's _meta carries io.modelcontextprotocol/logLevel.
         """
-        levels = ("debug", "info", "warning", "error")
+        levels: tuple[LoggingLevel, ...] = ("debug", "info", "warning", "error")
         for i in range(count):
-            await ctx.log(levels[i % len(levels)], f"log message {i}", logger_name="sdk-server")
+            await ctx.log(  # pyright: ignore[reportDeprecated]
+                levels[i % len(levels)], f"log message {i}", logger_name="sdk-server"
+            )
         return f"logged {count}"
 
     @mcp.tool()
@@ -212,7 +215,7 @@ def build_server() -> MCPServer[Any]:
         """Greet someone in a style."""
         return [UserMessage(f"Please greet {name} in a {style} style.")]
 
-    @mcp.completion()
+    @mcp.completion()  # type: ignore[untyped-decorator,no-untyped-call]
     async def complete(ref: Any, argument: Any, context: Any) -> Completion | None:
         if isinstance(ref, PromptReference) and ref.name == "greeting" and argument.name == "style":
             values = [s for s in STYLES if s.startswith(argument.value)]

@@ -176,7 +176,7 @@ def _schema_positions(
             elif keyword in _SCHEMA_MAPS and isinstance(value, Mapping):
                 stack.extend((None, sub) for sub in cast("Mapping[str, Any]", value).values())
             elif keyword in _SCHEMA_LISTS and isinstance(value, list):
-                stack.extend((None, sub) for sub in cast("list[Any]", value))
+                stack.extend((None, sub) for sub in cast("list[object]", value))
             elif keyword in _ONE_SCHEMA:
                 stack.append((None, value))
 
@@ -185,7 +185,9 @@ def _type_reason(schema: Mapping[str, Any]) -> str | None:
     declared = schema.get("type")
     if isinstance(declared, str):
         types = [declared]
-    elif isinstance(declared, list) and all(isinstance(t, str) for t in declared):
+    elif isinstance(declared, list) and all(
+        isinstance(t, str) for t in cast("list[object]", declared)
+    ):
         # Allow a nullable primitive such as ["string", "null"]: null values are omitted.
         types = [t for t in cast("list[str]", declared) if t != "null"]
     else:
@@ -224,7 +226,7 @@ def validate_tool_headers(tool: Mapping[str, Any]) -> str | None:
         if _ANNOTATION not in subschema:
             continue
         if not path:
-            where = "the schema root" if path == () else "a position not reachable through properties"
+            where = "the schema root" if path == () else "a position outside any properties chain"
             return (
                 f"tool {_tool_label(tool)}: {_ANNOTATION} at {where}; it may only annotate "
                 "properties reached from the root through 'properties' keys alone"
@@ -295,6 +297,15 @@ def _header_text(value: object, where: str) -> str | None:
     return None  # objects and arrays have no header form; the server validates the body
 
 
+def _value_at(arguments: object, path: tuple[str, ...]) -> object:
+    node = arguments
+    for key in path:
+        if not isinstance(node, Mapping):
+            return None
+        node = cast("Mapping[str, object]", node).get(key)
+    return node
+
+
 def param_headers(tool: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, str]:
     """Build the ``Mcp-Param-*`` headers for a ``tools/call`` of ``tool`` with ``arguments``.
 
@@ -319,13 +330,7 @@ def param_headers(tool: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict
         raise ValueError(reason)
     headers: dict[str, str] = {}
     for path, header in header_parameters(tool).items():
-        node: object = arguments
-        for key in path:
-            if not isinstance(node, Mapping):
-                node = None
-                break
-            node = cast("Mapping[str, Any]", node).get(key)
-        text = _header_text(node, ".".join(path))
+        text = _header_text(_value_at(arguments, path), ".".join(path))
         if text is not None:
             headers[f"{PARAM_HEADER_PREFIX}{header}"] = encode_header_value(text)
     return headers

@@ -16,9 +16,10 @@ scope, so many run at once and ``notifications/cancelled`` cancels exactly one o
 from __future__ import annotations
 
 import base64
+import contextlib
 import inspect
 import json
-from collections.abc import Awaitable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 import msgspec
@@ -201,6 +202,12 @@ def _as_dict(value: Any) -> JSONDict | None:
     return cast(JSONDict, value) if isinstance(value, dict) else None
 
 
+def _as_list(value: Any) -> list[Any] | None:
+    if not isinstance(value, list):
+        return None
+    return value  # pyright: ignore[reportUnknownVariableType]  # list[Any] to mypy
+
+
 def _leaves(exc: BaseException) -> list[BaseException]:
     """The leaf exceptions of a (possibly nested) exception group."""
     children: Any = getattr(exc, "exceptions", None)
@@ -222,8 +229,9 @@ def _tool_result(value: Any) -> JSONDict:
         return {"content": []}
     if isinstance(value, str):
         return {"content": [_text(value)]}
-    if isinstance(value, list):
-        return {"content": list(cast(list[Any], value))}
+    items = _as_list(value)
+    if items is not None:
+        return {"content": list(items)}
     mapping = _as_dict(value)
     if mapping is not None:
         if "content" in mapping:
@@ -241,9 +249,10 @@ def _prompt_result(value: Any) -> JSONDict:
         if "messages" in mapping:
             return dict(mapping)
         return {"messages": [dict(mapping)]}
-    if isinstance(value, list):
+    items = _as_list(value)
+    if items is not None:
         messages: list[Any] = []
-        for item in cast(list[Any], value):
+        for item in items:
             if isinstance(item, str):
                 messages.append({"role": "user", "content": _text(item)})
             else:
@@ -268,14 +277,15 @@ def _read_result(uri: str, value: Any, mime_type: str | None) -> JSONDict:
         if "contents" in mapping:
             return dict(mapping)
         return {"contents": [dict(mapping)]}
-    if isinstance(value, list):
-        return {"contents": list(cast(list[Any], value))}
+    items = _as_list(value)
+    if items is not None:
+        return {"contents": list(items)}
     raise TypeError(f"a resource template handler returned {type(value).__name__}")
 
 
 async def _maybe_await(value: Any) -> Any:
     if inspect.isawaitable(value):
-        return await cast(Awaitable[Any], value)
+        return await value
     return value
 
 
@@ -575,10 +585,10 @@ class Connection:
             return
         self._stream_closed = True
         with trio.move_on_after(5, shield=True):
-            try:
+            with contextlib.suppress(
+                trio.BrokenResourceError, trio.ClosedResourceError, MCPError, OSError
+            ):
                 await self.stream.aclose()
-            except (trio.BrokenResourceError, trio.ClosedResourceError, MCPError, OSError):
-                pass
 
     async def crash(self) -> None:
         """End the connection abruptly: close the stream, abandon every request."""
@@ -599,10 +609,10 @@ class Connection:
             return
         data = _encoder.encode(message)
         async with self._send_lock:
-            try:
+            with contextlib.suppress(
+                trio.BrokenResourceError, trio.ClosedResourceError, MCPError, OSError
+            ):
                 await self.stream.send(data)
-            except (trio.BrokenResourceError, trio.ClosedResourceError, MCPError, OSError):
-                pass
 
     async def _send_result(self, request_id: RequestId, result: JSONDict) -> None:
         await self.send({"jsonrpc": "2.0", "id": request_id, "result": result})
@@ -972,11 +982,9 @@ class Connection:
         ):
             if wanted.get(key) is True and capability in capabilities:
                 honoured[key] = True
-        uris: Any = wanted.get("resourceSubscriptions")
-        if isinstance(uris, list) and "resources" in capabilities:
-            honoured["resourceSubscriptions"] = [
-                uri for uri in cast(list[Any], uris) if isinstance(uri, str)
-            ]
+        uris = _as_list(wanted.get("resourceSubscriptions"))
+        if uris is not None and "resources" in capabilities:
+            honoured["resourceSubscriptions"] = [uri for uri in uris if isinstance(uri, str)]
         await self.send(
             {
                 "jsonrpc": "2.0",
@@ -1084,7 +1092,9 @@ class Connection:
 
     async def _send_tool_error(self, ctx: ToolContext, error: ToolError) -> None:
         custom = _as_dict(error.result)
-        result = dict(custom) if custom is not None and "content" in custom else None
+        result: JSONDict | None = (
+            dict(custom) if custom is not None and "content" in custom else None
+        )
         if result is None:
             result = {"content": [_text(str(error))]}
         result["isError"] = True
@@ -1217,8 +1227,9 @@ class Connection:
         if ref is None or argument is None:
             raise _RpcError(-32602, "Invalid params: completion/complete needs ref and argument")
         value = await _maybe_await(handler(ref, argument, _as_dict(params.get("context"))))
-        if isinstance(value, list):
-            values = [str(v) for v in cast(list[Any], value)]
+        items = _as_list(value)
+        if items is not None:
+            values = [str(v) for v in items]
             return {
                 "completion": {
                     "values": values[:100],

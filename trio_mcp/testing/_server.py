@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import inspect
 import sys
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Literal, TypeVar, overload
 
@@ -279,7 +279,9 @@ class MockServer:
             definition["description"] = description
         definition.update(fields)
         contents = resource_contents(uri, text=text, blob=blob, mime_type=mime_type)
-        self._state.resources[uri] = ResourceEntry(uri=uri, definition=definition, contents=contents)
+        self._state.resources[uri] = ResourceEntry(
+            uri=uri, definition=definition, contents=contents
+        )
 
     def remove_resource(self, uri: str) -> None:
         """Unregister a resource.
@@ -395,7 +397,7 @@ class MockServer:
     # -- connecting ------------------------------------------------------------------------
 
     @asynccontextmanager
-    async def open_transport(self, nursery: trio.Nursery) -> AsyncIterator[Transport]:
+    async def open_transport(self, nursery: trio.Nursery) -> AsyncGenerator[Transport, None]:
         """Open an in-memory connection to this server (the ``TransportFactory`` method).
 
         The server loop for this connection runs in ``nursery``; it ends when the client
@@ -511,19 +513,10 @@ class MockServer:
             That message. Inline work (lists, cancellation, subscriptions) is done by then;
             a tool call has been started, not necessarily finished.
         """
-        predicate: Callable[[dict[str, Any]], bool]
-        if isinstance(match, str):
-            method = match
-
-            def predicate(message: dict[str, Any]) -> bool:
-                return message.get("method") == method
-
-        else:
-            predicate = match
         while True:
             seen = 0
             for message in self.received:
-                if predicate(message):
+                if message.get("method") == match if isinstance(match, str) else match(message):
                     seen += 1
                     if seen == count:
                         return message

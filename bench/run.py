@@ -1,0 +1,467 @@
+"""Benchmark trio_mcp against the hand-written floor and the official MCP SDK.
+
+Usage::
+
+    python bench/run.py [--rounds 5] [--quick] [--json bench/results/latest.json]
+
+For every round, every workload, every client (interleaved: floor, trio_mcp, sdk, floor,
+trio_mcp, sdk, ...) a fresh worker process (``bench/_worker.py``) imports the client,
+runs the workload after its own untimed warm-up and reports one JSON line. Medians over
+rounds are reported; ratios are computed round by round (client values from the same
+round) and their median is compared with the targets. A client that cannot be imported
+(trio_mcp while it is being written) is skipped with a message.
+
+Prints a table on stdout and, with ``--json``, writes the raw results, the medians, the
+ratios, the target verdicts and a description of the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import importlib.util
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+WORKER = os.path.join(HERE, "_worker.py")
+MARKER = "BENCH_RESULT "
+CLIENTS = ["floor", "trio_mcp", "sdk"]
+SUBJECT = "trio_mcp"
+WORKLOADS = ["seq", "conc", "blob", "list", "session", "pending", "sessions", "codec"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    key: str
+    label: str
+    workload: str
+    field: str
+    unit: str
+    scale: float = 1.0
+    higher_is_better: bool = True
+
+
+METRICS = [
+    Metric("seq_cps", "(a) 2000 sequential echo calls", "seq", "calls_per_s", "calls/s"),
+    Metric("seq_p50", "    p50 latency", "seq", "p50_us", "us", higher_is_better=False),
+    Metric("seq_p99", "    p99 latency", "seq", "p99_us", "us", higher_is_better=False),
+    Metric("conc_cps", "(b) 1000 concurrent calls in flight", "conc", "calls_per_s", "calls/s"),
+    Metric("blob_1", "(c) blob 1 MiB", "blob", "mb_per_s_1mib", "MB/s"),
+    Metric("blob_8", "    blob 8 MiB", "blob", "mb_per_s_8mib", "MB/s"),
+    Metric("blob_32", "    blob 32 MiB", "blob", "mb_per_s_32mib", "MB/s"),
+    Metric("list_lps", "(d) tools/list, 1000 tools, typed", "list", "lists_per_s", "lists/s"),
+    Metric("import_ms", "(e) import time", "session", "import_s", "ms", 1e3, False),
+    Metric("rss_import", "    RSS after import", "session", "rss_import_kb", "MiB", 1 / 1024, False),
+    Metric("peak_seq", "    peak RSS during (a)", "seq", "peak_rss_kb", "MiB", 1 / 1024, False),
+    Metric("peak_blob", "    peak RSS during (c)", "blob", "peak_rss_kb", "MiB", 1 / 1024, False),
+    Metric("open_ms", "    open+initialize+close", "session", "open_close_ms", "ms", 1.0, False),
+    Metric("pending_kib", "(f) memory per pending request", "pending", "bytes_per_pending", "KiB",
+           1 / 1024, False),
+    Metric("session_kib", "    memory per open session", "sessions", "bytes_per_session", "KiB",
+           1 / 1024, False),
+    Metric("codec_us", "codec: tools/call encode+decode", "codec", "codec_us", "us", 1.0, False),
+    Metric("encode_us", "    request encode", "codec", "encode_us", "us", 1.0, False),
+    Metric("decode_us", "    response decode", "codec", "decode_us", "us", 1.0, False),
+]
+METRIC_BY_KEY = {m.key: m for m in METRICS}
+
+
+@dataclass(frozen=True)
+class Target:
+    metric: str
+    kind: str  # "ratio" (subject / other), "diff" (subject - other), "abs" (subject)
+    other: str | None  # "floor" / "sdk" / None
+    op: str  # ">=" or "<="
+    threshold: float
+
+    def describe(self) -> str:
+        if self.kind == "ratio":
+            return f"{self.op}{self.threshold:g}x {self.other}"
+        if self.kind == "diff":
+            return f"{self.op}{self.other}+{self.threshold:g}"
+        return f"{self.op}{self.threshold:g}"
+
+
+TARGETS = [
+    Target("seq_cps", "ratio", "floor", ">=", 0.8),
+    Target("seq_cps", "ratio", "sdk", ">=", 3.0),
+    Target("conc_cps", "ratio", "floor", ">=", 0.6),
+    Target("conc_cps", "ratio", "sdk", ">=", 7.0),
+    Target("blob_1", "ratio", "floor", ">=", 0.8),
+    Target("blob_8", "ratio", "floor", ">=", 0.8),
+    Target("blob_32", "ratio", "floor", ">=", 0.8),
+    Target("list_lps", "ratio", "floor", ">=", 0.7),
+    Target("list_lps", "ratio", "sdk", ">=", 10.0),
+    Target("rss_import", "ratio", "floor", "<=", 1.3),
+    Target("open_ms", "diff", "floor", "<=", 2.0),
+    Target("codec_us", "abs", None, "<=", 2.0),
+]
+
+
+# ---------------------------------------------------------------------------- machinery
+
+
+def child_env(args: argparse.Namespace) -> dict[str, str]:
+    env = dict(os.environ)
+    if importlib.util.find_spec("trio_mcp") is None:
+        # Not installed (a plain checkout): let the workers import it from the source tree.
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, env.get("PYTHONPATH")]))
+    env["BENCH_SDK_BACKEND"] = args.sdk_backend
+    env.setdefault("PYTHONHASHSEED", "0")
+    return env
+
+
+def run_worker(
+    client: str, workload: str, args: argparse.Namespace, env: dict[str, str]
+) -> dict[str, Any]:
+    cmd = [sys.executable, WORKER, client, workload, "--tools", str(args.tools)]
+    if args.quick:
+        cmd.append("--quick")
+    if args.modern:
+        cmd.append("--modern")
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, env=env, timeout=args.timeout, cwd=ROOT
+        )
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {args.timeout:g} s", "wall_s": args.timeout}
+    wall = time.perf_counter() - t0
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith(MARKER):
+            result: dict[str, Any] = json.loads(line[len(MARKER) :])
+            result["wall_s"] = wall
+            return result
+    tail = (proc.stderr or proc.stdout).strip().splitlines()[-12:]
+    return {"error": f"exit {proc.returncode}: " + "\n".join(tail), "wall_s": wall}
+
+
+def metric_value(metric: Metric, result: dict[str, Any] | None) -> float | None:
+    if not result or "error" in result:
+        return None
+    value = result.get(metric.field)
+    if not isinstance(value, (int, float)):
+        return None
+    return float(value) * metric.scale
+
+
+def median_or_none(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def machine_info() -> dict[str, Any]:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    mem_total_mib = None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    mem_total_mib = int(line.split()[1]) // 1024
+    except OSError:
+        pass
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = os.cpu_count()
+    versions: dict[str, str | None] = {}
+    for dist in ["trio", "msgspec", "mcp", "mcp-types", "pydantic", "pydantic-core", "anyio",
+                 "trio-mcp"]:
+        try:
+            versions[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            versions[dist] = None
+    if versions["trio-mcp"] is None:
+        versions["trio-mcp"] = "source tree" + _git_commit()
+    return {
+        "cpu_model": cpu,
+        "cpu_count": os.cpu_count(),
+        "cpus_usable": usable,
+        "mem_total_mib": mem_total_mib,
+        "platform": platform.platform(),
+        "python": sys.version.split()[0],
+        "python_implementation": platform.python_implementation(),
+        "packages": versions,
+    }
+
+
+def _git_commit() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+            capture_output=True, text=True, timeout=5,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return f" @ {out.stdout.strip()}" if out.returncode == 0 and out.stdout.strip() else ""
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+def per_round(
+    rounds: list[dict[str, dict[str, dict[str, Any]]]], metric: Metric, client: str
+) -> list[float | None]:
+    return [metric_value(metric, r.get(metric.workload, {}).get(client)) for r in rounds]
+
+
+def evaluate_target(
+    target: Target, rounds: list[dict[str, dict[str, dict[str, Any]]]]
+) -> dict[str, Any]:
+    metric = METRIC_BY_KEY[target.metric]
+    subject = per_round(rounds, metric, SUBJECT)
+    if target.kind == "abs":
+        values = [v for v in subject if v is not None]
+    else:
+        assert target.other is not None
+        other = per_round(rounds, metric, target.other)
+        values = []
+        for s, o in zip(subject, other):
+            if s is None or o is None:
+                continue
+            if target.kind == "ratio":
+                if o > 0:
+                    values.append(s / o)
+            else:
+                values.append(s - o)
+    value = median_or_none(values)
+    if value is None:
+        verdict = "n/a"
+    elif target.op == ">=":
+        verdict = "PASS" if value >= target.threshold else "MISS"
+    else:
+        verdict = "PASS" if value <= target.threshold else "MISS"
+    return {
+        "metric": target.metric,
+        "target": target.describe(),
+        "kind": target.kind,
+        "vs": target.other,
+        "op": target.op,
+        "threshold": target.threshold,
+        "value": value,
+        "per_round": values,
+        "verdict": verdict,
+    }
+
+
+def ratio_median(
+    rounds: list[dict[str, dict[str, dict[str, Any]]]], metric: Metric, a: str, b: str
+) -> float | None:
+    values = []
+    for x, y in zip(per_round(rounds, metric, a), per_round(rounds, metric, b)):
+        if x is not None and y is not None and y > 0:
+            values.append(x / y)
+    return median_or_none(values)
+
+
+def fmt(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    if value >= 1000:
+        return f"{value:,.0f}"
+    if value >= 100:
+        return f"{value:.0f}"
+    if value >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def render_table(
+    summary: dict[str, dict[str, float | None]],
+    rounds: list[dict[str, dict[str, dict[str, Any]]]],
+    verdicts: list[dict[str, Any]],
+    clients: list[str],
+) -> str:
+    by_metric: dict[str, list[dict[str, Any]]] = {}
+    for v in verdicts:
+        by_metric.setdefault(v["metric"], []).append(v)
+    header = ["metric", "unit", *clients, "trio/floor", "trio/sdk", "floor/sdk", "targets"]
+    rows = [header]
+    for m in METRICS:
+        vals = [fmt(summary[m.key].get(c)) for c in clients]
+
+        def r(a: str, b: str) -> str:
+            if a not in clients or b not in clients:
+                return "n/a"
+            x = ratio_median(rounds, m, a, b)
+            return "n/a" if x is None else f"{x:.2f}x"
+
+        marks = []
+        for v in by_metric.get(m.key, []):
+            shown = "" if v["value"] is None else (
+                f" ({v['value']:+.2f} ms)" if v["kind"] == "diff" else ""
+            )
+            marks.append(f"{v['verdict']} {v['target']}{shown}")
+        rows.append(
+            [m.label, m.unit, *vals, r(SUBJECT, "floor"), r(SUBJECT, "sdk"), r("floor", "sdk"),
+             "; ".join(marks)]
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
+    lines = []
+    for i, row in enumerate(rows):
+        cells = [
+            row[j].ljust(widths[j]) if j < 2 else row[j].rjust(widths[j])
+            for j in range(len(header) - 1)
+        ]
+        lines.append("  ".join(cells) + "  " + row[-1])
+        if i == 0:
+            lines.append("-" * (sum(widths) + 2 * len(widths) + len("targets")))
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=None, help="rounds (default 5, quick 1)")
+    parser.add_argument("--quick", action="store_true", help="fast smoke run (< 1 minute)")
+    parser.add_argument("--json", metavar="PATH", help="write the results as JSON here")
+    parser.add_argument("--clients", default=",".join(CLIENTS), help="comma-separated subset")
+    parser.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated subset")
+    parser.add_argument("--tools", type=int, default=1000, help="tools in tools/list (1000)")
+    parser.add_argument("--modern", action="store_true", help="server answers server/discover")
+    parser.add_argument("--sdk-backend", choices=["trio", "asyncio"], default="trio",
+                        help="anyio backend the SDK runs on (default trio)")
+    parser.add_argument("--timeout", type=float, default=None, help="per-worker timeout, s")
+    args = parser.parse_args(argv)
+    rounds_n = args.rounds if args.rounds is not None else (1 if args.quick else 5)
+    if args.timeout is None:
+        args.timeout = 90.0 if args.quick else 240.0
+    clients = [c for c in args.clients.split(",") if c]
+    workloads = [w for w in args.workloads.split(",") if w]
+    for c in clients:
+        if c not in CLIENTS:
+            parser.error(f"unknown client {c!r}")
+    for w in workloads:
+        if w not in WORKLOADS:
+            parser.error(f"unknown workload {w!r}")
+    env = child_env(args)
+    started = time.perf_counter()
+    log = sys.stderr
+
+    # Untimed warm-up that doubles as the import check: byte-compiles every module and
+    # warms the page cache before anything is measured.
+    available: dict[str, dict[str, Any]] = {}
+    for c in list(clients):
+        res = run_worker(c, "import", args, env)
+        if "error" in res:
+            print(f"[bench] skipping {c}: it does not import:\n  "
+                  + res["error"].replace("\n", "\n  "), file=log)
+            available[c] = {"available": False, "error": res["error"]}
+            clients.remove(c)
+        else:
+            available[c] = {"available": True, "import_s_warmup": res["import_s"]}
+    if not clients:
+        print("[bench] no client could be imported", file=log)
+        return 1
+
+    rounds: list[dict[str, dict[str, dict[str, Any]]]] = []
+    for r in range(rounds_n):
+        t_round = time.perf_counter()
+        this: dict[str, dict[str, dict[str, Any]]] = {}
+        for w in workloads:
+            for c in clients:
+                res = run_worker(c, w, args, env)
+                this.setdefault(w, {})[c] = res
+                if "error" in res:
+                    print(f"[bench] round {r + 1} {w} {c} FAILED: {res['error']}", file=log)
+        rounds.append(this)
+        print(f"[bench] round {r + 1}/{rounds_n} done in {time.perf_counter() - t_round:.1f} s",
+              file=log, flush=True)
+
+    summary: dict[str, dict[str, float | None]] = {}
+    for m in METRICS:
+        summary[m.key] = {}
+        for c in clients:
+            vals = [v for v in per_round(rounds, m, c) if v is not None]
+            summary[m.key][c] = median_or_none(vals)
+    verdicts = [evaluate_target(t, rounds) for t in TARGETS] if SUBJECT in clients else [
+        {**evaluate_target(t, []), "verdict": "n/a", "note": f"{SUBJECT} not run"}
+        for t in TARGETS
+    ]
+    ratios = {
+        m.key: {
+            f"{a}/{b}": ratio_median(rounds, m, a, b)
+            for a, b in [(SUBJECT, "floor"), (SUBJECT, "sdk"), ("floor", "sdk")]
+            if a in clients and b in clients
+        }
+        for m in METRICS
+    }
+    elapsed = time.perf_counter() - started
+    machine = machine_info()
+
+    print()
+    print(f"trio_mcp benchmark: {rounds_n} round(s){' (quick)' if args.quick else ''}, "
+          f"medians over rounds; ratios are medians of per-round ratios")
+    print(f"machine: {machine['cpu_model']}, {machine['cpus_usable']} usable CPU(s), "
+          f"Python {machine['python']}; SDK mcp {machine['packages']['mcp']} on "
+          f"anyio/{args.sdk_backend}")
+    print()
+    print(render_table(summary, rounds, verdicts, clients))
+    print()
+    sub_notes = []
+    for c, info in available.items():
+        if not info["available"]:
+            sub_notes.append(f"{c}: not run (does not import)")
+    codec_impl = next(
+        (res.get("codec_impl") for rd in rounds for res in rd.get("codec", {}).values()
+         if res.get("codec_impl")), None)
+    if codec_impl:
+        sub_notes.append(f"trio_mcp codec: {codec_impl}")
+    counted = [v for v in verdicts if v["verdict"] != "n/a"]
+    print(f"targets: {sum(v['verdict'] == 'PASS' for v in counted)} PASS, "
+          f"{sum(v['verdict'] == 'MISS' for v in counted)} MISS, "
+          f"{len(verdicts) - len(counted)} n/a; total time {elapsed:.0f} s")
+    for note in sub_notes:
+        print("note: " + note)
+
+    if args.json:
+        out = {
+            "version": 1,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "machine": machine,
+            "config": {
+                "rounds": rounds_n,
+                "quick": args.quick,
+                "tools": args.tools,
+                "modern_server": args.modern,
+                "sdk_backend": args.sdk_backend,
+                "clients": clients,
+                "workloads": workloads,
+            },
+            "clients": available,
+            "metrics": {m.key: {"label": m.label.strip(), "unit": m.unit,
+                                "higher_is_better": m.higher_is_better} for m in METRICS},
+            "summary": summary,
+            "ratios": ratios,
+            "targets": verdicts,
+            "rounds": rounds,
+            "elapsed_s": elapsed,
+        }
+        path = os.path.abspath(args.json)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            json.dump(out, f, indent=1)
+        print(f"wrote {os.path.relpath(path)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

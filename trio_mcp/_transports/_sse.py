@@ -1,0 +1,282 @@
+"""The deprecated HTTP+SSE transport of protocol version 2024-11-05.
+
+The client opens a Server-Sent Events stream with a GET; the server's first event,
+``endpoint``, names the URL to POST messages to. Every message from the server, responses
+included, arrives as a ``message`` event on that one stream, which lives as long as the
+connection: when it ends, the connection is over.
+
+It is deprecated since 2025-03-26; trio_mcp speaks it for old servers, either explicitly
+(:class:`SSEParameters`) or as the fallback of Streamable HTTP
+(:meth:`~trio_mcp._transports._http.StreamableHTTPTransport.fallback_to_sse`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncGenerator, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import KW_ONLY, dataclass, field
+from typing import TYPE_CHECKING
+from urllib.parse import urljoin
+
+import trio
+
+from .._exceptions import ConnectionClosed, MCPError, TransportError
+from .._resilience import CircuitBreaker, RetryPolicy
+from ._base import MessageInfo, RequestFailed, Transport
+from ._http import (
+    ACCEPT_BOTH,
+    ACCEPT_SSE,
+    DEFAULT_MAX_MESSAGE_SIZE,
+    HTTPCore,
+    ServerSentEvent,
+    StreamState,
+    content_type,
+    infer_info,
+    make_client,
+    origin_of,
+)
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["LegacySSEConnection", "SSEParameters", "SSETransport"]
+
+logger = logging.getLogger("trio_mcp.sse")
+
+
+class LegacySSEConnection:
+    """One HTTP+SSE connection: the event stream and the endpoint messages are POSTed to.
+
+    Its reader task runs in the transport's nursery and feeds the transport's incoming
+    channel; when the stream ends, the transport's ``receive`` raises.
+    """
+
+    def __init__(self, core: HTTPCore, url: str) -> None:
+        self._core = core
+        self._url = url
+        #: The URL messages are POSTed to, once the ``endpoint`` event arrived.
+        self.endpoint: str | None = None
+
+    async def connect(self) -> None:
+        """Open the event stream and wait (up to the timeout) for the ``endpoint`` event.
+
+        Raises:
+            HTTPStatusError: The GET was refused.
+            TransportError: No event stream, no ``endpoint`` event in time, or an endpoint
+                on another origin.
+        """
+        result: str | MCPError | None = None
+        with trio.move_on_after(self._core.timeout):
+            result = await self._core.start(self._read_events)
+        if result is None:
+            raise TransportError(f"{self._url} sent no endpoint event within {self._core.timeout}s")
+        if isinstance(result, MCPError):
+            raise result
+        self.endpoint = result
+
+    async def _read_events(self, task_status: trio.TaskStatus[str | MCPError]) -> None:
+        core = self._core
+        headers = dict(core.headers)
+        headers["Accept"] = ACCEPT_SSE
+        headers["Cache-Control"] = "no-store"
+        try:
+            response = await core.open("GET", self._url, headers=headers, idempotent=True)
+        except MCPError as exc:
+            task_status.started(exc)
+            return
+        started = False
+        refused: MCPError | None = None
+
+        def on_event(event: ServerSentEvent) -> bool:
+            nonlocal started, refused
+            if event.event != "endpoint":
+                logger.debug("ignoring an SSE event of type %r", event.event)
+                return False
+            if started:
+                logger.debug("ignoring a repeated endpoint event")
+                return False
+            started = True
+            endpoint = urljoin(self._url, event.data.decode("utf-8", "replace").strip())
+            if origin_of(endpoint) != origin_of(self._url):
+                refused = TransportError(
+                    f"the server at {self._url} named an endpoint on another origin "
+                    f"({endpoint}); refusing to send messages there"
+                )
+                task_status.started(refused)
+                return True
+            task_status.started(endpoint)
+            return False
+
+        error: MCPError | None = None
+        try:
+            kind = content_type(response)
+            if kind != ACCEPT_SSE:
+                error = TransportError(
+                    f"{self._url} answered the GET with {kind or 'no content type'}, "
+                    "not an event stream"
+                )
+            else:
+                await core.pump_sse(response, StreamState(), core.deliver, on_event=on_event)
+        except MCPError as exc:
+            error = exc
+        finally:
+            await response.aclose()
+        if not started:
+            task_status.started(
+                error
+                or TransportError(
+                    f"the event stream of {self._url} ended before the endpoint event"
+                )
+            )
+            return
+        if refused is not None:
+            return
+        if error is None:
+            logger.info("the server ended the HTTP+SSE event stream of %s", self._url)
+            core.end(None)
+        else:
+            core.end(ConnectionClosed(f"the HTTP+SSE event stream of {self._url} broke: {error}"))
+
+    async def send(self, data: bytes, info: MessageInfo) -> None:
+        """POST one message to the endpoint; a request's POST runs as a task."""
+        if info.method is not None and info.request_id is not None:
+            name = f"trio_mcp POST {info.method}"
+            self._core.spawn(info.request_id, self._post, data, info, name=name)
+        else:
+            await self._post(data, info)
+
+    async def _post(self, data: bytes, info: MessageInfo) -> None:
+        assert self.endpoint is not None
+        headers = dict(self._core.headers)
+        headers["Accept"] = ACCEPT_BOTH
+        headers["Content-Type"] = "application/json"
+        response = await self._core.open(
+            "POST",
+            self.endpoint,
+            headers=headers,
+            content=data,
+            idempotent=info.idempotent,
+            read_timeout=True,
+        )
+        await response.aclose()  # the answer arrives on the event stream
+
+
+@dataclass(frozen=True, eq=False)
+class SSEParameters:
+    """How to reach an MCP server over the deprecated HTTP+SSE transport (2024-11-05).
+
+    Prefer :class:`~trio_mcp.StreamableHTTPParameters`, which falls back to HTTP+SSE by
+    itself; use this only for a server known to speak nothing else.
+
+    Args:
+        url: The SSE endpoint (the URL the event stream is opened at).
+        headers: Extra headers sent with every HTTP request.
+        auth: Any :class:`httpx.Auth`.
+        client: An :class:`httpx.AsyncClient` to use; the caller owns (and closes) it.
+        timeout: Seconds to connect, to send each POST, and to wait for the ``endpoint``
+            event. The event stream itself has no read time limit.
+        max_message_size: The largest message accepted from the server, in bytes.
+        retry: Retries of failed connection attempts.
+        breaker: A circuit breaker every HTTP request goes through.
+    """
+
+    url: str
+    _: KW_ONLY
+    headers: Mapping[str, str] | None = None
+    auth: httpx.Auth | None = None
+    client: httpx.AsyncClient | None = None
+    timeout: float = 30.0
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+    retry: RetryPolicy | None = None
+    breaker: CircuitBreaker | None = field(default=None, repr=False)
+
+    def open_transport(self, nursery: trio.Nursery) -> AbstractAsyncContextManager[SSETransport]:
+        """Open the event stream (waiting for the ``endpoint`` event); its reader runs in
+        ``nursery``. Leaving the context closes the stream, which ends the connection.
+
+        Raises:
+            HTTPStatusError: The server refused the GET.
+            TransportError: The server does not speak HTTP+SSE.
+        """
+        return _open_sse(self, nursery)
+
+
+@asynccontextmanager
+async def _open_sse(
+    params: SSEParameters, nursery: trio.Nursery
+) -> AsyncGenerator[SSETransport, None]:
+    client, own = make_client(params.client, params.timeout)
+    core = HTTPCore(
+        client=client,
+        own_client=own,
+        headers=params.headers,
+        auth=params.auth,
+        timeout=params.timeout,
+        max_message_size=params.max_message_size,
+        retry=params.retry,
+        breaker=params.breaker,
+        nursery=nursery,
+    )
+    transport = SSETransport(params.url, core, LegacySSEConnection(core, params.url))
+    try:
+        await transport.connect()
+        yield transport
+    finally:
+        await transport.aclose()
+
+
+class SSETransport(Transport):
+    """A connection over the deprecated HTTP+SSE transport. Open it with
+    :meth:`SSEParameters.open_transport`.
+    """
+
+    def __init__(self, url: str, core: HTTPCore, connection: LegacySSEConnection) -> None:
+        self.modern = False
+        self.protocol_version = None
+        self._url = url
+        self._core = core
+        self._connection = connection
+        self._origin = origin_of(url)
+
+    @property
+    def origin(self) -> str:
+        """``scheme://host:port`` of the server."""
+        return self._origin
+
+    @property
+    def endpoint(self) -> str | None:
+        """The URL messages are POSTed to."""
+        return self._connection.endpoint
+
+    async def connect(self) -> None:
+        """Open the event stream and wait for the ``endpoint`` event."""
+        await self._connection.connect()
+
+    async def send(self, data: bytes, info: MessageInfo | None = None) -> None:
+        """POST one message to the endpoint; answers arrive on the event stream.
+
+        Raises:
+            trio.ClosedResourceError: The transport was closed.
+            ConnectionClosed: The event stream ended.
+            HTTPStatusError: The server rejected a notification or response.
+        """
+        self._core.check_open()
+        await self._connection.send(data, info if info is not None else infer_info(data))
+
+    async def receive(self) -> bytes | RequestFailed:
+        """Receive the next message from the event stream, or a request's failure.
+
+        Raises:
+            trio.EndOfChannel: The server ended the event stream.
+            ConnectionClosed: The event stream broke.
+        """
+        return await self._core.receive()
+
+    def closed_error(self) -> MCPError:
+        """Why the connection ended."""
+        return self._core.closed_error()
+
+    async def aclose(self) -> None:
+        """Close the event stream and the client (if ours). Idempotent."""
+        await self._core.aclose(None)
