@@ -287,19 +287,27 @@ class HttpPeer:
     output: Callable[[], str]
 
 
-async def _wait_until_accepting(process: trio.Process, port: int) -> bool:
-    """Poll 127.0.0.1:port until it accepts; False if the process exits first."""
+async def _wait_until_accepting(
+    process: trio.Process, port: int, output: _Output, ready_line: str | None
+) -> bool:
+    """Poll until the process announced ``ready_line`` and 127.0.0.1:port accepts.
+
+    Returns False if the process exits first. Requiring the announcement too makes
+    sure the listener is this process, not one that took the port first.
+    """
     while True:
         if process.poll() is not None:
             return False
-        try:
-            stream = await trio.open_tcp_stream(LOOPBACK, port)
-        except OSError:
-            # Real-process startup, not test synchronisation: a short bounded poll.
-            await trio.sleep(0.05)
-            continue
-        await stream.aclose()
-        return True
+        if ready_line is None or ready_line in output.text():
+            try:
+                stream = await trio.open_tcp_stream(LOOPBACK, port)
+            except OSError:
+                pass
+            else:
+                await stream.aclose()
+                return True
+        # Real-process startup, not test synchronisation: a short bounded poll.
+        await trio.sleep(0.05)
 
 
 @asynccontextmanager
@@ -309,6 +317,7 @@ async def open_http_peer(
     path: str,
     startup_timeout: float = 30.0,
     attempts: int = 3,
+    announces: bool = True,
 ) -> AsyncGenerator[HttpPeer, None]:
     """Start an HTTP peer on a free loopback port, wait until it accepts, stop it after.
 
@@ -319,6 +328,8 @@ async def open_http_peer(
         startup_timeout: Seconds one start may take before ``trio.TooSlowError``.
         attempts: How many fresh ports to try when the process dies at startup
             (another process may grab the free port between pick and bind).
+        announces: Also wait for the process to print
+            ``TRIO_MCP_PEER_LISTENING 127.0.0.1:<port>`` (both our peers do).
 
     Yields:
         The running peer. On exit it is terminated (SIGTERM, then SIGKILL).
@@ -342,7 +353,8 @@ async def open_http_peer(
             )
             try:
                 with trio.fail_after(startup_timeout):
-                    accepting = await _wait_until_accepting(process, port)
+                    ready_line = f"{LISTENING_MARKER} {LOOPBACK}:{port}" if announces else None
+                    accepting = await _wait_until_accepting(process, port, output, ready_line)
                 if not accepting:
                     failures.append(f"exit status {process.returncode}:\n{output.tail()}")
                     continue

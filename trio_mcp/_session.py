@@ -906,17 +906,26 @@ class ClientSession:
         return self._decode(raw, result_type, method)
 
     async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
-        """Send a notification to the server."""
+        """Send a notification to the server.
+
+        Args:
+            method: The notification method.
+            params: The params in wire form, or None.
+        """
         self._check_open()
         await self._transport.send(encode_notification(method, params), MessageInfo(method))
 
     def set_request_handler(
         self, method: str, handler: Callable[[Any, RequestContext], Awaitable[Any]] | None
     ) -> None:
-        """Serve server-to-client requests of ``method`` with ``handler`` (None removes it).
+        """Serve server-to-client requests of ``method`` with ``handler``.
 
         The handler receives the decoded params and a :class:`RequestContext` and returns the
         result (a dict or Struct); raising :class:`HandlerError` answers with that error.
+
+        Args:
+            method: The request method, e.g. ``"x-vendor/thing"``.
+            handler: The async handler, or None to remove the current one.
         """
         if handler is None:
             self._request_handlers.pop(method, None)
@@ -929,7 +938,14 @@ class ClientSession:
         """Call ``callback`` for each notification of ``method`` (``"*"`` for all).
 
         A plain function runs in the reader task and must be quick; an ``async def`` runs in
-        its own task in the session's nursery. Returns a function that removes the handler.
+        its own task in the session's nursery.
+
+        Args:
+            method: The notification method, or ``"*"`` for every notification.
+            callback: Called with each :class:`Notification`.
+
+        Returns:
+            A function that removes the handler again.
         """
         self._notification_handlers.setdefault(method, []).append(callback)
 
@@ -1043,7 +1059,12 @@ class ClientSession:
         return kept
 
     async def list_tools_page(self, cursor: str | None = None, *, cache: bool = True) -> t.ListToolsResult:
-        """Fetch one page of tools; pass the previous page's ``next_cursor`` to continue."""
+        """Fetch one page of tools.
+
+        Args:
+            cursor: The previous page's ``next_cursor``, or None for the first page.
+            cache: Use a cached page while the server's ``ttlMs`` hint says it is fresh.
+        """
         return await self._page("tools/list", t.ListToolsResult, cursor, cache=cache)
 
     async def call_tool(
@@ -1083,19 +1104,34 @@ class ClientSession:
         return param_headers(t.to_builtins(tool), dict(arguments))
 
     async def list_resources(self, *, cache: bool = True, timeout: float | None = None) -> list[t.Resource]:
-        """List every resource, following every ``nextCursor``."""
+        """List every resource, following every ``nextCursor``.
+
+        Args:
+            cache: Use cached pages while the server's ``ttlMs`` hint says they are fresh.
+            timeout: Seconds for each page request.
+        """
         return await self._all_pages(
             "resources/list", t.ListResourcesResult, "resources", cache=cache, timeout=timeout
         )
 
     async def list_resources_page(self, cursor: str | None = None, *, cache: bool = True) -> t.ListResourcesResult:
-        """Fetch one page of resources."""
+        """Fetch one page of resources.
+
+        Args:
+            cursor: The previous page's ``next_cursor``, or None for the first page.
+            cache: Use a cached page while it is fresh.
+        """
         return await self._page("resources/list", t.ListResourcesResult, cursor, cache=cache)
 
     async def list_resource_templates(
         self, *, cache: bool = True, timeout: float | None = None
     ) -> list[t.ResourceTemplate]:
-        """List every resource template, following every ``nextCursor``."""
+        """List every resource template, following every ``nextCursor``.
+
+        Args:
+            cache: Use cached pages while the server's ``ttlMs`` hint says they are fresh.
+            timeout: Seconds for each page request.
+        """
         return await self._all_pages(
             "resources/templates/list", t.ListResourceTemplatesResult, "resource_templates",
             cache=cache, timeout=timeout,
@@ -1104,13 +1140,23 @@ class ClientSession:
     async def list_resource_templates_page(
         self, cursor: str | None = None, *, cache: bool = True
     ) -> t.ListResourceTemplatesResult:
-        """Fetch one page of resource templates."""
+        """Fetch one page of resource templates.
+
+        Args:
+            cursor: The previous page's ``next_cursor``, or None for the first page.
+            cache: Use a cached page while it is fresh.
+        """
         return await self._page("resources/templates/list", t.ListResourceTemplatesResult, cursor, cache=cache)
 
     async def read_resource(
         self, uri: str, *, cache: bool = True, timeout: float | None = None
     ) -> t.ReadResourceResult:
         """Read a resource.
+
+        Args:
+            uri: The resource's URI.
+            cache: Use a cached result while the server's ``ttlMs`` hint says it is fresh.
+            timeout: Seconds before :class:`trio.TooSlowError`.
 
         Raises:
             ResourceNotFoundError: The server has no such resource.
@@ -1130,6 +1176,9 @@ class ClientSession:
 
         Modern (2026-07-28) servers have no ``resources/subscribe``: nothing is sent; use
         :meth:`listen` with ``resource_uris=[uri]`` instead, which works in both eras.
+
+        Args:
+            uri: The resource's URI.
         """
         self._check_open()
         if self._era == "modern":
@@ -1138,24 +1187,44 @@ class ClientSession:
         await self._call("resources/subscribe", {"uri": uri})
 
     async def unsubscribe_resource(self, uri: str) -> None:
-        """Stop ``notifications/resources/updated`` about ``uri`` (no-op on modern servers)."""
+        """Stop ``notifications/resources/updated`` about ``uri`` (no-op on modern servers).
+
+        Args:
+            uri: The resource's URI.
+        """
         self._check_open()
         if self._era == "modern":
             return
         await self._call("resources/unsubscribe", {"uri": uri})
 
     async def list_prompts(self, *, cache: bool = True, timeout: float | None = None) -> list[t.Prompt]:
-        """List every prompt, following every ``nextCursor``."""
+        """List every prompt, following every ``nextCursor``.
+
+        Args:
+            cache: Use cached pages while the server's ``ttlMs`` hint says they are fresh.
+            timeout: Seconds for each page request.
+        """
         return await self._all_pages("prompts/list", t.ListPromptsResult, "prompts", cache=cache, timeout=timeout)
 
     async def list_prompts_page(self, cursor: str | None = None, *, cache: bool = True) -> t.ListPromptsResult:
-        """Fetch one page of prompts."""
+        """Fetch one page of prompts.
+
+        Args:
+            cursor: The previous page's ``next_cursor``, or None for the first page.
+            cache: Use a cached page while it is fresh.
+        """
         return await self._page("prompts/list", t.ListPromptsResult, cursor, cache=cache)
 
     async def get_prompt(
         self, name: str, arguments: Mapping[str, str] | None = None, *, timeout: float | None = None
     ) -> t.GetPromptResult:
-        """Get a prompt, filled in with ``arguments``."""
+        """Get a prompt, filled in with ``arguments``.
+
+        Args:
+            name: The prompt's name.
+            arguments: Values for the prompt's arguments.
+            timeout: Seconds before :class:`trio.TooSlowError`.
+        """
         params: dict[str, Any] = {"name": name}
         if arguments:
             params["arguments"] = dict(arguments)
@@ -1194,6 +1263,10 @@ class ClientSession:
 
         Legacy servers get ``logging/setLevel``; in the modern era the level rides in every
         request's ``_meta`` from now on (nothing is sent now).
+
+        Args:
+            level: ``debug``, ``info``, ``notice``, ``warning``, ``error``, ``critical``,
+                ``alert`` or ``emergency``.
         """
         if level not in _LOG_LEVELS:
             raise ValueError(f"unknown log level {level!r}; use one of {sorted(_LOG_LEVELS)}")
@@ -1209,6 +1282,9 @@ class ClientSession:
 
         Legacy servers get ``ping``; modern servers (which have no ``ping``) get a
         ``server/discover``, which every modern server must answer.
+
+        Args:
+            timeout: Seconds before :class:`trio.TooSlowError`.
         """
         if self._era == "modern":
             await self._call("server/discover", None, timeout=timeout)

@@ -103,6 +103,9 @@ class Transport(abc.ABC):
     def cancel_request(self, request_id: RequestId) -> bool:
         """Cancel a request at the transport level, if the transport can.
 
+        Args:
+            request_id: The id of the request to cancel.
+
         Returns:
             True if the transport signalled the cancellation itself (no
             ``notifications/cancelled`` needed), False otherwise.
@@ -126,5 +129,9 @@ class TransportFactory(Protocol):
     """Anything that can open a transport: parameters objects and the testing server."""
 
     def open_transport(self, nursery: trio.Nursery) -> AbstractAsyncContextManager[Transport]:
-        """Open a transport whose background tasks run in ``nursery``."""
+        """Open a transport whose background tasks run in ``nursery``.
+
+        Args:
+            nursery: The nursery that owns the transport's tasks.
+        """
         ...

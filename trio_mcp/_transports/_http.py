@@ -54,7 +54,7 @@ from .._exceptions import (
 )
 from .._resilience import Backoff, CircuitBreaker, RetryPolicy
 from ._base import MessageInfo, RequestFailed, Transport
-from ._headers import NAME_PARAMS, encode_header_value
+from ._headers import NAME_PARAMS, encode_header_value, request_name
 
 if TYPE_CHECKING:
     import httpx
@@ -263,7 +263,12 @@ class _Peek(msgspec.Struct):
     error: Any = None
 
 
+class _WithParams(msgspec.Struct):
+    params: dict[str, Any] | None = None
+
+
 _peek_decoder: Final = msgspec.json.Decoder(_Peek)
+_params_decoder: Final = msgspec.json.Decoder(_WithParams)
 _batch_decoder: Final = msgspec.json.Decoder(list[msgspec.Raw])
 
 
@@ -442,10 +447,10 @@ def convert_httpx_error(exc: Exception, url: str, doing: str) -> MCPError:
 
 
 def httpx_errors() -> tuple[type[Exception], ...]:
-    """The httpx exceptions a request or a response stream may raise."""
+    """The exceptions a request or a response stream may raise for a network failure."""
     import httpx
 
-    return (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError)
+    return (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError, OSError)
 
 
 def _not_delivered(exc: MCPError) -> bool:
@@ -698,8 +703,12 @@ class HTTPCore:
             )
             try:
                 response = await self.client.send(request, stream=True, **self._auth_kwargs)
+            except MCPError:
+                raise  # e.g. from an auth flow
             except httpx_errors() as exc:
                 raise convert_httpx_error(exc, url, f"sending {method} to") from exc
+            except Exception as exc:  # a custom transport or auth flow failed
+                raise TransportError(f"sending {method} to {url} failed: {exc!r}") from exc
             status = response.status_code
             if status >= 500 or status in (408, 429):
                 raise await self._status_error(response)  # counts against the breaker
@@ -1033,16 +1042,16 @@ class StreamableHTTPTransport(Transport):
         return headers
 
     def _fill_name(self, data: bytes, info: MessageInfo) -> MessageInfo:
-        key = NAME_PARAMS.get(info.method or "")
-        if not self.modern or info.name is not None or key is None:
+        """Add the ``Mcp-Name`` value from the body when the session did not give it."""
+        method = info.method
+        if not self.modern or info.name is not None or method is None or method not in NAME_PARAMS:
             return info
         try:
-            message: object = msgspec.json.decode(data)
-        except msgspec.DecodeError:
+            params = _params_decoder.decode(data).params
+        except (msgspec.DecodeError, msgspec.ValidationError):
             return info
-        params = message.get("params") if isinstance(message, dict) else None
-        name = params.get(key) if isinstance(params, dict) else None
-        if not isinstance(name, str):
+        name = request_name(method, params)
+        if name is None:
             return info
         return MessageInfo(info.method, info.request_id, name, info.headers, info.idempotent)
 
@@ -1408,3 +1417,5 @@ class StreamableHTTPTransport(Transport):
             await response.aclose()
         except MCPError as exc:
             logger.debug("ending session %r with DELETE failed: %s", session_id, exc)
+        else:
+            logger.debug("ended session %r with DELETE", session_id)

@@ -20,7 +20,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 
 import trio
@@ -107,9 +107,13 @@ class StdioParameters:
             return shlex.split(self.command)
         return [os.fspath(part) for part in self.command]
 
-    def open_transport(self, nursery: trio.Nursery) -> AsyncIterator[StdioTransport]:  # type: ignore[override]
-        """Start the server process; its helper tasks run in ``nursery``."""
-        return _open_stdio(self, nursery)  # type: ignore[return-value]
+    def open_transport(self, nursery: trio.Nursery) -> AbstractAsyncContextManager[StdioTransport]:
+        """Start the server process; its helper tasks run in ``nursery``.
+
+        Args:
+            nursery: The nursery that owns the writer and stderr-drain tasks.
+        """
+        return _open_stdio(self, nursery)
 
 
 @asynccontextmanager

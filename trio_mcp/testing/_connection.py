@@ -426,8 +426,13 @@ class ToolContext:
             {"jsonrpc": "2.0", "method": "notifications/message", "params": params}
         )
 
-    async def sample(self, params: Mapping[str, Any]) -> JSONDict:
+    async def sample(self, params: Mapping[str, Any], *, key: str | None = None) -> JSONDict:
         """Ask the client to sample its LLM (``sampling/createMessage``).
+
+        Args:
+            params: The ``CreateMessageRequest`` params.
+            key: Modern era: the ``inputRequests`` key (default ``input-N``, numbered in
+                call order; pass explicit keys when asking for inputs concurrently).
 
         Returns:
             The client's ``CreateMessageResult``, decoded.
@@ -435,10 +440,14 @@ class ToolContext:
         Raises:
             ClientRequestError: (legacy) the client answered with an error.
         """
-        return await self._single("sampling/createMessage", params)
+        return await self._single("sampling/createMessage", params, key)
 
-    async def elicit(self, params: Mapping[str, Any]) -> JSONDict:
+    async def elicit(self, params: Mapping[str, Any], *, key: str | None = None) -> JSONDict:
         """Ask the client to elicit input from its user (``elicitation/create``).
+
+        Args:
+            params: The ``ElicitRequest`` params.
+            key: Modern era: the ``inputRequests`` key (see :meth:`sample`).
 
         Returns:
             The client's ``ElicitResult``, decoded.
@@ -446,10 +455,13 @@ class ToolContext:
         Raises:
             ClientRequestError: (legacy) the client answered with an error.
         """
-        return await self._single("elicitation/create", params)
+        return await self._single("elicitation/create", params, key)
 
-    async def list_roots(self) -> JSONDict:
+    async def list_roots(self, *, key: str | None = None) -> JSONDict:
         """Ask the client for its roots (``roots/list``).
+
+        Args:
+            key: Modern era: the ``inputRequests`` key (see :meth:`sample`).
 
         Returns:
             The client's ``ListRootsResult``, decoded.
@@ -457,7 +469,7 @@ class ToolContext:
         Raises:
             ClientRequestError: (legacy) the client answered with an error.
         """
-        return await self._single("roots/list", None)
+        return await self._single("roots/list", None, key)
 
     async def input_many(self, requests: Mapping[str, Mapping[str, Any]]) -> dict[str, JSONDict]:
         """Ask for several inputs at once, under keys of your choosing.
@@ -492,13 +504,16 @@ class ToolContext:
             return results
         return self._modern_inputs(wanted)
 
-    async def _single(self, method: str, params: Mapping[str, Any] | None) -> JSONDict:
+    async def _single(
+        self, method: str, params: Mapping[str, Any] | None, key: str | None
+    ) -> JSONDict:
         if self._era == "legacy":
             return await self._connection.client_request(
                 method, dict(params) if params is not None else None
             )
-        self._inputs.counter += 1
-        key = f"input-{self._inputs.counter}"
+        if key is None:
+            self._inputs.counter += 1
+            key = f"input-{self._inputs.counter}"
         request: JSONDict = {"method": method}
         if params is not None:
             request["params"] = dict(params)
@@ -1036,7 +1051,8 @@ class Connection:
         try:
             with scope:
                 try:
-                    round_number = self._check_mrtr(method, params) if era == "modern" else 0
+                    modern = era == "modern" and method in _MRTR_METHODS
+                    round_number = self._check_mrtr(method, params) if modern else 0
                 except _RpcError as error:
                     await self._send_error(request_id, error.code, error.message, error.data)
                     return

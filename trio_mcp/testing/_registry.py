@@ -116,6 +116,16 @@ class ServerState:
         await self._lot.park()
 
 
+_BUILTIN_NAMES: dict[str, Any] = {
+    "str": str,
+    "int": int,
+    "float": float,
+    "bool": bool,
+    "list": list,
+    "dict": dict,
+}
+
+
 def _json_type(annotation: Any) -> JSONDict:
     """Map a Python annotation to a (small) JSON Schema."""
     if annotation is inspect.Parameter.empty or annotation is Any:
@@ -159,8 +169,18 @@ def infer_input_schema(
     signature = inspect.signature(function)
     try:
         hints = typing.get_type_hints(function)
-    except Exception:  # unresolvable forward references: fall back to raw annotations
+    except Exception:  # some annotation can't be resolved: resolve them one by one
         hints = {}
+        namespace: dict[str, Any] = getattr(function, "__globals__", {})
+        for parameter in signature.parameters.values():
+            annotation = parameter.annotation
+            if isinstance(annotation, str):
+                try:
+                    hints[parameter.name] = eval(annotation, namespace)
+                except Exception:
+                    hints[parameter.name] = _BUILTIN_NAMES.get(
+                        annotation.split("[")[0].split("|")[0].strip(), Any
+                    )
     parameters = list(signature.parameters.values())[1:]
     properties: JSONDict = {}
     required: list[str] = []
