@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.lowlevel
 import trio.testing
 
 import trio_mcp
@@ -157,7 +158,10 @@ async def test_pinned_legacy_sends_no_probe() -> None:
 
 
 async def test_pinned_modern_version() -> None:
-    async with connect(server__discover=discover_ok, options={"protocol": MODERN}) as (session, peer):
+    async with connect(server__discover=discover_ok, options={"protocol": MODERN}) as (
+        session,
+        peer,
+    ):
         assert session.era == "modern"
         assert session.protocol_version == MODERN
 
@@ -263,7 +267,7 @@ async def mrtr_tool(peer: RawPeer, message: dict[str, Any]) -> Any:
     if responses is None:
         await peer.stream.send(
             b'{"jsonrpc":"2.0","id":' + str(message["id"]).encode() + b',"result":'
-            b'{"resultType":"input_required","requestState":' + STATE.encode() + b','
+            b'{"resultType":"input_required","requestState":' + STATE.encode() + b","
             b'"inputRequests":{"login":{"method":"elicitation/create","params":{"mode":"form",'
             b'"message":"who?","requestedSchema":{"type":"object","properties":'
             b'{"name":{"type":"string"},"team":{"type":"string","default":"core"}}}}},'
@@ -347,7 +351,7 @@ async def test_mrtr_parallel_calls_are_isolated() -> None:
         params = message["params"]
         tag = params["arguments"]["tag"]
         if "requestState" not in params:
-            await trio.sleep(0)
+            await trio.lowlevel.checkpoint()
             return {"resultType": "input_required", "requestState": f"state-{tag}"}
         return {"content": [{"type": "text", "text": params["requestState"]}]}
 
@@ -398,14 +402,19 @@ async def test_modern_listen_correlates_by_subscription_id() -> None:
                          "params": {"_meta": meta}})  # fmt: skip
         await trio.sleep_forever()
 
-    async with connect(server__discover=discover_ok, subscriptions__listen=listen) as (session, peer):
+    async with connect(server__discover=discover_ok, subscriptions__listen=listen) as (
+        session,
+        peer,
+    ):
         async with session.listen(tools=True) as rx:
             note = await rx.receive()
             assert note.method == "notifications/tools/list_changed"
             assert note.params["_meta"]["io.modelcontextprotocol/subscriptionId"] != 999
         await trio.testing.wait_all_tasks_blocked()
         listen_id = peer.sent("subscriptions/listen")[0]["id"]
-        assert peer.sent("subscriptions/listen")[0]["params"]["notifications"] == {"toolsListChanged": True}
+        assert peer.sent("subscriptions/listen")[0]["params"]["notifications"] == {
+            "toolsListChanged": True
+        }
         assert peer.cancelled == [listen_id]
 
 
@@ -413,7 +422,10 @@ async def test_legacy_listen_filters_and_subscribes() -> None:
     async def subscribe(peer: RawPeer, message: dict[str, Any]) -> Any:
         return {}
 
-    async with connect(resources__subscribe=subscribe, resources__unsubscribe=subscribe) as (session, peer):
+    async with connect(resources__subscribe=subscribe, resources__unsubscribe=subscribe) as (
+        session,
+        peer,
+    ):
         async with session.listen(resource_uris=["file:///a"]) as rx:
             assert peer.sent("resources/subscribe")[0]["params"] == {"uri": "file:///a"}
             for uri in ("file:///b", "file:///a"):
@@ -441,3 +453,45 @@ async def test_cache_honours_ttl_and_invalidation(autojump_clock: trio.testing.M
         await peer.send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
         await trio.testing.wait_all_tasks_blocked()
         assert [t.name for t in await session.list_tools()] == ["t4"]  # invalidated
+
+
+async def test_modern_listen_rejected_raises_and_teardown_ends_channel() -> None:
+    async def unsupported(peer: RawPeer, message: dict[str, Any]) -> Any:
+        await peer.error(message["id"], -32601, "no listen here")
+        no_answer()
+
+    async with connect(server__discover=discover_ok, subscriptions__listen=unsupported) as (session, _p):
+        with pytest.raises(trio_mcp.ServerError, match="no listen here"):
+            async with session.listen(tools=True):
+                pass  # pragma: no cover
+
+    async def teardown(peer: RawPeer, message: dict[str, Any]) -> Any:
+        sub = message["id"]
+        meta = {"io.modelcontextprotocol/subscriptionId": sub}
+        await peer.send({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+                         "params": {"_meta": meta, "notifications": {"toolsListChanged": True}}})  # fmt: skip
+        await peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                         "params": {"requestId": sub}})  # fmt: skip
+        no_answer()
+
+    async with connect(server__discover=discover_ok, subscriptions__listen=teardown) as (session, _p):
+        async with session.listen(tools=True) as rx:
+            with trio.fail_after(5):
+                assert [note async for note in rx] == []
+
+
+async def test_listen_waits_for_acknowledgement_before_yielding() -> None:
+    order: list[str] = []
+
+    async def slow_ack(peer: RawPeer, message: dict[str, Any]) -> Any:
+        await trio.sleep(0)
+        order.append("ack")
+        meta = {"io.modelcontextprotocol/subscriptionId": message["id"]}
+        await peer.send({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+                         "params": {"_meta": meta, "notifications": {"toolsListChanged": True}}})  # fmt: skip
+        await trio.sleep_forever()
+
+    async with connect(server__discover=discover_ok, subscriptions__listen=slow_ack) as (session, _p):
+        async with session.listen(tools=True):
+            order.append("body")
+    assert order == ["ack", "body"]

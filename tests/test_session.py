@@ -137,7 +137,11 @@ async def test_server_error_maps_to_server_error() -> None:
     async with connect(tools__call=boom) as (session, _peer):
         with pytest.raises(trio_mcp.ServerError) as info:
             await session.call_tool("x", {})
-        assert (info.value.code, info.value.message, info.value.data) == (-32000, "kaput", {"why": "test"})
+        assert (info.value.code, info.value.message, info.value.data) == (
+            -32000,
+            "kaput",
+            {"why": "test"},
+        )
 
 
 async def test_garbage_from_server_fails_pending_with_protocol_error() -> None:
@@ -243,7 +247,9 @@ async def test_handler_cancelled_by_server(autojump_clock: trio.testing.MockCloc
         await peer.send({"jsonrpc": "2.0", "id": 7, "method": "sampling/createMessage",
                          "params": {"messages": [], "maxTokens": 5}})  # fmt: skip
         await trio.sleep(1)
-        await peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}})
+        await peer.send(
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}}
+        )
         await cancelled.wait()
         return {"content": []}
 

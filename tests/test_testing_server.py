@@ -495,6 +495,7 @@ async def test_legacy_server_to_client_round_trip() -> None:
     async def ask(ctx: ToolContext) -> str:
         sampled = await ctx.sample({"messages": [], "maxTokens": 5})
         roots = await ctx.list_roots()
+        refused = 0
         try:
             await ctx.elicit({"message": "name?", "requestedSchema": {"type": "object"}})
         except ClientRequestError as exc:
@@ -692,6 +693,98 @@ async def test_modern_input_many_and_capabilities() -> None:
         )
         assert lacking["code"] == -32021
         assert lacking["data"] == {"requiredCapabilities": {"elicitation": {}}}
+
+
+async def test_modern_concurrent_keyed_inputs_in_one_round() -> None:
+    server = MockServer(eras="modern")
+
+    @server.tool
+    async def pair(ctx: ToolContext) -> str:
+        answers: dict[str, Any] = {}
+
+        async def ask(key: str) -> None:
+            answers[key] = await ctx.elicit({"message": key}, key=key)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ask, "left")
+            nursery.start_soon(ask, "right")
+        return answers["left"]["action"] + answers["right"]["action"]
+
+    async with connect(server) as wire:
+        first = await wire.call("tools/call", {"_meta": meta(), "name": "pair"})
+        assert first["resultType"] == "input_required"
+        assert set(first["inputRequests"]) == {"left", "right"}
+        final = await wire.call(
+            "tools/call",
+            {
+                "_meta": meta(),
+                "name": "pair",
+                "inputResponses": {"left": {"action": "accept"}, "right": {"action": "decline"}},
+                "requestState": first["requestState"],
+            },
+        )
+        assert final["content"][0]["text"] == "acceptdecline"
+
+
+async def test_modern_mrtr_on_prompts_and_resources() -> None:
+    server = MockServer(eras="modern")
+
+    async def prompt(ctx: ToolContext, topic: str) -> str:
+        roots = await ctx.list_roots()
+        return f"{topic} in {roots['roots'][0]['uri']}"
+
+    async def read(ctx: ToolContext, uri: str, name: str) -> bytes:
+        await ctx.list_roots()
+        return name.encode()
+
+    server.add_prompt("explain", prompt, ["topic"])
+    server.add_resource_template("mem://{name}", "mem", read)
+    roots = {"roots": [{"uri": "file:///w"}]}
+    async with connect(server) as wire:
+        base = {"_meta": meta(), "name": "explain", "arguments": {"topic": "trio"}}
+        first = await wire.call("prompts/get", base)
+        assert first["inputRequests"] == {"input-1": {"method": "roots/list"}}
+        done = await wire.call(
+            "prompts/get",
+            {**base, "inputResponses": {"input-1": roots}, "requestState": first["requestState"]},
+        )
+        assert done["messages"][0]["content"]["text"] == "trio in file:///w"
+        read_first = await wire.call("resources/read", {"_meta": meta(), "uri": "mem://x"})
+        assert read_first["resultType"] == "input_required"
+        # A prompt's requestState is no good for a resource read.
+        stolen = await wire.error(
+            "resources/read",
+            {"_meta": meta(), "uri": "mem://x", "requestState": first["requestState"]},
+        )
+        assert stolen["code"] == -32602
+        read_done = await wire.call(
+            "resources/read",
+            {
+                "_meta": meta(),
+                "uri": "mem://x",
+                "inputResponses": {"input-1": roots},
+                "requestState": read_first["requestState"],
+            },
+        )
+        assert read_done["contents"] == [{"uri": "mem://x", "blob": "eA=="}]
+        assert read_done["ttlMs"] == 0
+
+
+def test_schema_inference_survives_unresolvable_annotations() -> None:
+    server = MockServer()
+    namespace: dict[str, Any] = {}
+    exec(  # an annotation that only exists for type checkers
+        "async def tool(ctx: 'MissingContext', text: 'str', n: 'int | None' = None) -> str:\n"
+        "    return text\n",
+        namespace,
+    )
+    server.tool(namespace["tool"])
+    schema = server._state.tools["tool"].definition["inputSchema"]
+    assert schema == {
+        "type": "object",
+        "properties": {"text": {"type": "string"}, "n": {"type": "integer"}},
+        "required": ["text"],
+    }
 
 
 # -- modern: discovery, versions, logging ---------------------------------------------------

@@ -110,14 +110,18 @@ def classify_probe(
         if version is not None:
             return Verdict(ProbeVerdict.MODERN, version, "server/discover succeeded")
         return Verdict(
-            ProbeVerdict.LEGACY, None, f"server/discover listed no modern version we speak ({offered})"
+            ProbeVerdict.LEGACY,
+            None,
+            f"server/discover listed no modern version we speak ({offered})",
         )
     if isinstance(error, UnsupportedProtocolVersionError):
         version = _mutual(error.supported, modern)
         if version is not None:
             return Verdict(ProbeVerdict.RETRY, version, "server asked for another modern version")
         if _mutual(error.supported, legacy) is not None:
-            return Verdict(ProbeVerdict.LEGACY, None, "server supports only legacy versions we speak")
+            return Verdict(
+                ProbeVerdict.LEGACY, None, "server supports only legacy versions we speak"
+            )
         return Verdict(
             ProbeVerdict.FAIL,
             None,
@@ -138,7 +142,9 @@ def classify_probe(
                 version = _mutual([str(v) for v in supported], modern)  # pyright: ignore[reportUnknownVariableType,reportUnknownArgumentType]
                 if version is not None:
                     return Verdict(ProbeVerdict.RETRY, version, "server asked for another version")
-            return Verdict(ProbeVerdict.FAIL, None, f"modern server rejected the probe (code {code})")
+            return Verdict(
+                ProbeVerdict.FAIL, None, f"modern server rejected the probe (code {code})"
+            )
         if 400 <= status < 500:
             return Verdict(ProbeVerdict.LEGACY, None, f"HTTP {status} without a modern error body")
         return Verdict(ProbeVerdict.FAIL, None, f"HTTP {status} from the server")

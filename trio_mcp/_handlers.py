@@ -13,7 +13,7 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias, Union
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import msgspec
 
@@ -57,16 +57,16 @@ class RequestContext:
 
 SamplingHandler: TypeAlias = Callable[
     [t.CreateMessageRequestParams, RequestContext],
-    Awaitable[Union[t.CreateMessageResult, Mapping[str, Any]]],
+    Awaitable[t.CreateMessageResult | Mapping[str, Any]],
 ]
 ElicitationHandler: TypeAlias = Callable[
-    [Union[t.ElicitRequestFormParams, t.ElicitRequestURLParams], RequestContext],
-    Awaitable[Union[t.ElicitResult, Mapping[str, Any]]],
+    [t.ElicitRequestFormParams | t.ElicitRequestURLParams, RequestContext],
+    Awaitable[t.ElicitResult | Mapping[str, Any]],
 ]
-RootsHandler: TypeAlias = Union[
-    Callable[[RequestContext], Awaitable[Union[t.ListRootsResult, Sequence[t.Root], Mapping[str, Any]]]],
-    Sequence[Union[t.Root, str]],
-]
+_RootsValue: TypeAlias = t.ListRootsResult | Sequence[t.Root | str] | Mapping[str, Any]
+RootsHandler: TypeAlias = (
+    Callable[[RequestContext], Awaitable[_RootsValue]] | Sequence[t.Root | str]
+)
 
 
 class HandlerError(Exception):
@@ -166,7 +166,9 @@ class ServerRequestHandlers:
             raise
         except Exception as exc:
             logger.warning("handler for %s raised %r", method, exc, exc_info=True)
-            raise HandlerError(INTERNAL_ERROR, f"client handler for {method} failed: {exc}") from exc
+            raise HandlerError(
+                INTERNAL_ERROR, f"client handler for {method} failed: {exc}"
+            ) from exc
         raise HandlerError(METHOD_NOT_FOUND, f"the client does not support {method}")
 
     async def _elicit(self, raw: bytes, ctx: RequestContext) -> Any:

@@ -55,7 +55,7 @@ class Envelope(msgspec.Struct):
     """
 
     jsonrpc: str | UnsetType = UNSET
-    id: int | str | None | UnsetType = UNSET
+    id: int | str | UnsetType | None = UNSET
     method: str | UnsetType = UNSET
     params: msgspec.Raw = _EMPTY_RAW
     result: msgspec.Raw = _EMPTY_RAW

@@ -122,7 +122,7 @@ class _InputRequest(msgspec.Struct):
 
 
 class _PageHead(msgspec.Struct, rename="camel"):
-    next_cursor: str | None | UnsetType = UNSET
+    next_cursor: str | UnsetType | None = UNSET
 
 
 _result_head_decoder: Final = msgspec.json.Decoder(_ResultHead)
@@ -180,6 +180,7 @@ class ClientSession:
         max_pages: int = 1000,
         tolerate_invalid_messages: bool = False,
         notification_buffer: int = 1000,
+        listen_ack_timeout: float = 10.0,
     ) -> None:
         if protocol not in ("auto", "legacy") and protocol not in MODERN_VERSIONS:
             raise ValueError(
@@ -202,6 +203,7 @@ class ClientSession:
         self._max_pages = max_pages
         self._tolerate_invalid = tolerate_invalid_messages
         self._notification_buffer = notification_buffer
+        self._listen_ack_timeout = listen_ack_timeout
 
         self._next_id = 1
         self._pending: dict[int | str, _Pending] = {}
@@ -275,7 +277,7 @@ class ClientSession:
             return
         key = getattr(self._transport, "origin", None)
         cached = era_cache.get(key) if key else None
-        if cached == "legacy":
+        if key and cached == "legacy":
             try:
                 await self._initialize()
                 return
@@ -371,7 +373,11 @@ class ClientSession:
         fallback = getattr(self._transport, "fallback_to_sse", None)
         try:
             response = await self._roundtrip(
-                "initialize", params, timeout=self._init_timeout, announce_cancel=False, unwrap=False
+                "initialize",
+                params,
+                timeout=self._init_timeout,
+                announce_cancel=False,
+                unwrap=False,
             )
         except RequestFailedError as exc:
             if fallback is None or not await fallback():
@@ -414,20 +420,18 @@ class ClientSession:
         announce_cancel: bool = True,
         idempotent: bool = False,
         unwrap: bool = True,
+        request_id: int | None = None,
     ) -> Envelope:
         """Send one request and wait for its response envelope (error responses raise).
 
         A transport failure of this request raises the transport's error, or the internal
         :class:`RequestFailedError` carrier when ``unwrap`` is false.
         """
+        args = (method, params, timeout, on_progress, name, headers, announce_cancel, idempotent)
         if not unwrap:
-            return await self._roundtrip_inner(
-                method, params, timeout, on_progress, name, headers, announce_cancel, idempotent
-            )
+            return await self._roundtrip_inner(*args, request_id)
         try:
-            return await self._roundtrip_inner(
-                method, params, timeout, on_progress, name, headers, announce_cancel, idempotent
-            )
+            return await self._roundtrip_inner(*args, request_id)
         except RequestFailedError as exc:
             raise exc.error from None
 
@@ -441,18 +445,20 @@ class ClientSession:
         headers: Mapping[str, str] | None,
         announce_cancel: bool,
         idempotent: bool,
+        request_id: int | None,
     ) -> Envelope:
         self._check_open()
         if timeout is None:
             timeout = self._default_timeout
         if timeout is None:
             return await self._exchange(
-                method, params, None, None, on_progress, name, headers, announce_cancel, idempotent
-            )
+                method, params, None, None, on_progress, name, headers, announce_cancel,
+                idempotent, request_id,
+            )  # fmt: skip
         with trio.CancelScope(deadline=trio.current_time() + timeout) as scope:
             return await self._exchange(
                 method, params, scope, timeout, on_progress, name, headers, announce_cancel,
-                idempotent,
+                idempotent, request_id,
             )  # fmt: skip
         raise trio.TooSlowError(f"{method} timed out after {timeout} s")
 
@@ -467,9 +473,11 @@ class ClientSession:
         headers: Mapping[str, str] | None,
         announce_cancel: bool,
         idempotent: bool,
+        request_id: int | None,
     ) -> Envelope:
-        request_id = self._next_id
-        self._next_id += 1
+        if request_id is None:
+            request_id = self._next_id
+            self._next_id += 1
         track_progress = on_progress is not None or (self._progress_resets and scope is not None)
         if track_progress:
             params = dict(params) if params else {}
@@ -515,7 +523,9 @@ class ClientSession:
                 if announce_cancel and self._broken is None and not self._closed:
                     await self._announce_cancel(request_id)
 
-    def _bump_deadline(self, scope: trio.CancelScope, started: float, timeout: float | None) -> None:
+    def _bump_deadline(
+        self, scope: trio.CancelScope, started: float, timeout: float | None
+    ) -> None:
         if timeout is None:
             return
         new_deadline = trio.current_time() + timeout
@@ -658,7 +668,9 @@ class ClientSession:
             for key, raw in requests.items():
                 nursery.start_soon(one, key, raw)
         if failures:
-            raise InputRequestError("the server asked for input that could not be given: " + "; ".join(failures))
+            raise InputRequestError(
+                "the server asked for input that could not be given: " + "; ".join(failures)
+            )
         return responses
 
     def _context(self, method: str, request_id: int | str, meta: Any) -> RequestContext:
@@ -679,7 +691,7 @@ class ClientSession:
                     elif isinstance(item, RequestFailed):
                         self._fail_one(item)
                     else:
-                        self._dispatch(bytes(cast(bytes, item)))
+                        self._dispatch(bytes(item))
             except trio.EndOfChannel:
                 error = self._transport.closed_error()
             except MCPError as exc:
@@ -710,7 +722,9 @@ class ClientSession:
     def _fail_one(self, failure: RequestFailed) -> None:
         entry = self._pending.pop(failure.request_id, None)
         if entry is None:
-            logger.warning("transport failure for unknown request %r: %s", failure.request_id, failure.error)
+            logger.warning(
+                "transport failure for unknown request %r: %s", failure.request_id, failure.error
+            )
             return
         entry.send.send_nowait(RequestFailedError(failure.error))
 
@@ -754,9 +768,13 @@ class ClientSession:
             params = {}
         params = cast(dict[str, Any], params)
         if method == "notifications/cancelled":
-            scope = self._incoming.get(params.get("requestId"))  # type: ignore[arg-type]
+            cancelled_id = params.get("requestId")
+            scope = self._incoming.get(cancelled_id)  # type: ignore[arg-type]
             if scope is not None:
                 scope.cancel()
+            for sub in self._subscribers:  # the server tore down a subscriptions/listen stream
+                if sub.subscription_id is not None and sub.subscription_id == cancelled_id:
+                    sub.send.close()
         elif method == "notifications/message":
             level = _LOG_LEVELS.get(str(params.get("level")), logging.INFO)
             server_logger.log(level, "%s: %s", params.get("logger", "server"), params.get("data"))
@@ -793,7 +811,9 @@ class ClientSession:
         except Exception:
             logger.exception("notification callback for %s raised", note.method)
 
-    async def _run_async_callback(self, callback: Callable[[Notification], Any], note: Notification) -> None:
+    async def _run_async_callback(
+        self, callback: Callable[[Notification], Any], note: Notification
+    ) -> None:
         try:
             await callback(note)
         except Exception:
@@ -806,7 +826,9 @@ class ClientSession:
         if method not in self._request_handlers and not self._handlers.can_handle(method):
             self._nursery.start_soon(
                 self._send_quietly,
-                encode_error_response(request_id, METHOD_NOT_FOUND, f"the client does not support {method}"),
+                encode_error_response(
+                    request_id, METHOD_NOT_FOUND, f"the client does not support {method}"
+                ),
             )
             return
         scope = trio.CancelScope()
@@ -833,7 +855,9 @@ class ClientSession:
                 response = encode_error_response(request_id, exc.code, exc.message, exc.data)
             except Exception as exc:
                 logger.warning("handler for %s raised %r", method, exc, exc_info=True)
-                response = encode_error_response(request_id, INTERNAL_ERROR, f"{method} failed: {exc}")
+                response = encode_error_response(
+                    request_id, INTERNAL_ERROR, f"{method} failed: {exc}"
+                )
         self._incoming.pop(request_id, None)
         if scope.cancelled_caught:
             logger.debug("server cancelled its request %r (%s)", request_id, method)
@@ -977,7 +1001,10 @@ class ClientSession:
 
     @asynccontextmanager
     async def _subscribe(
-        self, methods: frozenset[str] | None, buffer: int | None, subscription_id: int | str | None = None
+        self,
+        methods: frozenset[str] | None,
+        buffer: int | None,
+        subscription_id: int | str | None = None,
     ) -> AsyncIterator[trio.MemoryReceiveChannel[Notification]]:
         send, receive = trio.open_memory_channel[Notification](
             self._notification_buffer if buffer is None else buffer
@@ -1022,7 +1049,9 @@ class ClientSession:
             if next_cursor is UNSET or next_cursor is None or next_cursor == "":
                 return items
             if next_cursor in seen:
-                raise ProtocolError(f"{method}: the server repeated cursor {next_cursor!r}; stopping")
+                raise ProtocolError(
+                    f"{method}: the server repeated cursor {next_cursor!r}; stopping"
+                )
             seen.add(next_cursor)
             cursor = next_cursor
         raise ProtocolError(
@@ -1055,10 +1084,14 @@ class ClientSession:
             if reason is None:
                 kept.append(tool)
             else:
-                logger.warning("dropping tool %r: invalid x-mcp-header annotation: %s", tool.name, reason)
+                logger.warning(
+                    "dropping tool %r: invalid x-mcp-header annotation: %s", tool.name, reason
+                )
         return kept
 
-    async def list_tools_page(self, cursor: str | None = None, *, cache: bool = True) -> t.ListToolsResult:
+    async def list_tools_page(
+        self, cursor: str | None = None, *, cache: bool = True
+    ) -> t.ListToolsResult:
         """Fetch one page of tools.
 
         Args:
@@ -1086,12 +1119,18 @@ class ClientSession:
             timeout: Seconds before :class:`trio.TooSlowError` and cancellation.
             on_progress: Called (or awaited) with each progress notification of this call.
         """
-        params = {"name": name, "arguments": arguments if arguments is not None else {}}
+        args: Mapping[str, Any] = arguments if arguments is not None else {}
+        params = {"name": name, "arguments": args}
         headers: Mapping[str, str] | None = None
         if getattr(self._transport, "wants_param_headers", False):
-            headers = self._param_headers(name, params["arguments"])
+            headers = self._param_headers(name, args)
         raw = await self._call(
-            "tools/call", params, timeout=timeout, on_progress=on_progress, name=name, headers=headers
+            "tools/call",
+            params,
+            timeout=timeout,
+            on_progress=on_progress,
+            name=name,
+            headers=headers,
         )
         return self._decode(raw, t.CallToolResult, "tools/call")
 
@@ -1103,7 +1142,9 @@ class ClientSession:
 
         return param_headers(t.to_builtins(tool), dict(arguments))
 
-    async def list_resources(self, *, cache: bool = True, timeout: float | None = None) -> list[t.Resource]:
+    async def list_resources(
+        self, *, cache: bool = True, timeout: float | None = None
+    ) -> list[t.Resource]:
         """List every resource, following every ``nextCursor``.
 
         Args:
@@ -1114,7 +1155,9 @@ class ClientSession:
             "resources/list", t.ListResourcesResult, "resources", cache=cache, timeout=timeout
         )
 
-    async def list_resources_page(self, cursor: str | None = None, *, cache: bool = True) -> t.ListResourcesResult:
+    async def list_resources_page(
+        self, cursor: str | None = None, *, cache: bool = True
+    ) -> t.ListResourcesResult:
         """Fetch one page of resources.
 
         Args:
@@ -1146,7 +1189,9 @@ class ClientSession:
             cursor: The previous page's ``next_cursor``, or None for the first page.
             cache: Use a cached page while it is fresh.
         """
-        return await self._page("resources/templates/list", t.ListResourceTemplatesResult, cursor, cache=cache)
+        return await self._page(
+            "resources/templates/list", t.ListResourceTemplatesResult, cursor, cache=cache
+        )
 
     async def read_resource(
         self, uri: str, *, cache: bool = True, timeout: float | None = None
@@ -1165,7 +1210,9 @@ class ClientSession:
             hit = self._cache_get("resources/read", uri)
             if hit is not None:
                 return cast(t.ReadResourceResult, hit)
-        raw = await self._call("resources/read", {"uri": uri}, timeout=timeout, name=uri, idempotent=True)
+        raw = await self._call(
+            "resources/read", {"uri": uri}, timeout=timeout, name=uri, idempotent=True
+        )
         result = self._decode(raw, t.ReadResourceResult, "resources/read")
         if self._era == "modern":
             self._cache_put("resources/read", uri, result)
@@ -1197,16 +1244,22 @@ class ClientSession:
             return
         await self._call("resources/unsubscribe", {"uri": uri})
 
-    async def list_prompts(self, *, cache: bool = True, timeout: float | None = None) -> list[t.Prompt]:
+    async def list_prompts(
+        self, *, cache: bool = True, timeout: float | None = None
+    ) -> list[t.Prompt]:
         """List every prompt, following every ``nextCursor``.
 
         Args:
             cache: Use cached pages while the server's ``ttlMs`` hint says they are fresh.
             timeout: Seconds for each page request.
         """
-        return await self._all_pages("prompts/list", t.ListPromptsResult, "prompts", cache=cache, timeout=timeout)
+        return await self._all_pages(
+            "prompts/list", t.ListPromptsResult, "prompts", cache=cache, timeout=timeout
+        )
 
-    async def list_prompts_page(self, cursor: str | None = None, *, cache: bool = True) -> t.ListPromptsResult:
+    async def list_prompts_page(
+        self, cursor: str | None = None, *, cache: bool = True
+    ) -> t.ListPromptsResult:
         """Fetch one page of prompts.
 
         Args:
@@ -1383,53 +1436,74 @@ class ClientSession:
             wanted["resourcesListChanged"] = True
         if uris:
             wanted["resourceSubscriptions"] = uris
-        request_id = self._next_id  # the id _exchange will use: notifications carry it
+        request_id = self._next_id  # its notifications carry this id
+        self._next_id += 1
         async with self._subscribe(None, buffer, subscription_id=request_id) as raw_channel:
             send, receive = trio.open_memory_channel[Notification](
                 self._notification_buffer if buffer is None else buffer
             )
-            acknowledged = trio.Event()
+            settled = trio.Event()  # acknowledged, or the request failed
+            failure: list[MCPError] = []
             async with trio.open_nursery() as nursery:
 
                 async def hold_request() -> None:
                     try:
                         await self._roundtrip(
                             "subscriptions/listen",
-                            {**self._with_meta("subscriptions/listen", None), "notifications": wanted},
+                            {
+                                **self._with_meta("subscriptions/listen", None),
+                                "notifications": wanted,
+                            },
+                            request_id=request_id,
+                            timeout=math.inf,  # long-lived by design: no default timeout
                         )
                     except MCPError as exc:
+                        failure.append(exc)
                         logger.debug("subscriptions/listen ended: %r", exc)
+                    settled.set()
                     send.close()
 
                 async def pump() -> None:
-                    async for note in raw_channel:
-                        if note.method == "notifications/subscriptions/acknowledged":
-                            granted = note.params.get("notifications", {})
-                            for key, value in wanted.items():
-                                if granted.get(key) != value:
-                                    logger.warning(
-                                        "the server did not acknowledge %s=%r (got %r)",
-                                        key, value, granted.get(key),
-                                    )  # fmt: skip
-                            acknowledged.set()
-                            continue
-                        if note.method == "notifications/cancelled":
-                            break
-                        try:
-                            send.send_nowait(note)
-                        except trio.WouldBlock:
-                            logger.warning("listen buffer full; dropped %s", note.method)
-                        except (trio.ClosedResourceError, trio.BrokenResourceError):
-                            break
+                    async with send:
+                        async for note in raw_channel:
+                            if note.method == "notifications/subscriptions/acknowledged":
+                                self._check_acknowledged(wanted, note.params)
+                                settled.set()
+                                continue
+                            try:
+                                send.send_nowait(note)
+                            except trio.WouldBlock:
+                                logger.warning("listen buffer full; dropped %s", note.method)
+                            except (trio.ClosedResourceError, trio.BrokenResourceError):
+                                break
 
-                assert self._next_id == request_id
                 nursery.start_soon(hold_request)
                 nursery.start_soon(pump)
+                with trio.move_on_after(self._listen_ack_timeout):
+                    await settled.wait()
+                if failure and not isinstance(failure[0], ConnectionClosed):
+                    nursery.cancel_scope.cancel()
+                    raise failure[0]
+                if not settled.is_set():
+                    logger.warning(
+                        "no acknowledgement of subscriptions/listen within %s s; listening anyway",
+                        self._listen_ack_timeout,
+                    )
                 try:
                     async with receive:
                         yield receive
                 finally:
                     nursery.cancel_scope.cancel()
+
+    @staticmethod
+    def _check_acknowledged(wanted: Mapping[str, Any], params: Mapping[str, Any]) -> None:
+        granted = params.get("notifications", {})
+        if not isinstance(granted, Mapping):
+            granted = {}
+        for key, value in wanted.items():
+            got = cast(Mapping[str, Any], granted).get(key)
+            if got != value:
+                logger.warning("the server did not acknowledge %s=%r (got %r)", key, value, got)
 
     # -- closing -------------------------------------------------------------------------
 
@@ -1495,7 +1569,9 @@ def _resolve_target(target: Target, options: dict[str, Any]) -> TransportFactory
 
     if isinstance(target, (str, Sequence)):
         return StdioParameters(target, **options)
-    raise TypeError(f"cannot connect to {target!r}: give an argv list, a command line, a URL or parameters")
+    raise TypeError(
+        f"cannot connect to {target!r}: give an argv list, a command line, a URL or parameters"
+    )
 
 
 _SESSION_OPTIONS: Final = frozenset(inspect.signature(ClientSession.__init__).parameters) - {

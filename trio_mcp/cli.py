@@ -37,12 +37,13 @@ def _json_arg(text: str | None) -> dict[str, Any]:
     value = json.loads(text)
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError("arguments must be a JSON object")
-    return value  # type: ignore[return-value]
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="trio-mcp", description="Explore an MCP server (stdio command, http(s):// or ws(s)://)."
+        prog="trio-mcp",
+        description="Explore an MCP server (stdio command, http(s):// or ws(s)://).",
     )
     parser.add_argument("target", help="server command line (quoted) or URL")
     parser.add_argument(

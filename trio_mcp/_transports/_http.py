@@ -32,14 +32,13 @@ import re
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import (
     AbstractAsyncContextManager,
-    aclosing,
     asynccontextmanager,
     nullcontext,
     suppress,
 )
 from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 from urllib.parse import urlsplit
 
 import msgspec
@@ -131,12 +130,15 @@ class SSEDecoder:
 
     Args:
         max_event_size: The largest event data accepted, in bytes.
+        last_event_id: The last event id seen before (when a stream is resumed).
     """
 
-    def __init__(self, max_event_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> None:
+    def __init__(
+        self, max_event_size: int = DEFAULT_MAX_MESSAGE_SIZE, *, last_event_id: str | None = None
+    ) -> None:
         self.max_event_size = max_event_size
         #: The id of the last dispatched event (``id`` lines persist across events).
-        self.last_event_id: str | None = None
+        self.last_event_id: str | None = last_event_id
         #: The reconnection time the server asked for, in milliseconds.
         self.retry: int | None = None
         self._buffer = bytearray()
@@ -146,7 +148,7 @@ class SSEDecoder:
         self._event = ""
         self._data = bytearray()
         self._has_data = False
-        self._id_buffer: str | None = None
+        self._id_buffer: str | None = last_event_id
         self._too_large: int | None = None
         self._line_limit = max_event_size + 64
 
@@ -393,11 +395,6 @@ def origin_of(url: str) -> str:
     if port is None:
         port = {"http": 80, "https": 443, "ws": 80, "wss": 443}.get(scheme, 0)
     return f"{scheme}://{host}:{port}"
-
-
-def _byte_chunks(response: httpx.Response) -> AsyncGenerator[bytes, None]:
-    # httpx's iterators are async generators; typed as such so ``aclosing`` can close them.
-    return cast("AsyncGenerator[bytes, None]", response.aiter_bytes())
 
 
 def content_type(response: httpx.Response) -> str:
@@ -725,6 +722,42 @@ class HTTPCore:
             await response.aclose()
         return status_error(response, body)
 
+    async def consume(
+        self, response: httpx.Response, on_chunk: Callable[[bytes], bool], doing: str
+    ) -> bool:
+        """Feed a response's body to ``on_chunk`` until it returns True or the body ends.
+
+        To stop early, a cancel scope around the iteration is cancelled, so the
+        cancellation unwinds httpx's chain of async generators from the innermost one and
+        none is left unfinished. An :class:`~trio_mcp.MCPError` from ``on_chunk`` stops
+        the reading the same way and is re-raised.
+
+        Returns:
+            True if ``on_chunk`` stopped the reading, False if the body ended.
+
+        Raises:
+            ConnectionClosed: The connection broke while reading.
+        """
+        url = str(response.request.url)
+        stop = False
+        failure: MCPError | None = None
+        with trio.CancelScope() as scope:
+            try:
+                async for chunk in response.aiter_bytes():
+                    if stop:
+                        continue  # until the cancellation lands
+                    try:
+                        stop = on_chunk(chunk)
+                    except MCPError as exc:
+                        failure, stop = exc, True
+                    if stop:
+                        scope.cancel()
+            except httpx_errors() as exc:
+                raise convert_httpx_error(exc, url, doing) from exc
+        if failure is not None:
+            raise failure
+        return stop
+
     async def read_body(
         self, response: httpx.Response, limit: int | None = None, *, truncate: bool = False
     ) -> bytes:
@@ -734,22 +767,22 @@ class HTTPCore:
             MessageTooLargeError: The body is larger than the limit (unless ``truncate``).
             ConnectionClosed: The connection broke while reading.
         """
-        limit = self.max_message_size if limit is None else limit
-        url = str(response.request.url)
+        cap = self.max_message_size if limit is None else limit
         declared = response.headers.get("content-length", "")
-        if not truncate and declared.isdigit() and int(declared) > limit:
-            raise MessageTooLargeError(int(declared), limit)
+        if not truncate and declared.isdigit() and int(declared) > cap:
+            raise MessageTooLargeError(int(declared), cap)
         body = bytearray()
-        try:
-            async with aclosing(_byte_chunks(response)) as chunks:
-                async for chunk in chunks:
-                    body += chunk
-                    if len(body) > limit:
-                        if truncate:
-                            return bytes(body[:limit])
-                        raise MessageTooLargeError(len(body), limit)
-        except httpx_errors() as exc:
-            raise convert_httpx_error(exc, url, "reading the response from") from exc
+
+        def on_chunk(chunk: bytes) -> bool:
+            body.extend(chunk)
+            if len(body) <= cap:
+                return False
+            if truncate:
+                del body[cap:]
+                return True
+            raise MessageTooLargeError(len(body), cap)
+
+        await self.consume(response, on_chunk, "reading the response from")
         return bytes(body)
 
     async def pump_sse(
@@ -763,11 +796,11 @@ class HTTPCore:
         """Read an SSE stream, handing each JSON-RPC message to ``sink``.
 
         Only ``message`` events with data carry messages (priming events with empty data
-        and other event types are skipped; ``on_event`` sees other event types first and
-        returns True to stop reading). Event ids and ``retry`` go into ``state``. An
-        oversized event fails ``request_id`` with :class:`~trio_mcp.MessageTooLargeError`;
-        on a stream of no request, the request it answered (if recognisable) is failed,
-        otherwise it is logged and dropped.
+        are skipped; other event types go to ``on_event``, which returns True to stop
+        reading). Event ids and ``retry`` go into ``state``. An oversized event fails
+        ``request_id`` with :class:`~trio_mcp.MessageTooLargeError`; on a stream of no
+        request, the request it answered (if recognisable) is failed, otherwise it is
+        logged and dropped.
 
         Returns:
             True once the response to ``request_id`` (or ``on_event``) ended the reading,
@@ -777,38 +810,32 @@ class HTTPCore:
             MessageTooLargeError: An event of ``request_id``'s stream was too large.
             ConnectionClosed: The connection broke.
         """
-        decoder = SSEDecoder(self.max_message_size)
-        decoder.last_event_id = state.last_event_id
-        url = str(response.request.url)
-        try:
-            async with aclosing(_byte_chunks(response)) as chunks:
-                async for chunk in chunks:
-                    done = False
-                    for event in decoder.feed(chunk):
-                        state.progress += 1
-                        if event.too_large is not None:
-                            self._oversized(event, request_id)
-                            continue
-                        if event.event != "message":
-                            if on_event is not None and on_event(event):
-                                done = True
-                            continue
-                        if not event.data:
-                            continue  # a priming event: only its id matters
+        decoder = SSEDecoder(self.max_message_size, last_event_id=state.last_event_id)
+
+        def on_chunk(chunk: bytes) -> bool:
+            done = False
+            try:
+                for event in decoder.feed(chunk):
+                    state.progress += 1
+                    if event.too_large is not None:
+                        self._oversized(event, request_id)
+                    elif event.event != "message":
+                        done = (on_event is not None and on_event(event)) or done
+                    elif event.data:  # (empty data: a priming event, only its id matters)
                         for message in split_batch(event.data):
                             sink(message)
                             if request_id is not None and is_response_to(message, request_id):
                                 done = True
-                    if decoder.last_event_id != state.last_event_id:
-                        state.last_event_id = decoder.last_event_id or None
-                        state.progress += 1
-                    if decoder.retry is not None:
-                        state.retry_ms = decoder.retry
-                    if done:
-                        return True
-        except httpx_errors() as exc:
-            raise convert_httpx_error(exc, url, "reading the event stream from") from exc
-        return False
+            finally:
+                last_event_id = decoder.last_event_id or None
+                if last_event_id != state.last_event_id:
+                    state.last_event_id = last_event_id
+                    state.progress += 1
+                if decoder.retry is not None:
+                    state.retry_ms = decoder.retry
+            return done
+
+        return await self.consume(response, on_chunk, "reading the event stream from")
 
     def _oversized(self, event: ServerSentEvent, request_id: RequestId | None) -> None:
         assert event.too_large is not None

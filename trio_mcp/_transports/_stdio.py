@@ -117,7 +117,9 @@ class StdioParameters:
 
 
 @asynccontextmanager
-async def _open_stdio(params: StdioParameters, nursery: trio.Nursery) -> AsyncIterator[StdioTransport]:
+async def _open_stdio(
+    params: StdioParameters, nursery: trio.Nursery
+) -> AsyncIterator[StdioTransport]:
     argv = params.argv
     if not argv:
         raise ValueError("empty command: give the program to run and its arguments")

@@ -121,7 +121,11 @@ class ServerStream(Protocol):
     """
 
     async def send(self, data: bytes) -> None:
-        """Deliver one whole message to the client."""
+        """Deliver one whole message to the client.
+
+        Args:
+            data: The encoded JSON-RPC message, without framing.
+        """
         ...
 
     async def receive(self) -> bytes:
@@ -183,8 +187,8 @@ class _Inputs:
     def __init__(self, params: JSONDict, round_number: int) -> None:
         self.responses: JSONDict = _as_dict(params.get("inputResponses")) or {}
         self.missing: dict[str, JSONDict] = {}
-        self.counter = 0
-        self.round = round_number
+        self.counter: int = 0
+        self.round: int = round_number
 
 
 class _Pending:
@@ -404,6 +408,11 @@ class ToolContext:
         Modern: sent only if the request's ``_meta`` has ``io.modelcontextprotocol/logLevel``
         at or below ``level``.
 
+        Args:
+            level: The syslog level: ``debug``, ``info``, ... ``emergency``.
+            data: The message: any JSON-serialisable value.
+            logger: An optional logger name.
+
         Raises:
             ValueError: ``level`` is not a syslog level name.
         """
@@ -551,19 +560,19 @@ class Connection:
         self.state = state
         self.stream = stream
         #: Set by ``initialize``: the rest of the connection is served in the legacy era.
-        self.legacy = False
+        self.legacy: bool = False
         self.log_level: str | None = None
         self.resource_subscriptions: set[str] = set()
         #: Active ``subscriptions/listen`` streams: listen request id -> honoured filter.
         self.subscriptions: dict[RequestId, JSONDict] = {}
         self.inflight: dict[RequestId, trio.CancelScope] = {}
         self.pending: dict[RequestId, _Pending] = {}
-        self.crashed = False
-        self.closing = False
-        self._next_id = 0
+        self.crashed: bool = False
+        self.closing: bool = False
+        self._next_id: int = 0
         self._send_lock = trio.Lock()
         self._nursery: trio.Nursery | None = None
-        self._stream_closed = False
+        self._stream_closed: bool = False
 
     # -- lifecycle -------------------------------------------------------------------------
 

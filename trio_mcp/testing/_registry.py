@@ -91,7 +91,7 @@ class ServerState:
         self.connections: list[Connection] = []
         #: requestState issued -> (method, target, round).
         self.issued_states: dict[str, tuple[str, str, int]] = {}
-        self.state_serial = 0
+        self.state_serial: int = 0
         self._lot = trio.lowlevel.ParkingLot()
 
     def capabilities(self) -> JSONDict:
@@ -124,6 +124,18 @@ _BUILTIN_NAMES: dict[str, Any] = {
     "list": list,
     "dict": dict,
 }
+
+
+def _resolve(annotation: Any, namespace: dict[str, Any]) -> Any:
+    """Evaluate a string annotation, falling back to its builtin base name (or ``Any``)."""
+    for _ in range(3):  # "'str'" under postponed evaluation is a string of a string
+        if not isinstance(annotation, str):
+            return annotation
+        try:
+            annotation = eval(annotation, namespace)
+        except Exception:
+            return _BUILTIN_NAMES.get(annotation.split("[")[0].split("|")[0].strip(), Any)
+    return Any
 
 
 def _json_type(annotation: Any) -> JSONDict:
@@ -173,14 +185,7 @@ def infer_input_schema(
         hints = {}
         namespace: dict[str, Any] = getattr(function, "__globals__", {})
         for parameter in signature.parameters.values():
-            annotation = parameter.annotation
-            if isinstance(annotation, str):
-                try:
-                    hints[parameter.name] = eval(annotation, namespace)
-                except Exception:
-                    hints[parameter.name] = _BUILTIN_NAMES.get(
-                        annotation.split("[")[0].split("|")[0].strip(), Any
-                    )
+            hints[parameter.name] = _resolve(parameter.annotation, namespace)
     parameters = list(signature.parameters.values())[1:]
     properties: JSONDict = {}
     required: list[str] = []

@@ -86,6 +86,8 @@ class MockServer:
             ``"invalid_params"`` (-32602), ``"invalid_request"`` (-32600), ``"silent"`` (never
             answer), or ``"unsupported_version"`` (-32022 whatever version was asked).
         supported_versions: The modern protocol versions accepted (default ``["2026-07-28"]``).
+            A dual-era server also names its ``legacy_versions`` in ``supportedVersions``
+            and in ``-32022`` errors, as the spec's example does.
         legacy_versions: The legacy versions accepted by ``initialize``, newest first; an
             unknown version gets the first one as counter-offer.
         capabilities: Server capabilities to announce verbatim; ``None`` (the default)
@@ -144,7 +146,7 @@ class MockServer:
         self.client_info: dict[str, Any] | None = None
         self.client_capabilities: dict[str, Any] | None = None
         self.protocol_version: str | None = None
-        self.crash_count = 0
+        self.crash_count: int = 0
         self._state = ServerState()
 
     # -- registration ----------------------------------------------------------------------
@@ -245,6 +247,9 @@ class MockServer:
     def remove_tool(self, name: str) -> None:
         """Unregister a tool (then call :meth:`notify_tools_changed` to tell clients).
 
+        Args:
+            name: The tool's name.
+
         Raises:
             KeyError: No tool has that name.
         """
@@ -285,6 +290,9 @@ class MockServer:
 
     def remove_resource(self, uri: str) -> None:
         """Unregister a resource.
+
+        Args:
+            uri: The resource's URI.
 
         Raises:
             KeyError: No resource has that URI.
@@ -379,6 +387,9 @@ class MockServer:
     def remove_prompt(self, name: str) -> None:
         """Unregister a prompt.
 
+        Args:
+            name: The prompt's name.
+
         Raises:
             KeyError: No prompt has that name.
         """
@@ -467,6 +478,9 @@ class MockServer:
 
         Legacy: connections that sent ``resources/subscribe`` for it. Modern: listen streams
         whose ``resourceSubscriptions`` name it.
+
+        Args:
+            uri: The URI of the resource that changed.
         """
         for connection in list(self._state.connections):
             await connection.notify_resource_updated(uri)
@@ -488,6 +502,13 @@ class MockServer:
 
         Uses the most recent initialized legacy connection; handy for ``ping`` or
         ``roots/list`` outside any tool call.
+
+        Args:
+            method: The request method (``ping``, ``roots/list``, ...).
+            params: The request params, if any.
+
+        Returns:
+            The client's result, decoded.
 
         Raises:
             RuntimeError: No legacy connection is open.

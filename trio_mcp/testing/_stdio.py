@@ -25,7 +25,7 @@ class StdioStream:
         self._input_fd = input_fd
         self._output_fd = output_fd
         self._buffer = bytearray()
-        self._eof = False
+        self._eof: bool = False
         self._outgoing, self._queued = trio.open_memory_channel[bytes](math.inf)
 
     async def receive(self) -> bytes:

@@ -1,0 +1,1037 @@
+"""Streamable HTTP (both eras) against scripted in-process servers (httpx.MockTransport)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+import pytest
+import trio
+
+from trio_mcp._exceptions import (
+    ConnectionClosed,
+    HTTPStatusError,
+    MessageTooLargeError,
+    TransportError,
+)
+from trio_mcp._resilience import Backoff, CircuitBreaker, CircuitOpenError, RetryPolicy
+from trio_mcp._transports._base import MessageInfo, RequestFailed, TransportFactory
+from trio_mcp._transports._http import (
+    SSEDecoder,
+    StreamableHTTPParameters,
+    StreamableHTTPTransport,
+    oversized_response_id,
+    origin_of,
+    parse_retry_after,
+)
+
+URL = "http://mcp.test/mcp"
+Handler = Callable[[httpx.Request], Awaitable[httpx.Response]]
+NO_JITTER = Backoff(initial=1.0, multiplier=2.0, maximum=60.0, jitter=0.0)
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+def request(request_id: int, method: str, params: dict[str, Any] | None = None) -> bytes:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+    if params is not None:
+        message["params"] = params
+    return json.dumps(message).encode()
+
+
+def notification(method: str) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "method": method}).encode()
+
+
+def result(request_id: int | None, value: Any = None) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "result": value if value is not None else {}}
+
+
+def progress(n: int) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": n}}
+
+
+def event(
+    data: Any = None, *, id: str | None = None, name: str | None = None, retry: int | None = None
+) -> bytes:
+    lines: list[str] = []
+    if name is not None:
+        lines.append(f"event: {name}")
+    if id is not None:
+        lines.append(f"id: {id}")
+    if retry is not None:
+        lines.append(f"retry: {retry}")
+    if data is not None:
+        text = data if isinstance(data, str) else json.dumps(data)
+        lines.extend(f"data: {line}" for line in text.split("\n"))
+    return ("\n".join(lines) + "\n\n").encode()
+
+
+def body(req: httpx.Request) -> dict[str, Any]:
+    decoded: dict[str, Any] = json.loads(req.content)
+    return decoded
+
+
+def sse_response(
+    *chunks: bytes,
+    then: Callable[[], Awaitable[None]] | None = None,
+    headers: dict[str, str] | None = None,
+) -> httpx.Response:
+    async def stream() -> AsyncIterator[bytes]:
+        for chunk in chunks:
+            yield chunk
+        if then is not None:
+            await then()
+
+    return httpx.Response(
+        200, headers={"content-type": "text/event-stream", **(headers or {})}, content=stream()
+    )
+
+
+def json_response(message: Any, headers: dict[str, str] | None = None) -> httpx.Response:
+    return httpx.Response(200, json=message, headers=headers)
+
+
+@asynccontextmanager
+async def open_http(
+    handler: Handler, **options: Any
+) -> AsyncGenerator[tuple[StreamableHTTPTransport, list[httpx.Request]], None]:
+    seen: list[httpx.Request] = []
+
+    async def record(req: httpx.Request) -> httpx.Response:
+        seen.append(req)
+        return await handler(req)
+
+    with trio.fail_after(120):
+        async with httpx.AsyncClient(transport=httpx.MockTransport(record)) as client:
+            async with trio.open_nursery() as nursery:
+                params = StreamableHTTPParameters(URL, client=client, **options)
+                async with params.open_transport(nursery) as transport:
+                    yield transport, seen
+            assert not client.is_closed  # the user's client is not ours to close
+
+
+async def legacy_session(transport: StreamableHTTPTransport) -> None:
+    """Run the legacy handshake the way the session does."""
+    transport.modern = False
+    await transport.send(request(1, "initialize", {}), MessageInfo("initialize", 1))
+    assert json.loads(await transport.receive()) == result(1)
+    transport.protocol_version = "2025-11-25"
+    await transport.send(
+        notification("notifications/initialized"), MessageInfo("notifications/initialized")
+    )
+
+
+def legacy_server(
+    on_request: Callable[[httpx.Request, dict[str, Any]], Awaitable[httpx.Response]],
+    *,
+    session_id: str = "session-1",
+    on_get: Handler | None = None,
+) -> Handler:
+    """A legacy server: initialize mints a session; GET answers 405 unless ``on_get``."""
+
+    async def handler(req: httpx.Request) -> httpx.Response:
+        if req.method == "GET":
+            return await on_get(req) if on_get is not None else httpx.Response(405)
+        if req.method == "DELETE":
+            return httpx.Response(200)
+        message = body(req)
+        if message.get("method") == "initialize":
+            return json_response(result(message["id"]), {"mcp-session-id": session_id})
+        if "id" not in message:
+            return httpx.Response(202)
+        return await on_request(req, message)
+
+    return handler
+
+
+async def not_found(req: httpx.Request, message: dict[str, Any]) -> httpx.Response:
+    return httpx.Response(404)
+
+
+# -- basics -------------------------------------------------------------------------------------
+
+
+def test_parameters_are_a_transport_factory() -> None:
+    params = StreamableHTTPParameters(URL, timeout=5.0)
+    assert isinstance(params, TransportFactory)
+    with pytest.raises(TypeError):
+        StreamableHTTPParameters(URL, None)  # type: ignore[misc]  # options are keyword-only
+
+
+def test_importing_trio_mcp_does_not_load_network_libraries() -> None:
+    code = (
+        "import sys, trio_mcp, trio_mcp._transports._http, trio_mcp._transports._sse, "
+        "trio_mcp._transports._websocket, trio_mcp._transports._headers\n"
+        "loaded = [m for m in ('httpx', 'httpx_sse', 'trio_websocket', 'wsproto') "
+        "if m in sys.modules]\n"
+        "assert not loaded, loaded\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_origin() -> None:
+    assert origin_of("https://Example.COM/mcp") == "https://example.com:443"
+    assert origin_of("http://example.com/mcp?x=1") == "http://example.com:80"
+    assert origin_of("http://127.0.0.1:8000/mcp") == "http://127.0.0.1:8000"
+    assert origin_of("http://[::1]:9/mcp") == "http://[::1]:9"
+
+
+def test_parse_retry_after() -> None:
+    assert parse_retry_after(None) is None
+    assert parse_retry_after("7") == 7.0
+    assert parse_retry_after("soon") is None
+    assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past
+
+
+async def test_json_response() -> None:
+    async def handler(req: httpx.Request) -> httpx.Response:
+        return json_response(result(body(req)["id"], {"tools": []}))
+
+    async with open_http(handler) as (transport, seen):
+        assert transport.origin == "http://mcp.test:80"
+        await transport.send(request(7, "tools/list"), MessageInfo("tools/list", 7))
+        assert json.loads(await transport.receive()) == result(7, {"tools": []})
+    (req,) = seen
+    assert req.method == "POST"
+    assert req.headers["accept"] == "application/json, text/event-stream"
+    assert req.headers["content-type"] == "application/json"
+    assert "mcp-method" not in req.headers  # legacy era by default
+    assert "mcp-protocol-version" not in req.headers
+
+
+async def test_sse_response_with_keepalive_comments() -> None:
+    async def handler(req: httpx.Request) -> httpx.Response:
+        rid = body(req)["id"]
+        return sse_response(
+            b": keep-alive\n\n",
+            event(progress(1)),
+            b":\r\n",
+            # split inside an event and inside a CRLF
+            event(progress(2))[:10],
+            event(progress(2))[10:],
+            b'data: {"jsonrpc":"2.0",\r\ndata: "id":%d,"result":{}}\r' % rid,
+            b"\n\r\n",
+        )
+
+    async with open_http(handler) as (transport, _):
+        await transport.send(request(3, "tools/call"), MessageInfo("tools/call", 3))
+        assert json.loads(await transport.receive()) == progress(1)
+        assert json.loads(await transport.receive()) == progress(2)
+        assert json.loads(await transport.receive()) == result(3)
+
+
+async def test_reading_stops_at_the_response() -> None:
+    closed = trio.Event()
+
+    async def handler(req: httpx.Request) -> httpx.Response:
+        async def forever() -> None:
+            try:
+                await trio.sleep_forever()
+            finally:
+                closed.set()
+
+        return sse_response(event(result(body(req)["id"])), then=forever)
+
+    async with open_http(handler) as (transport, _):
+        await transport.send(request(1, "ping"), MessageInfo("ping", 1))
+        assert json.loads(await transport.receive()) == result(1)
+        await closed.wait()
+
+
+async def test_json_batch_is_split() -> None:
+    async def handler(req: httpx.Request) -> httpx.Response:
+        return json_response([progress(1), result(body(req)["id"])])
+
+    async with open_http(handler) as (transport, _):
+        await transport.send(request(4, "x"), MessageInfo("x", 4))
+        assert json.loads(await transport.receive()) == progress(1)
+        assert json.loads(await transport.receive()) == result(4)
+
+
+async def test_messages_without_info_are_classified() -> None:
+    async def handler(req: httpx.Request) -> httpx.Response:
+        message = body(req)
+        if "id" in message:
+            return json_response(result(message["id"]))
+        return httpx.Response(202)
+
+    async with open_http(handler) as (transport, seen):
+        await transport.send(notification("notifications/x"))
+        assert len(seen) == 1  # a notification is posted before send returns
+        await transport.send(request(5, "ping"))
+        assert json.loads(await transport.receive()) == result(5)
+
+
+# -- failures that belong to one request ------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", [400, 401, 404, 500])
+async def test_http_error_fails_the_request(status: int) -> None:
+    error_body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "bad"}}
+
+    async def handler(req: httpx.Request) -> httpx.Response:
+        return httpx.Response(status, json=error_body, headers={"retry-after": "3"})
+
+    async with open_http(handler) as (transport, _):
+        await transport.send(request(9, "server/discover"), MessageInfo("server/discover", 9))
+        failure = await transport.receive()
+    assert isinstance(failure, RequestFailed)
+    assert failure.request_id == 9
+    error = failure.error
+    assert isinstance(error, HTTPStatusError)
+    assert error.status_code == status
+    assert json.loads(error.body) == error_body
+    assert error.url == URL
+    assert error.retry_after == 3.0  # type: ignore[attr-defined]
+
+
+async def test_error_body_is_truncated() -> None:
+    async def handler(req: httpx.Request) -> httpx.Response:
+        return httpx.Response(400, content=b"x" * 200_000)
+
+    async with open_http(handler) as (transport, _):
+        await transport.send(request(1, "a"), MessageInfo("a", 1))
+        failure = await transport.receive()
+    assert isinstance(failure, RequestFailed)
+    assert isinstance(failure.error, HTTPStatusError)
+    assert len(failure.error.body) == 64 * 1024
+
+
+async def test_connection_refused() -> None:
+    async def handler(req: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused", request=req)
+
+    async with open_http(handler) as (transport, _):
+        await transport.send(request(1, "a"), MessageInfo("a", 1))
+        failure = await transport.receive()
+    assert isinstance(failure, RequestFailed)
+    assert isinstance(failure.error, TransportError)
+    assert "could not connect" in str(failure.error)
+    assert isinstance(failure.error.__cause__, httpx.ConnectError)
+
+
+async def test_connection_reset_mid_stream() -> None:
+    async def handler(req: httpx.Request) -> httpx.Response:
+        async def reset() -> None:
+            raise httpx.ReadError("connection reset by peer")
+
+        return sse_response(event(progress(1)), then=reset)
+
+    async with open_http(handler) as (transport, _):
+        await transport.send(request(2, "a"), MessageInfo("a", 2))
+        assert json.loads(await transport.receive()) == progress(1)
+        failure = await transport.receive()
+    assert isinstance(failure, RequestFailed)
+    assert failure.request_id == 2
+    assert isinstance(failure.error, ConnectionClosed)
+    assert "broke before the response to request 2" in str(failure.error)
+    causes = []
+    cause: BaseException | None = failure.error
+    while cause is not None:
+        causes.append(cause)
+        cause = cause.__cause__
+    assert any(isinstance(c, httpx.ReadError) for c in causes)
+
+
+async def test_stream_ending_before_the_response() -> None:
+    async def handler(req: httpx.Request) -> httpx.Response:
+        return sse_response(event(progress(1), id="e1"))
+
+    async with open_http(handler) as (transport, seen):
+        transport.modern = True  # modern streams are not resumable, even with event ids
+        transport.protocol_version = "2026-07-28"
+        await transport.send(request(2, "a"), MessageInfo("a", 2))
+        assert json.loads(await transport.receive()) == progress(1)
+        failure = await transport.receive()
+    assert isinstance(failure, RequestFailed)
+    assert type(failure.error) is TransportError
+    assert "ended before the response to request 2" in str(failure.error)
+    assert [r.method for r in seen] == ["POST"]
+
+
+async def test_json_answer_that_is_not_the_response() -> None:
+    async def handler(req: httpx.Request) -> httpx.Response:
+        return json_response(result(999))
+
+    async with open_http(handler) as (transport, _):
+        await transport.send(request(1, "a"), MessageInfo("a", 1))
+        assert json.loads(await transport.receive()) == result(999)
+        failure = await transport.receive()
+    assert isinstance(failure, RequestFailed)
+    assert "is not its response" in str(failure.error)
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        httpx.Response(202),
+        httpx.Response(200, content=b"<html/>", headers={"content-type": "text/html"}),
+    ],
+)
+async def test_request_without_an_answer(response: httpx.Response) -> None:
+    async def handler(req: httpx.Request) -> httpx.Response:
+        return response
+
+    async with open_http(handler) as (transport, _):
+        await transport.send(request(1, "a"), MessageInfo("a", 1))
+        failure = await transport.receive()
+    assert isinstance(failure, RequestFailed)
+    assert isinstance(failure.error, TransportError)
+
+
+async def test_rejected_notification_raises_from_send() -> None:
+    async def handler(req: httpx.Request) -> httpx.Response:
+        return httpx.Response(400, text="no")
+
+    async with open_http(handler) as (transport, _):
+        with pytest.raises(HTTPStatusError) as info:
+            await transport.send(notification("notifications/x"), MessageInfo("notifications/x"))
+    assert info.value.status_code == 400
+
+
+async def test_message_too_large_json() -> None:
+    async def handler(req: httpx.Request) -> httpx.Response:
+        return json_response(result(body(req)["id"], {"blob": "x" * 500}))
+
+    async with open_http(handler, max_message_size=200) as (transport, _):
+        await transport.send(request(1, "a"), MessageInfo("a", 1))
+        failure = await transport.receive()
+    assert isinstance(failure, RequestFailed)
+    assert isinstance(failure.error, MessageTooLargeError)
+    assert failure.error.limit == 200
+
+
+async def test_message_too_large_sse() -> None:
+    async def handler(req: httpx.Request) -> httpx.Response:
+        rid = body(req)["id"]
+        return sse_response(event(progress(1)), event(result(rid, {"blob": "x" * 500})))
+
+    async with open_http(handler, max_message_size=200) as (transport, _):
+        await transport.send(request(1, "a"), MessageInfo("a", 1))
+        assert json.loads(await transport.receive()) == progress(1)
+        failure = await transport.receive()
+    assert isinstance(failure, RequestFailed)
+    assert isinstance(failure.error, MessageTooLargeError)
+    assert failure.error.size > 500
+
+
+# -- retries and the circuit breaker ----------------------------------------------------------
+
+
+async def test_idempotent_request_is_retried_after_5xx(autojump_clock: trio.abc.Clock) -> None:
+    times: list[float] = []
+
+    async def handler(req: httpx.Request) -> httpx.Response:
+        times.append(trio.current_time())
+        if len(times) < 3:
+            return httpx.Response(503)
+        return json_response(result(body(req)["id"]))
+
+    policy = RetryPolicy(max_attempts=3, backoff=NO_JITTER)
+    async with open_http(handler, retry=policy) as (transport, _):
+        start = trio.current_time()
+        await transport.send(request(1, "tools/list"), MessageInfo("tools/list", 1, idempotent=True))
+        assert json.loads(await transport.receive()) == result(1)
+    assert [t - start for t in times] == [0.0, 1.0, 3.0]
+
+
+async def test_retry_after_is_honoured(autojump_clock: trio.abc.Clock) -> None:
+    times: list[float] = []
+
+    async def handler(req: httpx.Request) -> httpx.Response:
+        times.append(trio.current_time())
+        if len(times) == 1:
+            return httpx.Response(429, headers={"retry-after": "7"})
+        return json_response(result(body(req)["id"]))
+
+    policy = RetryPolicy(max_attempts=2, backoff=NO_JITTER)
+    async with open_http(handler, retry=policy) as (transport, _):
+        start = trio.current_time()
+        await transport.send(request(1, "tools/call"), MessageInfo("tools/call", 1))
+        assert json.loads(await transport.receive()) == result(1)
+    assert [t - start for t in times] == [0.0, 7.0]
+
+
+async def test_non_idempotent_request_is_not_retried_after_500(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    calls = 0
+
+    async def handler(req: httpx.Request) -> httpx.Response:
+        nonlocal calls
+        calls += 1
+        return httpx.Response(500)
+
+    async with open_http(handler, retry=RetryPolicy(max_attempts=5)) as (transport, _):
+        await transport.send(request(1, "tools/call"), MessageInfo("tools/call", 1))
+        failure = await transport.receive()
+    assert isinstance(failure, RequestFailed)
+    assert calls == 1
+
+
+async def test_connect_errors_are_retried_for_any_request(autojump_clock: trio.abc.Clock) -> None:
+    calls = 0
+
+    async def handler(req: httpx.Request) -> httpx.Response:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise httpx.ConnectError("refused", request=req)
+        return json_response(result(body(req)["id"]))
+
+    async with open_http(handler, retry=RetryPolicy(backoff=NO_JITTER)) as (transport, _):
+        await transport.send(request(1, "tools/call"), MessageInfo("tools/call", 1))
+        assert json.loads(await transport.receive()) == result(1)
+    assert calls == 2
+
+
+async def test_circuit_breaker_opens(autojump_clock: trio.abc.Clock) -> None:
+    calls = 0
+
+    async def handler(req: httpx.Request) -> httpx.Response:
+        nonlocal calls
+        calls += 1
+        return httpx.Response(502)
+
+    breaker = CircuitBreaker(failure_threshold=2, recovery_time=30.0)
+    async with open_http(handler, breaker=breaker) as (transport, _):
+        for rid in (1, 2, 3):
+            await transport.send(request(rid, "a"), MessageInfo("a", rid))
+            failure = await transport.receive()
+            assert isinstance(failure, RequestFailed)
+            assert failure.request_id == rid
+        assert isinstance(failure.error, CircuitOpenError)
+    assert calls == 2
+
+
+# -- the legacy era: sessions, the GET stream, resumption, DELETE ------------------------------
+
+
+async def test_session_id_is_kept_and_sent_and_deleted() -> None:
+    async def on_request(req: httpx.Request, message: dict[str, Any]) -> httpx.Response:
+        return json_response(result(message["id"]))
+
+    async with open_http(legacy_server(on_request)) as (transport, seen):
+        await legacy_session(transport)
+        assert transport.session_id == "session-1"
+        await transport.send(request(2, "tools/list"), MessageInfo("tools/list", 2))
+        assert json.loads(await transport.receive()) == result(2)
+    initialize, initialized, *rest = seen
+    assert "mcp-session-id" not in initialize.headers
+    assert "mcp-protocol-version" not in initialize.headers
+    assert initialized.headers["mcp-session-id"] == "session-1"
+    assert initialized.headers["mcp-protocol-version"] == "2025-11-25"
+    by_method = {r.method: r for r in rest}
+    assert set(by_method) == {"GET", "POST", "DELETE"}
+    assert by_method["GET"].headers["accept"] == "text/event-stream"
+    for req in rest:
+        assert req.headers["mcp-session-id"] == "session-1"
+    assert seen[-1].method == "DELETE"
+
+
+async def test_get_stream_405_is_tolerated() -> None:
+    async def on_request(req: httpx.Request, message: dict[str, Any]) -> httpx.Response:
+        return json_response(result(message["id"]))
+
+    async with open_http(legacy_server(on_request)) as (transport, seen):
+        await legacy_session(transport)
+        await transport.send(request(2, "ping"), MessageInfo("ping", 2))
+        # nothing but the response arrives: the 405 on GET is no failure
+        assert json.loads(await transport.receive()) == result(2)
+    assert [r.method for r in seen].count("GET") == 1
+
+
+async def test_get_stream_delivers_and_resumes(autojump_clock: trio.abc.Clock) -> None:
+    gets: list[tuple[float, str | None]] = []
+    sampling = {"jsonrpc": "2.0", "id": 0, "method": "sampling/createMessage", "params": {}}
+
+    async def on_get(req: httpx.Request) -> httpx.Response:
+        gets.append((trio.current_time(), req.headers.get("last-event-id")))
+        if len(gets) == 1:
+            return sse_response(event(retry=2500), event(sampling, id="g1"))
+        if len(gets) == 2:
+            return sse_response(event(progress(5), id="g2"))
+        return httpx.Response(405)
+
+    async def on_request(req: httpx.Request, message: dict[str, Any]) -> httpx.Response:
+        return json_response(result(message["id"]))
+
+    async with open_http(legacy_server(on_request, on_get=on_get)) as (transport, _):
+        start = trio.current_time()
+        await legacy_session(transport)
+        assert json.loads(await transport.receive()) == sampling
+        assert json.loads(await transport.receive()) == progress(5)
+        # a response to the server's request is posted like a notification
+        await transport.send(json.dumps(result(0)).encode(), MessageInfo(None))
+    assert [(t - start, last) for t, last in gets] == [(0.0, None), (2.5, "g1"), (5.0, "g2")]
+
+
+async def test_get_stream_gives_up_after_attempts_without_progress(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    gets: list[float] = []
+
+    async def on_get(req: httpx.Request) -> httpx.Response:
+        gets.append(trio.current_time())
+        return sse_response()  # opens and ends at once, no events
+
+    async def on_request(req: httpx.Request, message: dict[str, Any]) -> httpx.Response:
+        return json_response(result(message["id"]))
+
+    policy = RetryPolicy(max_attempts=3, backoff=NO_JITTER)
+    async with open_http(legacy_server(on_request, on_get=on_get), retry=policy) as (transport, _):
+        start = trio.current_time()
+        await legacy_session(transport)
+        await trio.sleep(100)
+    assert [t - start for t in gets] == [0.0, 1.0, 3.0]
+
+
+async def test_post_stream_resumes_with_last_event_id(autojump_clock: trio.abc.Clock) -> None:
+    gets: list[tuple[float, dict[str, str]]] = []
+
+    async def on_request(req: httpx.Request, message: dict[str, Any]) -> httpx.Response:
+        # a priming event, one progress event, the retry hint, then the connection closes
+        return sse_response(event("", id="p0"), event(progress(1), id="p1"), event(retry=500))
+
+    async def on_get(req: httpx.Request) -> httpx.Response:
+        gets.append((trio.current_time(), dict(req.headers)))
+        if req.headers.get("last-event-id") == "p1":
+            return sse_response(event(progress(2), id="p2"), event(result(2), id="p3"))
+        return httpx.Response(405)
+
+    async with open_http(legacy_server(on_request, on_get=on_get)) as (transport, _):
+        await legacy_session(transport)
+        start = trio.current_time()
+        await transport.send(request(2, "tools/call"), MessageInfo("tools/call", 2))
+        assert json.loads(await transport.receive()) == progress(1)
+        assert json.loads(await transport.receive()) == progress(2)
+        assert json.loads(await transport.receive()) == result(2)
+    resumed = [(t - start, h) for t, h in gets if "last-event-id" in h]
+    assert len(resumed) == 1
+    when, headers = resumed[0]
+    assert when == 0.5  # the server's retry field, exactly
+    assert headers["mcp-session-id"] == "session-1"
+    assert headers["accept"] == "text/event-stream"
+
+
+async def test_post_stream_resumes_after_a_reset(autojump_clock: trio.abc.Clock) -> None:
+    async def on_request(req: httpx.Request, message: dict[str, Any]) -> httpx.Response:
+        async def reset() -> None:
+            raise httpx.RemoteProtocolError("peer closed connection")
+
+        return sse_response(event(progress(1), id="p1"), then=reset)
+
+    async def on_get(req: httpx.Request) -> httpx.Response:
+        if req.headers.get("last-event-id") == "p1":
+            return sse_response(event(result(2), id="p2"))
+        return httpx.Response(405)
+
+    async with open_http(
+        legacy_server(on_request, on_get=on_get), retry=RetryPolicy(backoff=NO_JITTER)
+    ) as (transport, _):
+        await legacy_session(transport)
+        start = trio.current_time()
+        await transport.send(request(2, "tools/call"), MessageInfo("tools/call", 2))
+        assert json.loads(await transport.receive()) == progress(1)
+        assert json.loads(await transport.receive()) == result(2)
+        assert trio.current_time() - start == 1.0  # no retry field: the backoff's first delay
+
+
+async def test_resumption_is_bounded(autojump_clock: trio.abc.Clock) -> None:
+    attempts: list[float] = []
+
+    async def on_request(req: httpx.Request, message: dict[str, Any]) -> httpx.Response:
+        return sse_response(event(progress(1), id="p1"))
+
+    async def on_get(req: httpx.Request) -> httpx.Response:
+        if "last-event-id" not in req.headers:
+            return httpx.Response(405)
+        attempts.append(trio.current_time())
+        return httpx.Response(503)
+
+    policy = RetryPolicy(max_attempts=3, backoff=NO_JITTER)
+    async with open_http(legacy_server(on_request, on_get=on_get), retry=policy) as (transport, _):
+        await legacy_session(transport)
+        start = trio.current_time()
+        await transport.send(request(2, "tools/call"), MessageInfo("tools/call", 2))
+        assert json.loads(await transport.receive()) == progress(1)
+        failure = await transport.receive()
+    assert isinstance(failure, RequestFailed)
+    assert failure.request_id == 2
+    assert "3 attempts to resume it failed" in str(failure.error)
+    assert isinstance(failure.error.__cause__, HTTPStatusError)
+    assert [t - start for t in attempts] == [1.0, 3.0, 7.0]
+
+
+async def test_expired_session_is_renewed_and_the_request_replayed() -> None:
+    sessions = iter(["s1", "s2"])
+    expired: set[str] = set()
+    log: list[tuple[str, str | None, str | None]] = []
+
+    async def handler(req: httpx.Request) -> httpx.Response:
+        sid = req.headers.get("mcp-session-id")
+        if req.method != "POST":
+            return httpx.Response(405)
+        message = body(req)
+        log.append((message.get("method", "response"), sid, str(message.get("id"))))
+        if message.get("method") == "initialize":
+            return json_response(result(message["id"]), {"mcp-session-id": next(sessions)})
+        if sid in expired:
+            return httpx.Response(404)
+        if "id" not in message:
+            return httpx.Response(202)
+        return json_response(result(message["id"], {"session": sid}))
+
+    async with open_http(handler) as (transport, _):
+        await legacy_session(transport)
+        expired.add("s1")
+        await transport.send(request(2, "tools/list"), MessageInfo("tools/list", 2))
+        # only the replayed request's answer arrives; the new initialize's is consumed
+        assert json.loads(await transport.receive()) == result(2, {"session": "s2"})
+        assert transport.session_id == "s2"
+    posts = [entry for entry in log if entry[0] != "response"]
+    assert posts == [
+        ("initialize", None, "1"),
+        ("notifications/initialized", "s1", "None"),
+        ("tools/list", "s1", "2"),
+        ("initialize", None, "1"),
+        ("notifications/initialized", "s2", "None"),
+        ("tools/list", "s2", "2"),
+    ]
+
+
+async def test_request_is_replayed_only_once() -> None:
+    async def handler(req: httpx.Request) -> httpx.Response:
+        if req.method != "POST":
+            return httpx.Response(405)
+        message = body(req)
+        if message.get("method") == "initialize":
+            return json_response(result(message["id"]), {"mcp-session-id": "s"})
+        if message.get("method") == "notifications/initialized":
+            return httpx.Response(202)
+        return httpx.Response(404)
+
+    async with open_http(handler) as (transport, seen):
+        await legacy_session(transport)
+        await transport.send(request(2, "tools/list"), MessageInfo("tools/list", 2))
+        failure = await transport.receive()
+    assert isinstance(failure, RequestFailed)
+    assert isinstance(failure.error, HTTPStatusError)
+    assert failure.error.status_code == 404
+    assert [body(r).get("method") for r in seen if r.method == "POST"].count("tools/list") == 2
+
+
+async def test_404_without_a_session_is_just_an_error() -> None:
+    async def handler(req: httpx.Request) -> httpx.Response:
+        return httpx.Response(404)
+
+    async with open_http(handler) as (transport, seen):
+        await transport.send(request(1, "initialize", {}), MessageInfo("initialize", 1))
+        failure = await transport.receive()
+    assert isinstance(failure, RequestFailed)
+    assert isinstance(failure.error, HTTPStatusError)
+    assert len(seen) == 1
+
+
+async def test_cancel_request_is_false_in_the_legacy_era() -> None:
+    async def on_request(req: httpx.Request, message: dict[str, Any]) -> httpx.Response:
+        return json_response(result(message["id"]))
+
+    async with open_http(legacy_server(on_request)) as (transport, _):
+        await legacy_session(transport)
+        assert transport.cancel_request(1) is False
+        assert transport.wants_param_headers is False
+
+
+# -- the modern era -----------------------------------------------------------------------------
+
+
+async def test_modern_headers() -> None:
+    async def handler(req: httpx.Request) -> httpx.Response:
+        # a modern server mints no session; even if one did, the client must not echo it
+        return json_response(result(body(req)["id"]), {"mcp-session-id": "nope"})
+
+    async with open_http(handler, headers={"X-Api-Key": "k"}) as (transport, seen):
+        transport.modern = True
+        transport.protocol_version = "2026-07-28"
+        assert transport.wants_param_headers is True
+        info = MessageInfo(
+            "tools/call", 1, name="Hello, 世界", headers={"Mcp-Param-Region": "us-west1"}
+        )
+        await transport.send(request(1, "tools/call", {"name": "Hello, 世界"}), info)
+        await transport.receive()
+        await transport.send(
+            request(2, "resources/read", {"uri": "file:///a b"}), MessageInfo("resources/read", 2)
+        )
+        await transport.receive()
+        await transport.send(request(3, "tools/list"), MessageInfo("tools/list", 3))
+        await transport.receive()
+    call, read, listing = seen
+    assert call.headers["mcp-protocol-version"] == "2026-07-28"
+    assert call.headers["mcp-method"] == "tools/call"
+    assert call.headers["mcp-name"] == "=?base64?SGVsbG8sIOS4lueVjA==?="
+    assert call.headers["mcp-param-region"] == "us-west1"
+    assert call.headers["x-api-key"] == "k"
+    # Mcp-Name is taken from the body when the session did not give it
+    assert read.headers["mcp-name"] == "file:///a b"
+    assert listing.headers["mcp-method"] == "tools/list"
+    assert "mcp-name" not in listing.headers
+    for req in seen:
+        assert "mcp-session-id" not in req.headers
+
+
+async def test_modern_cancel_closes_the_stream() -> None:
+    closed = trio.Event()
+
+    async def handler(req: httpx.Request) -> httpx.Response:
+        message = body(req)
+        if message["method"] == "ping":
+            return json_response(result(message["id"]))
+
+        async def wait_forever() -> None:
+            try:
+                await trio.sleep_forever()
+            finally:
+                closed.set()
+
+        return sse_response(event(progress(1)), then=wait_forever)
+
+    async with open_http(handler) as (transport, seen):
+        transport.modern = True
+        transport.protocol_version = "2026-07-28"
+        await transport.send(request(1, "tools/call"), MessageInfo("tools/call", 1))
+        assert json.loads(await transport.receive()) == progress(1)
+        assert transport.cancel_request(1) is True
+        await closed.wait()
+        assert transport.cancel_request(1) is True  # already gone: still nothing to send
+        await transport.send(request(2, "ping"), MessageInfo("ping", 2))
+        # no RequestFailed for the cancelled request, and no notifications/cancelled
+        assert json.loads(await transport.receive()) == result(2)
+    assert [body(r)["method"] for r in seen] == ["tools/call", "ping"]
+
+
+# -- closing ------------------------------------------------------------------------------------
+
+
+async def test_aclose_cancels_streams_and_is_idempotent() -> None:
+    closed = trio.Event()
+
+    async def handler(req: httpx.Request) -> httpx.Response:
+        async def wait_forever() -> None:
+            try:
+                await trio.sleep_forever()
+            finally:
+                closed.set()
+
+        return sse_response(event(progress(1)), then=wait_forever)
+
+    async with open_http(handler) as (transport, _):
+        await transport.send(request(1, "a"), MessageInfo("a", 1))
+        assert json.loads(await transport.receive()) == progress(1)
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await transport.aclose()  # closes even when cancelled
+        assert closed.is_set()
+        await transport.aclose()
+        with pytest.raises(trio.ClosedResourceError):
+            await transport.send(request(2, "a"), MessageInfo("a", 2))
+        with pytest.raises(trio.ClosedResourceError):
+            await transport.receive()
+        assert isinstance(transport.closed_error(), ConnectionClosed)
+
+
+async def test_delete_failure_does_not_break_close() -> None:
+    async def on_request(req: httpx.Request, message: dict[str, Any]) -> httpx.Response:
+        return json_response(result(message["id"]))
+
+    inner = legacy_server(on_request)
+
+    async def handler(req: httpx.Request) -> httpx.Response:
+        if req.method == "DELETE":
+            raise httpx.ConnectError("gone", request=req)
+        return await inner(req)
+
+    async with open_http(handler) as (transport, seen):
+        await legacy_session(transport)
+    assert seen[-1].method == "DELETE"
+
+
+async def test_transport_closes_its_own_client() -> None:
+    async with trio.open_nursery() as nursery:
+        async with StreamableHTTPParameters(URL).open_transport(nursery) as transport:
+            client = transport._core.client  # pyright: ignore[reportPrivateUsage]
+            assert not client.is_closed
+    assert client.is_closed
+
+
+# -- fallback to HTTP+SSE -----------------------------------------------------------------------
+
+
+def legacy_sse_server(
+    endpoint: str = "/messages?session=1",
+) -> tuple[Handler, trio.MemorySendChannel[bytes]]:
+    """A 2024-11-05 server: POST /mcp is 405; GET /mcp streams; POST /messages answers there."""
+    send, receive = trio.open_memory_channel[bytes](100)
+
+    async def handler(req: httpx.Request) -> httpx.Response:
+        if req.method == "GET":
+
+            async def stream() -> AsyncIterator[bytes]:
+                yield event(endpoint, name="endpoint")
+                async for chunk in receive:
+                    yield chunk
+
+            return httpx.Response(
+                200, headers={"content-type": "text/event-stream"}, content=stream()
+            )
+        if req.url.path == "/mcp":
+            return httpx.Response(405)
+        message = body(req)
+        if "id" in message and "method" in message:
+            await send.send(event(result(message["id"], {"via": "sse"})))
+        return httpx.Response(202)
+
+    return handler, send
+
+
+async def test_fallback_to_sse() -> None:
+    handler, _ = legacy_sse_server()
+    async with open_http(handler) as (transport, seen):
+        transport.modern = False
+        await transport.send(request(1, "initialize", {}), MessageInfo("initialize", 1))
+        failure = await transport.receive()
+        assert isinstance(failure, RequestFailed)
+        assert isinstance(failure.error, HTTPStatusError)
+        assert failure.error.status_code == 405
+        assert await transport.fallback_to_sse() is True
+        assert transport.using_sse
+        assert await transport.fallback_to_sse() is True  # idempotent
+        await transport.send(request(2, "initialize", {}), MessageInfo("initialize", 2))
+        assert json.loads(await transport.receive()) == result(2, {"via": "sse"})
+        await transport.send(
+            notification("notifications/initialized"), MessageInfo("notifications/initialized")
+        )
+        assert transport.cancel_request(2) is False
+        assert transport.wants_param_headers is False
+    posts = [r for r in seen if r.method == "POST"]
+    assert [str(r.url) for r in posts] == [
+        URL,
+        "http://mcp.test/messages?session=1",
+        "http://mcp.test/messages?session=1",
+    ]
+    get = next(r for r in seen if r.method == "GET")
+    assert get.headers["accept"] == "text/event-stream"
+    assert [r.method for r in seen].count("GET") == 1  # no streamable GET stream in SSE mode
+    assert "DELETE" not in [r.method for r in seen]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        httpx.Response(405),
+        httpx.Response(200, json={"not": "sse"}),
+    ],
+)
+async def test_fallback_to_sse_refused(answer: httpx.Response) -> None:
+    async def handler(req: httpx.Request) -> httpx.Response:
+        return answer
+
+    async with open_http(handler) as (transport, _):
+        assert await transport.fallback_to_sse() is False
+        assert not transport.using_sse
+
+
+async def test_fallback_to_sse_can_be_disabled() -> None:
+    handler, _ = legacy_sse_server()
+    async with open_http(handler, sse_fallback=False) as (transport, seen):
+        assert await transport.fallback_to_sse() is False
+    assert seen == []
+
+
+async def test_fallback_to_sse_without_endpoint_event(autojump_clock: trio.abc.Clock) -> None:
+    async def handler(req: httpx.Request) -> httpx.Response:
+        return sse_response(b": nothing yet\n\n", then=trio.sleep_forever)
+
+    async with open_http(handler, timeout=5.0) as (transport, _):
+        start = trio.current_time()
+        assert await transport.fallback_to_sse() is False
+        assert trio.current_time() - start == 5.0
+
+
+async def test_sse_stream_end_ends_the_transport() -> None:
+    handler, server = legacy_sse_server()
+    async with open_http(handler) as (transport, _):
+        assert await transport.fallback_to_sse() is True
+        await server.send(event(progress(1)))
+        server.close()
+        assert json.loads(await transport.receive()) == progress(1)
+        with pytest.raises(trio.EndOfChannel):
+            await transport.receive()
+        with pytest.raises(ConnectionClosed):
+            await transport.send(request(3, "ping"), MessageInfo("ping", 3))
+
+
+# -- SSE parsing --------------------------------------------------------------------------------
+
+
+def test_decoder_line_endings_split_anywhere() -> None:
+    stream = b"\xef\xbb\xbfdata: a\r\ndata: b\rdata:c\n\n: comment\r\n\r\nevent: e\ndata:  d\n\n"
+    expected = [(b"message", b"a\nb\nc"), (b"e", b" d")]
+    for size in (1, 2, 3, 7, len(stream)):
+        decoder = SSEDecoder()
+        events = []
+        for i in range(0, len(stream), size):
+            events.extend(decoder.feed(stream[i : i + size]))
+        assert [(e.event.encode(), e.data) for e in events] == expected
+
+
+def test_decoder_ids_and_retry() -> None:
+    decoder = SSEDecoder()
+    events = decoder.feed(b"id: 1\ndata: x\n\nretry: 1500\nid: 2\n\ndata: y\n\n")
+    assert [(e.data, e.id) for e in events] == [(b"x", "1"), (b"y", "2")]
+    assert decoder.last_event_id == "2"  # set by the event without data too
+    assert decoder.retry == 1500
+    decoder.feed(b"retry: 1e3\nretry: -5\nretry:\nid: bad\x00id\n\n")
+    assert decoder.retry == 1500  # only ASCII digits count
+    assert decoder.last_event_id == "2"  # an id with NUL is ignored
+    decoder.feed(b"id\n\n")  # an empty id resets it
+    assert decoder.last_event_id == ""
+
+
+def test_decoder_skips_events_without_data() -> None:
+    decoder = SSEDecoder()
+    assert decoder.feed(b"event: x\n\n\n\n: hi\n\n") == []
+    assert decoder.feed(b"data: not yet\n") == []  # no blank line: not an event yet
+    assert [e.data for e in decoder.feed(b"\ndata:\n\n")] == [b"not yet", b""]
+
+
+def test_decoder_size_cap() -> None:
+    decoder = SSEDecoder(max_event_size=10)
+    events = decoder.feed(b"data: 12345\ndata: 67890\n\ndata: ok\n\n")
+    assert [(e.data, e.too_large) for e in events] == [(b"12345", 11), (b"ok", None)]
+    # an endless line is not buffered
+    events = decoder.feed(b"data: " + b"x" * 1000)
+    assert events == []
+    events = decoder.feed(b"y" * 1000 + b"\n\ndata: next\n\n")
+    assert events[0].too_large is not None
+    assert events[0].too_large > 1000
+    assert events[1].data == b"next"
+
+
+def test_oversized_response_id() -> None:
+    big = json.dumps({"jsonrpc": "2.0", "id": 12, "result": {"blob": "x" * 100}}).encode()
+    assert oversized_response_id(big[:60]) == 12
+    big = json.dumps({"jsonrpc": "2.0", "id": 'a"b', "error": {"code": 1}}).encode()
+    assert oversized_response_id(big[:40]) == 'a"b'
+    request_like = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "x", "params": {}}).encode()
+    assert oversized_response_id(request_like[:40]) is None
+    result_first = json.dumps({"result": {"blob": "x" * 100}, "id": 4}).encode()
+    assert oversized_response_id(result_first[:50]) is None
+    assert oversized_response_id(b"[1, 2") is None
