@@ -495,3 +495,20 @@ async def test_listen_waits_for_acknowledgement_before_yielding() -> None:
         async with session.listen(tools=True):
             order.append("body")
     assert order == ["ack", "body"]
+
+
+@pytest.mark.parametrize("modern", [True, False])
+async def test_errors_inside_listen_block_stay_bare(modern: bool) -> None:
+    async def ack(peer: RawPeer, message: dict[str, Any]) -> Any:
+        meta = {"io.modelcontextprotocol/subscriptionId": message["id"]}
+        await peer.send({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+                         "params": {"_meta": meta, "notifications": {"toolsListChanged": True}}})  # fmt: skip
+        await trio.sleep_forever()
+
+    handlers: dict[str, Any] = {"subscriptions__listen": ack}
+    if modern:
+        handlers["server__discover"] = discover_ok
+    async with connect(**handlers) as (session, _p):
+        with pytest.raises(KeyError):
+            async with session.listen(tools=True):
+                raise KeyError("mine")

@@ -183,9 +183,18 @@ def test_annotations_are_unique_ignoring_case() -> None:
             },
         },
         # through composition keywords
-        {"type": "object", "anyOf": [{"properties": {"a": {"type": "string", "x-mcp-header": "A"}}}]},
-        {"type": "object", "oneOf": [{"properties": {"a": {"type": "string", "x-mcp-header": "A"}}}]},
-        {"type": "object", "allOf": [{"properties": {"a": {"type": "string", "x-mcp-header": "A"}}}]},
+        {
+            "type": "object",
+            "anyOf": [{"properties": {"a": {"type": "string", "x-mcp-header": "A"}}}],
+        },
+        {
+            "type": "object",
+            "oneOf": [{"properties": {"a": {"type": "string", "x-mcp-header": "A"}}}],
+        },
+        {
+            "type": "object",
+            "allOf": [{"properties": {"a": {"type": "string", "x-mcp-header": "A"}}}],
+        },
         {"type": "object", "not": {"properties": {"a": {"type": "string", "x-mcp-header": "A"}}}},
         # through conditionals
         {"type": "object", "if": {"properties": {"a": {"type": "string", "x-mcp-header": "A"}}}},

@@ -17,7 +17,7 @@ import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeVar, cast
 
 import msgspec
@@ -150,6 +150,9 @@ class _Subscriber:
     methods: frozenset[str] | None
     send: trio.MemorySendChannel[Notification]
     subscription_id: int | str | None = None
+    uris: frozenset[str] | None = None
+    acknowledged: trio.Event = field(default_factory=trio.Event)
+    granted: Mapping[str, Any] | None = None
 
 
 class ClientSession:
@@ -790,8 +793,17 @@ class ClientSession:
         for sub in self._subscribers:
             if sub.methods is not None and method not in sub.methods:
                 continue
-            if sub.subscription_id is not None and subscription_id != sub.subscription_id:
-                continue
+            if sub.subscription_id is not None:
+                if subscription_id != sub.subscription_id:
+                    continue
+                if method == "notifications/subscriptions/acknowledged":
+                    granted = params.get("notifications")
+                    sub.granted = cast(dict[str, Any], granted) if isinstance(granted, dict) else {}
+                    sub.acknowledged.set()
+                    continue
+            if sub.uris is not None and method == "notifications/resources/updated":
+                if params.get("uri") not in sub.uris:
+                    continue
             try:
                 sub.send.send_nowait(note)
             except trio.WouldBlock:
@@ -1005,11 +1017,12 @@ class ClientSession:
         methods: frozenset[str] | None,
         buffer: int | None,
         subscription_id: int | str | None = None,
+        uris: frozenset[str] | None = None,
     ) -> AsyncIterator[trio.MemoryReceiveChannel[Notification]]:
         send, receive = trio.open_memory_channel[Notification](
             self._notification_buffer if buffer is None else buffer
         )
-        sub = _Subscriber(methods, send, subscription_id)
+        sub = _Subscriber(methods, send, subscription_id, uris)
         self._subscribers.append(sub)
         try:
             async with receive:
@@ -1357,9 +1370,10 @@ class ClientSession:
         """Receive change notifications while the block runs, in either era.
 
         Modern servers get a ``subscriptions/listen`` request whose notifications are
-        correlated by subscription id (and cancelled on exit); legacy servers' list_changed
-        notifications are filtered client-side, with ``resources/subscribe`` (and
-        ``unsubscribe`` on exit) for ``resource_uris``.
+        correlated by subscription id; the block starts once the server acknowledged it, and
+        the subscription is cancelled on exit. Legacy servers' list_changed notifications are
+        filtered client-side, with ``resources/subscribe`` (and ``unsubscribe`` on exit) for
+        ``resource_uris``.
 
         Args:
             tools: Deliver ``notifications/tools/list_changed``.
@@ -1369,10 +1383,17 @@ class ClientSession:
             buffer: How many notifications may wait unread.
 
         Yields:
-            A channel of :class:`Notification`.
+            A channel of :class:`Notification`; it ends if the server ends the subscription.
+
+        Raises:
+            ServerError: The server rejected the subscription.
         """
         self._check_open()
-        uris = list(resource_uris)
+        uris = frozenset(resource_uris)
+        if self._era == "modern":
+            async with self._listen_modern(tools, prompts, resources, sorted(uris), buffer) as rx:
+                yield rx
+            return
         methods: set[str] = set()
         if tools:
             methods.add("notifications/tools/list_changed")
@@ -1382,46 +1403,22 @@ class ClientSession:
             methods.add("notifications/resources/list_changed")
         if uris:
             methods.add("notifications/resources/updated")
-        if self._era == "modern":
-            async with self._listen_modern(tools, prompts, resources, uris, buffer) as channel:
-                yield channel
-            return
-        wanted = frozenset(uris)
-        async with self._subscribe(frozenset(methods), buffer) as raw_channel:
-            for uri in uris:
-                await self.subscribe_resource(uri)
-            send, receive = trio.open_memory_channel[Notification](
-                self._notification_buffer if buffer is None else buffer
-            )
+        async with self._subscribe(frozenset(methods), buffer, uris=uris) as channel:
+            subscribed: list[str] = []
             try:
-                async with trio.open_nursery() as nursery:
-
-                    async def pump() -> None:
-                        async with send:
-                            async for note in raw_channel:
-                                if note.method == "notifications/resources/updated" and (
-                                    note.params.get("uri") not in wanted
-                                ):
-                                    continue
-                                try:
-                                    send.send_nowait(note)
-                                except trio.WouldBlock:
-                                    logger.warning("listen buffer full; dropped %s", note.method)
-
-                    nursery.start_soon(pump)
-                    try:
-                        async with receive:
-                            yield receive
-                    finally:
-                        nursery.cancel_scope.cancel()
+                for uri in sorted(uris):
+                    await self.subscribe_resource(uri)
+                    subscribed.append(uri)
+                yield channel
             finally:
                 with trio.move_on_after(self._cancel_notice_timeout, shield=True):
-                    for uri in uris:
-                        if self._broken is None and not self._closed:
-                            try:
-                                await self.unsubscribe_resource(uri)
-                            except MCPError as exc:
-                                logger.debug("unsubscribe %s failed: %r", uri, exc)
+                    for uri in subscribed:
+                        if self._broken is not None or self._closed:
+                            break
+                        try:
+                            await self.unsubscribe_resource(uri)
+                        except MCPError as exc:
+                            logger.debug("unsubscribe %s failed: %r", uri, exc)
 
     @asynccontextmanager
     async def _listen_modern(
@@ -1438,70 +1435,49 @@ class ClientSession:
             wanted["resourceSubscriptions"] = uris
         request_id = self._next_id  # its notifications carry this id
         self._next_id += 1
-        async with self._subscribe(None, buffer, subscription_id=request_id) as raw_channel:
-            send, receive = trio.open_memory_channel[Notification](
-                self._notification_buffer if buffer is None else buffer
-            )
-            settled = trio.Event()  # acknowledged, or the request failed
-            failure: list[MCPError] = []
-            async with trio.open_nursery() as nursery:
+        scope = trio.CancelScope()
+        failure: list[MCPError] = []
+        async with self._subscribe(None, buffer, subscription_id=request_id) as channel:
+            sub = self._subscribers[-1]
 
-                async def hold_request() -> None:
+            async def hold_request() -> None:
+                # Runs in the session's nursery, so the caller's block never sits inside a
+                # nursery of ours (its exceptions stay bare, never an ExceptionGroup).
+                with scope:
                     try:
                         await self._roundtrip(
                             "subscriptions/listen",
-                            {
-                                **self._with_meta("subscriptions/listen", None),
-                                "notifications": wanted,
-                            },
+                            {**self._with_meta("subscriptions/listen", None), "notifications": wanted},
                             request_id=request_id,
                             timeout=math.inf,  # long-lived by design: no default timeout
                         )
                     except MCPError as exc:
                         failure.append(exc)
                         logger.debug("subscriptions/listen ended: %r", exc)
-                    settled.set()
-                    send.close()
+                sub.acknowledged.set()
+                sub.send.close()
 
-                async def pump() -> None:
-                    async with send:
-                        async for note in raw_channel:
-                            if note.method == "notifications/subscriptions/acknowledged":
-                                self._check_acknowledged(wanted, note.params)
-                                settled.set()
-                                continue
-                            try:
-                                send.send_nowait(note)
-                            except trio.WouldBlock:
-                                logger.warning("listen buffer full; dropped %s", note.method)
-                            except (trio.ClosedResourceError, trio.BrokenResourceError):
-                                break
-
-                nursery.start_soon(hold_request)
-                nursery.start_soon(pump)
+            self._nursery.start_soon(hold_request, name="trio_mcp subscriptions/listen")
+            try:
                 with trio.move_on_after(self._listen_ack_timeout):
-                    await settled.wait()
+                    await sub.acknowledged.wait()
                 if failure and not isinstance(failure[0], ConnectionClosed):
-                    nursery.cancel_scope.cancel()
                     raise failure[0]
-                if not settled.is_set():
+                if not sub.acknowledged.is_set():
                     logger.warning(
                         "no acknowledgement of subscriptions/listen within %s s; listening anyway",
                         self._listen_ack_timeout,
                     )
-                try:
-                    async with receive:
-                        yield receive
-                finally:
-                    nursery.cancel_scope.cancel()
+                elif sub.granted is not None:
+                    self._check_acknowledged(wanted, sub.granted)
+                yield channel
+            finally:
+                scope.cancel()
 
     @staticmethod
-    def _check_acknowledged(wanted: Mapping[str, Any], params: Mapping[str, Any]) -> None:
-        granted = params.get("notifications", {})
-        if not isinstance(granted, Mapping):
-            granted = {}
+    def _check_acknowledged(wanted: Mapping[str, Any], granted: Mapping[str, Any]) -> None:
         for key, value in wanted.items():
-            got = cast(Mapping[str, Any], granted).get(key)
+            got = granted.get(key)
             if got != value:
                 logger.warning("the server did not acknowledge %s=%r (got %r)", key, value, got)
 

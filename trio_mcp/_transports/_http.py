@@ -204,6 +204,8 @@ class SSEDecoder:
             kept = self._data[:_OVERSIZED_PREFIX]
             if len(kept) < _OVERSIZED_PREFIX:
                 value = prefix.partition(b":")[2]
+                if self._has_data:
+                    kept += b"\n"
                 kept += value[1:] if value.startswith(b" ") else value
             self._data = bytearray(kept[:_OVERSIZED_PREFIX])
         else:
