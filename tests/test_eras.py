@@ -460,7 +460,10 @@ async def test_modern_listen_rejected_raises_and_teardown_ends_channel() -> None
         await peer.error(message["id"], -32601, "no listen here")
         no_answer()
 
-    async with connect(server__discover=discover_ok, subscriptions__listen=unsupported) as (session, _p):
+    async with connect(server__discover=discover_ok, subscriptions__listen=unsupported) as (
+        session,
+        _p,
+    ):
         with pytest.raises(trio_mcp.ServerError, match="no listen here"):
             async with session.listen(tools=True):
                 pass  # pragma: no cover
@@ -474,7 +477,10 @@ async def test_modern_listen_rejected_raises_and_teardown_ends_channel() -> None
                          "params": {"requestId": sub}})  # fmt: skip
         no_answer()
 
-    async with connect(server__discover=discover_ok, subscriptions__listen=teardown) as (session, _p):
+    async with connect(server__discover=discover_ok, subscriptions__listen=teardown) as (
+        session,
+        _p,
+    ):
         async with session.listen(tools=True) as rx:
             with trio.fail_after(5):
                 assert [note async for note in rx] == []
@@ -491,7 +497,10 @@ async def test_listen_waits_for_acknowledgement_before_yielding() -> None:
                          "params": {"_meta": meta, "notifications": {"toolsListChanged": True}}})  # fmt: skip
         await trio.sleep_forever()
 
-    async with connect(server__discover=discover_ok, subscriptions__listen=slow_ack) as (session, _p):
+    async with connect(server__discover=discover_ok, subscriptions__listen=slow_ack) as (
+        session,
+        _p,
+    ):
         async with session.listen(tools=True):
             order.append("body")
     assert order == ["ack", "body"]

@@ -45,16 +45,28 @@ def sdk_server() -> Any:
 
 
 async def sample(params: trio_mcp.CreateMessageRequestParams, ctx: trio_mcp.RequestContext) -> Any:
-    return {"role": "assistant", "content": {"type": "text", "text": "sampled-answer"}, "model": "fake-llm"}
+    return {
+        "role": "assistant",
+        "content": {"type": "text", "text": "sampled-answer"},
+        "model": "fake-llm",
+    }
 
 
 async def elicit(params: Any, ctx: trio_mcp.RequestContext) -> Any:
     schema = getattr(params, "requested_schema", {}) or {}
-    content = {name: "Ada" for name, prop in schema.get("properties", {}).items() if prop.get("type") == "string"}
+    content = {
+        name: "Ada"
+        for name, prop in schema.get("properties", {}).items()
+        if prop.get("type") == "string"
+    }
     return {"action": "accept", "content": content}
 
 
-HANDLERS: dict[str, Any] = {"sampling": sample, "elicitation": elicit, "roots": ["file:///tmp/project"]}
+HANDLERS: dict[str, Any] = {
+    "sampling": sample,
+    "elicitation": elicit,
+    "roots": ["file:///tmp/project"],
+}
 
 
 # -- server-everything -----------------------------------------------------------------
@@ -112,7 +124,11 @@ async def test_everything_sampling_elicitation_roots(everything: StdioParameters
     async with trio.open_nursery() as nursery:
         async with trio_mcp.open_mcp_session(nursery, everything, **HANDLERS) as session:
             names = {tool.name for tool in await session.list_tools()}
-            assert {"trigger-sampling-request", "trigger-elicitation-request", "get-roots-list"} <= names
+            assert {
+                "trigger-sampling-request",
+                "trigger-elicitation-request",
+                "get-roots-list",
+            } <= names
             sampled = await session.call_tool("trigger-sampling-request", {"prompt": "hi"})
             assert "sampled-answer" in sampled.text
             elicited = await session.call_tool("trigger-elicitation-request", {})
@@ -121,7 +137,9 @@ async def test_everything_sampling_elicitation_roots(everything: StdioParameters
             assert "file:///tmp/project" in roots.text
 
 
-async def test_everything_cli_smoke(everything: StdioParameters, capsys: pytest.CaptureFixture[str]) -> None:
+async def test_everything_cli_smoke(
+    everything: StdioParameters, capsys: pytest.CaptureFixture[str]
+) -> None:
     import shlex
 
     from trio_mcp.cli import main
@@ -134,7 +152,9 @@ async def test_everything_cli_smoke(everything: StdioParameters, capsys: pytest.
 # -- the official SDK's server ---------------------------------------------------------
 
 
-@pytest.mark.parametrize(("mode", "era"), [("dual", "modern"), ("legacy", "legacy"), ("modern", "modern")])
+@pytest.mark.parametrize(
+    ("mode", "era"), [("dual", "modern"), ("legacy", "legacy"), ("modern", "modern")]
+)
 async def test_sdk_server_eras(sdk_server: Any, mode: str, era: str) -> None:
     async with trio.open_nursery() as nursery:
         async with trio_mcp.open_mcp_session(nursery, sdk_server(mode), **HANDLERS) as session:
@@ -158,17 +178,27 @@ async def test_sdk_server_eras(sdk_server: Any, mode: str, era: str) -> None:
             assert blob.contents[0].blob  # type: ignore[union-attr]
             prompt = await session.get_prompt("greeting", {"name": "Ada"})
             assert "Ada" in str(prompt.messages[0].content)
-            completion = await session.complete({"type": "ref/prompt", "name": "greeting"}, "style", "f")
+            completion = await session.complete(
+                {"type": "ref/prompt", "name": "greeting"}, "style", "f"
+            )
             assert "friendly" in completion.completion.values
             seen: list[float] = []
-            await session.call_tool("count_with_progress", {"steps": 3}, on_progress=lambda p: seen.append(p.progress))
+            await session.call_tool(
+                "count_with_progress", {"steps": 3}, on_progress=lambda p: seen.append(p.progress)
+            )
             assert len(seen) == 3
             if session.era == "modern" or session.server_capabilities.logging is not UNSET:
                 await session.set_logging_level("info")
             async with session.notifications("notifications/message") as rx:
                 await session.call_tool("log_messages", {"count": 2})
                 with trio.fail_after(10):
-                    assert (await rx.receive()).params["level"] in ("info", "warning", "debug", "notice", "error")
+                    assert (await rx.receive()).params["level"] in (
+                        "info",
+                        "warning",
+                        "debug",
+                        "notice",
+                        "error",
+                    )
 
 
 @pytest.mark.parametrize("mode", ["dual", "legacy"])

@@ -88,6 +88,23 @@ async def _open_websocket(
         await transport.aclose()
 
 
+async def _close_socket(ws: trio_websocket.WebSocketConnection, timeout: float) -> None:
+    """Close the TCP stream under a WebSocket.
+
+    trio-websocket (0.12) leaves a client's stream open when the server started the close
+    handshake (the client waits for the server's TCP close, then never closes its own
+    socket), which leaks the socket. Closing a closed stream again does nothing.
+    """
+    stream: trio.abc.AsyncResource | None = getattr(ws, "_stream", None)
+    if stream is None:  # pragma: no cover - trio-websocket changed its internals
+        return
+    with trio.move_on_after(timeout, shield=True):
+        try:
+            await stream.aclose()
+        except (trio.BrokenResourceError, OSError):  # pragma: no cover
+            pass
+
+
 class WebSocketTransport(Transport):
     """A connection to an MCP server over WebSocket. Open it with
     :meth:`WebSocketParameters.open_transport`.
@@ -127,6 +144,7 @@ class WebSocketTransport(Transport):
         params = self._params
         headers = [(k.encode(), v.encode()) for k, v in (params.headers or {}).items()]
         started = False
+        opened: trio_websocket.WebSocketConnection | None = None
         try:
             async with trio_websocket.open_websocket_url(
                 params.url,
@@ -136,7 +154,7 @@ class WebSocketTransport(Transport):
                 connect_timeout=params.timeout,
                 disconnect_timeout=params.timeout,
             ) as ws:
-                self._ws = ws
+                self._ws = opened = ws
                 if ws.subprotocol != SUBPROTOCOL:
                     logger.debug("%s accepted without the mcp subprotocol", params.url)
                 started = True
@@ -158,6 +176,8 @@ class WebSocketTransport(Transport):
                 raise TransportError(message) from exc
             logger.exception("the WebSocket connection to %s failed", params.url)
         finally:
+            if opened is not None:
+                await _close_socket(opened, params.timeout)
             self._done.set()
 
     async def send(self, data: bytes, info: MessageInfo | None = None) -> None:
@@ -175,7 +195,7 @@ class WebSocketTransport(Transport):
         try:
             await self._ws.send_message(data.decode("utf-8"))
         except trio_websocket.ConnectionClosed as exc:
-            raise self._closed_error_from(exc) from exc
+            raise self._closed_error_from(exc)  # noqa: B904 (the cause is set inside)
 
     async def receive(self) -> bytes | RequestFailed:
         """Receive the next message.
@@ -201,26 +221,32 @@ class WebSocketTransport(Transport):
             reason = exc.reason
             if reason is not None and reason.code in _CLEAN_CLOSE_CODES:
                 raise trio.EndOfChannel from exc
-            raise error from exc
+            raise error  # noqa: B904 (the cause is set inside)
         return message.encode("utf-8") if isinstance(message, str) else message
 
     def _closed_error_from(self, exc: trio_websocket.ConnectionClosed) -> ConnectionClosed:
+        """The error for a closed connection, with ``__cause__`` set."""
         reason = exc.reason
         if reason is None:
-            return ConnectionClosed(f"the WebSocket to {self._params.url} closed")
-        if reason.code == _MESSAGE_TOO_BIG:
+            closed = ConnectionClosed(f"the WebSocket to {self._params.url} closed")
+        elif reason.code == _MESSAGE_TOO_BIG:
             limit = self._params.max_message_size
             closed = ConnectionClosed(
                 f"the WebSocket to {self._params.url} closed (code 1009): a message was "
                 f"larger than max_message_size={limit} bytes"
             )
-            closed.__cause__ = MessageTooLargeError(limit + 1, limit)
+            too_large = MessageTooLargeError(limit + 1, limit)
+            too_large.__cause__ = exc
+            closed.__cause__ = too_large
             return closed
-        detail = f": {reason.reason}" if reason.reason else ""
-        return ConnectionClosed(
-            f"the WebSocket to {self._params.url} closed with code {reason.code} "
-            f"({reason.name}){detail}"
-        )
+        else:
+            detail = f": {reason.reason}" if reason.reason else ""
+            closed = ConnectionClosed(
+                f"the WebSocket to {self._params.url} closed with code {reason.code} "
+                f"({reason.name}){detail}"
+            )
+        closed.__cause__ = exc
+        return closed
 
     def closed_error(self) -> MCPError:
         """Why the connection ended."""

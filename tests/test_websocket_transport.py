@@ -1,0 +1,206 @@
+"""The WebSocket transport against trio-websocket servers on 127.0.0.1 (port 0)."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+import trio
+from trio_websocket import WebSocketConnection, WebSocketRequest, serve_websocket
+
+from trio_mcp._exceptions import (
+    ConnectionClosed,
+    HTTPStatusError,
+    MCPError,
+    MessageTooLargeError,
+    TransportError,
+)
+from trio_mcp._transports._base import MessageInfo, TransportFactory
+from trio_mcp._transports._websocket import WebSocketParameters, WebSocketTransport
+
+Handler = Callable[[WebSocketConnection], Awaitable[None]]
+
+
+class Server:
+    def __init__(self, serve: Handler) -> None:
+        self.serve = serve
+        self.requests: list[WebSocketRequest] = []
+        self.received: list[str | bytes] = []
+        self.close_code: int | None = None
+        self.done = trio.Event()
+
+    async def handler(self, request: WebSocketRequest) -> None:
+        self.requests.append(request)
+        ws = await request.accept(
+            subprotocol="mcp" if "mcp" in request.proposed_subprotocols else None
+        )
+        try:
+            await self.serve(ws)
+        finally:
+            if ws.closed is not None:
+                self.close_code = ws.closed.code
+            self.done.set()
+
+
+@asynccontextmanager
+async def serving(server: Server) -> AsyncGenerator[str, None]:
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            ws_server = await nursery.start(serve_websocket, server.handler, "127.0.0.1", 0, None)
+            yield f"ws://127.0.0.1:{ws_server.port}/mcp"
+            nursery.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def connected(url: str, **options: Any) -> AsyncGenerator[WebSocketTransport, None]:
+    async with trio.open_nursery() as nursery:
+        async with WebSocketParameters(url, **options).open_transport(nursery) as transport:
+            yield transport
+
+
+def echo_server(received: list[str | bytes]) -> Handler:
+    async def serve(ws: WebSocketConnection) -> None:
+        while True:
+            try:
+                text = await ws.get_message()
+            except Exception:
+                return
+            received.append(text)
+            message = json.loads(text)
+            if "id" in message:
+                reply = {"jsonrpc": "2.0", "id": message["id"], "result": {"m": message["method"]}}
+                await ws.send_message(json.dumps(reply))
+
+    return serve
+
+
+def test_parameters() -> None:
+    assert isinstance(WebSocketParameters("ws://x/mcp"), TransportFactory)
+
+
+async def test_round_trip() -> None:
+    received: list[str | bytes] = []
+    server = Server(echo_server(received))
+    async with serving(server) as url:
+        async with connected(url, headers={"Authorization": "Bearer t"}) as transport:
+            assert transport.subprotocol == "mcp"
+            assert transport.origin.startswith("ws://127.0.0.1:")
+            await transport.send(
+                b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
+                MessageInfo("notifications/initialized"),
+            )
+            await transport.send(
+                b'{"jsonrpc":"2.0","id":1,"method":"ping"}', MessageInfo("ping", 1)
+            )
+            reply = await transport.receive()
+            assert isinstance(reply, bytes)
+            assert json.loads(reply) == {"jsonrpc": "2.0", "id": 1, "result": {"m": "ping"}}
+            assert transport.cancel_request(1) is False
+        await server.done.wait()
+    (request,) = server.requests
+    assert request.proposed_subprotocols == ("mcp",)
+    assert dict(request.headers)[b"authorization"] == b"Bearer t"
+    assert request.path == "/mcp"
+    # one message per text frame
+    assert all(isinstance(frame, str) for frame in received)
+    assert [json.loads(frame)["method"] for frame in received] == [
+        "notifications/initialized",
+        "ping",
+    ]
+    assert server.close_code == 1000
+
+
+async def test_binary_frames_are_accepted() -> None:
+    async def serve(ws: WebSocketConnection) -> None:
+        await ws.send_message(b'{"jsonrpc":"2.0","method":"x"}')
+        await trio.sleep_forever()
+
+    async with serving(Server(serve)) as url, connected(url) as transport:
+        assert await transport.receive() == b'{"jsonrpc":"2.0","method":"x"}'
+
+
+@pytest.mark.parametrize("code", [1000, 1001])
+async def test_clean_close_is_end_of_stream(code: int) -> None:
+    async def serve(ws: WebSocketConnection) -> None:
+        await ws.send_message('{"jsonrpc":"2.0","method":"bye"}')
+        await ws.aclose(code)
+
+    async with serving(Server(serve)) as url, connected(url) as transport:
+        assert json.loads(await transport.receive())["method"] == "bye"
+        with pytest.raises(trio.EndOfChannel):
+            await transport.receive()
+        with pytest.raises(ConnectionClosed):
+            await transport.send(b"{}", MessageInfo("x"))
+
+
+async def test_abnormal_close_is_connection_closed() -> None:
+    async def serve(ws: WebSocketConnection) -> None:
+        await ws.aclose(1011, "internal error")
+
+    async with serving(Server(serve)) as url, connected(url) as transport:
+        with pytest.raises(ConnectionClosed, match="1011") as info:
+            await transport.receive()
+        assert "internal error" in str(info.value)
+        assert transport.closed_error() is info.value
+
+
+async def test_message_too_large() -> None:
+    async def serve(ws: WebSocketConnection) -> None:
+        await ws.send_message(json.dumps({"jsonrpc": "2.0", "method": "x", "params": "y" * 500}))
+        await trio.sleep_forever()
+
+    async with serving(Server(serve)) as url, connected(url, max_message_size=100) as transport:
+        with pytest.raises(ConnectionClosed, match="max_message_size=100") as info:
+            await transport.receive()
+        assert isinstance(info.value.__cause__, MessageTooLargeError)
+
+
+async def open_fails(url: str) -> MCPError:
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            with pytest.raises(MCPError) as info:
+                async with WebSocketParameters(url, timeout=5).open_transport(nursery):
+                    pass  # pragma: no cover
+    return info.value
+
+
+async def test_rejected_handshake() -> None:
+    async def handler(request: WebSocketRequest) -> None:
+        await request.reject(401, body=b"who are you")
+
+    async with trio.open_nursery() as nursery:
+        ws_server = await nursery.start(serve_websocket, handler, "127.0.0.1", 0, None)
+        error = await open_fails(f"ws://127.0.0.1:{ws_server.port}/mcp")
+        nursery.cancel_scope.cancel()
+    assert isinstance(error, HTTPStatusError)
+    assert error.status_code == 401
+    assert error.body == "who are you"
+
+
+async def test_connection_refused() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    error = await open_fails(f"ws://127.0.0.1:{port}/mcp")
+    assert type(error) is TransportError
+    assert "could not open a WebSocket" in str(error)
+
+
+async def test_aclose_is_idempotent_and_cancel_safe() -> None:
+    received: list[str | bytes] = []
+    server = Server(echo_server(received))
+    async with serving(server) as url, connected(url) as transport:
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await transport.aclose()
+        await transport.aclose()
+        with pytest.raises(trio.ClosedResourceError):
+            await transport.send(b"{}", MessageInfo("x"))
+        with pytest.raises(trio.ClosedResourceError):
+            await transport.receive()
+        await server.done.wait()
+    assert server.close_code == 1000
