@@ -17,6 +17,7 @@ from __future__ import annotations
 import gc
 import importlib
 import json
+import math
 import os
 import sys
 import time
@@ -76,7 +77,7 @@ def percentile(sorted_values: list[float], q: float) -> float:
     """Nearest-rank percentile of an already sorted list."""
     if not sorted_values:
         return float("nan")
-    k = max(0, min(len(sorted_values) - 1, int(round(q * len(sorted_values) + 0.5)) - 1))
+    k = max(0, min(len(sorted_values) - 1, math.ceil(q * len(sorted_values)) - 1))
     return sorted_values[k]
 
 
@@ -90,13 +91,13 @@ class Params:
     """Workload sizes; ``quick`` shrinks them for a smoke run."""
 
     def __init__(self, quick: bool) -> None:
-        self.seq_n, self.seq_warm = (300, 50) if quick else (2000, 200)
+        self.seq_n, self.seq_warm = (1000, 100) if quick else (2000, 200)
         self.conc_batch, self.conc_reps = (1000, 1) if quick else (1000, 3)
-        self.blob_sizes = [1 * MIB, 8 * MIB] if quick else [1 * MIB, 8 * MIB, 32 * MIB]
-        self.blob_min_time, self.blob_min_reps = (0.0, 1) if quick else (0.4, 3)
+        self.blob_sizes = [1 * MIB, 8 * MIB, 32 * MIB]
+        self.blob_min_time, self.blob_min_reps = (0.0, 2) if quick else (0.4, 3)
         self.blob_max_time = 1.0 if quick else 2.0
-        self.list_min_time, self.list_min_reps = (0.1, 2) if quick else (1.0, 5)
-        self.session_reps = 3 if quick else 10
+        self.list_min_time, self.list_min_reps = (0.3, 3) if quick else (1.0, 5)
+        self.session_reps = 5 if quick else 10
         self.pending_n = 2000 if quick else 10_000
         self.sessions_n = 20 if quick else 200
         self.codec_repeats, self.codec_batch_time = (3, 0.03) if quick else (7, 0.1)
@@ -424,7 +425,7 @@ def main(argv: list[str]) -> int:
         fn = ASYNC_WORKLOADS[args.workload]
 
         async def run() -> dict[str, Any]:
-            return await fn(c, rt, p, cmd)  # type: ignore[no-any-return]
+            return await fn(c, rt, p, cmd)
 
         result.update(rt.run(run))
     result["peak_rss_kb"] = peak_rss_kb()

@@ -41,6 +41,7 @@ from typing import Any
 LEGACY_VERSIONS = frozenset({"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"})
 MODERN_VERSION = "2026-07-28"
 
+
 def _decode(data: bytes) -> Any:
     return json.loads(data)
 
@@ -155,7 +156,9 @@ class Server:
         self.blob_tails: dict[int, bytes] = {}
         self.text_head = b',"result":{"content":[{"type":"text","text":'
         self.text_end = (
-            b'}],"isError":false,"resultType":"complete"}}\n' if modern else b'}],"isError":false}}\n'
+            b'}],"isError":false,"resultType":"complete"}}\n'
+            if modern
+            else b'}],"isError":false}}\n'
         )
         self.parked: list[bytes] = []
         self.wait_parked: list[tuple[bytes, int]] = []

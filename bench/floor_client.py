@@ -271,7 +271,7 @@ class FloorSession:
     async def _reader(self) -> None:
         stdout = self._process.stdout
         assert stdout is not None
-        partial: list[bytes] = []
+        partial: list[bytes | bytearray] = []
         try:
             while True:
                 data = await stdout.receive_some(1 << 20)
@@ -280,7 +280,7 @@ class FloorSession:
                 if b"\n" not in data:
                     partial.append(data)
                     continue
-                lines = data.split(b"\n")
+                lines: list[bytes | bytearray] = list(data.split(b"\n"))
                 if partial:
                     partial.append(lines[0])
                     lines[0] = b"".join(partial)
@@ -297,7 +297,7 @@ class FloorSession:
                 slot.error = _CLOSED
                 slot.event.set()
 
-    def _dispatch(self, line: bytes) -> None:
+    def _dispatch(self, line: bytes | bytearray) -> None:
         env = _decode_envelope(line)
         if env.method is not None:
             return  # server notification or request: the floor ignores them
@@ -376,7 +376,9 @@ def codec_pair() -> tuple[Callable[[int, str, dict[str, Any]], bytes], Callable[
     decode_result = _decoder(CallToolResult)
 
     def encode(rid: int, name: str, arguments: dict[str, Any]) -> bytes:
-        return _encode(Request("2.0", rid, "tools/call", CallToolParams(name=name, arguments=arguments)))
+        return _encode(
+            Request("2.0", rid, "tools/call", CallToolParams(name=name, arguments=arguments))
+        )
 
     def decode(line: bytes) -> CallToolResult:
         env = _decode_envelope(line)

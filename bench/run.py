@@ -60,14 +60,30 @@ METRICS = [
     Metric("blob_32", "    blob 32 MiB", "blob", "mb_per_s_32mib", "MB/s"),
     Metric("list_lps", "(d) tools/list, 1000 tools, typed", "list", "lists_per_s", "lists/s"),
     Metric("import_ms", "(e) import time", "session", "import_s", "ms", 1e3, False),
-    Metric("rss_import", "    RSS after import", "session", "rss_import_kb", "MiB", 1 / 1024, False),
+    Metric(
+        "rss_import", "    RSS after import", "session", "rss_import_kb", "MiB", 1 / 1024, False
+    ),
     Metric("peak_seq", "    peak RSS during (a)", "seq", "peak_rss_kb", "MiB", 1 / 1024, False),
     Metric("peak_blob", "    peak RSS during (c)", "blob", "peak_rss_kb", "MiB", 1 / 1024, False),
     Metric("open_ms", "    open+initialize+close", "session", "open_close_ms", "ms", 1.0, False),
-    Metric("pending_kib", "(f) memory per pending request", "pending", "bytes_per_pending", "KiB",
-           1 / 1024, False),
-    Metric("session_kib", "    memory per open session", "sessions", "bytes_per_session", "KiB",
-           1 / 1024, False),
+    Metric(
+        "pending_kib",
+        "(f) memory per pending request",
+        "pending",
+        "bytes_per_pending",
+        "KiB",
+        1 / 1024,
+        False,
+    ),
+    Metric(
+        "session_kib",
+        "    memory per open session",
+        "sessions",
+        "bytes_per_session",
+        "KiB",
+        1 / 1024,
+        False,
+    ),
     Metric("codec_us", "codec: tools/call encode+decode", "codec", "codec_us", "us", 1.0, False),
     Metric("encode_us", "    request encode", "codec", "encode_us", "us", 1.0, False),
     Metric("decode_us", "    response decode", "codec", "decode_us", "us", 1.0, False),
@@ -176,13 +192,22 @@ def machine_info() -> dict[str, Any]:
                     mem_total_mib = int(line.split()[1]) // 1024
     except OSError:
         pass
+    usable: int | None
     try:
         usable = len(os.sched_getaffinity(0))
     except AttributeError:
         usable = os.cpu_count()
     versions: dict[str, str | None] = {}
-    for dist in ["trio", "msgspec", "mcp", "mcp-types", "pydantic", "pydantic-core", "anyio",
-                 "trio-mcp"]:
+    for dist in [
+        "trio",
+        "msgspec",
+        "mcp",
+        "mcp-types",
+        "pydantic",
+        "pydantic-core",
+        "anyio",
+        "trio-mcp",
+    ]:
         try:
             versions[dist] = importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
@@ -205,7 +230,9 @@ def _git_commit() -> str:
     try:
         out = subprocess.run(
             ["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
-            capture_output=True, text=True, timeout=5,
+            capture_output=True,
+            text=True,
+            timeout=5,
         )
     except (OSError, subprocess.SubprocessError):
         return ""
@@ -232,7 +259,7 @@ def evaluate_target(
         assert target.other is not None
         other = per_round(rounds, metric, target.other)
         values = []
-        for s, o in zip(subject, other):
+        for s, o in zip(subject, other, strict=True):
             if s is None or o is None:
                 continue
             if target.kind == "ratio":
@@ -264,7 +291,7 @@ def ratio_median(
     rounds: list[dict[str, dict[str, dict[str, Any]]]], metric: Metric, a: str, b: str
 ) -> float | None:
     values = []
-    for x, y in zip(per_round(rounds, metric, a), per_round(rounds, metric, b)):
+    for x, y in zip(per_round(rounds, metric, a), per_round(rounds, metric, b), strict=True):
         if x is not None and y is not None and y > 0:
             values.append(x / y)
     return median_or_none(values)
@@ -296,7 +323,7 @@ def render_table(
     for m in METRICS:
         vals = [fmt(summary[m.key].get(c)) for c in clients]
 
-        def r(a: str, b: str) -> str:
+        def r(a: str, b: str, m: Metric = m) -> str:
             if a not in clients or b not in clients:
                 return "n/a"
             x = ratio_median(rounds, m, a, b)
@@ -304,13 +331,22 @@ def render_table(
 
         marks = []
         for v in by_metric.get(m.key, []):
-            shown = "" if v["value"] is None else (
-                f" ({v['value']:+.2f} ms)" if v["kind"] == "diff" else ""
+            shown = (
+                ""
+                if v["value"] is None
+                else (f" ({v['value']:+.2f} ms)" if v["kind"] == "diff" else "")
             )
             marks.append(f"{v['verdict']} {v['target']}{shown}")
         rows.append(
-            [m.label, m.unit, *vals, r(SUBJECT, "floor"), r(SUBJECT, "sdk"), r("floor", "sdk"),
-             "; ".join(marks)]
+            [
+                m.label,
+                m.unit,
+                *vals,
+                r(SUBJECT, "floor"),
+                r(SUBJECT, "sdk"),
+                r("floor", "sdk"),
+                "; ".join(marks),
+            ]
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
     lines = []
@@ -337,8 +373,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated subset")
     parser.add_argument("--tools", type=int, default=1000, help="tools in tools/list (1000)")
     parser.add_argument("--modern", action="store_true", help="server answers server/discover")
-    parser.add_argument("--sdk-backend", choices=["trio", "asyncio"], default="trio",
-                        help="anyio backend the SDK runs on (default trio)")
+    parser.add_argument(
+        "--sdk-backend",
+        choices=["trio", "asyncio"],
+        default="trio",
+        help="anyio backend the SDK runs on (default trio)",
+    )
     parser.add_argument("--timeout", type=float, default=None, help="per-worker timeout, s")
     args = parser.parse_args(argv)
     rounds_n = args.rounds if args.rounds is not None else (1 if args.quick else 5)
@@ -362,8 +402,12 @@ def main(argv: list[str] | None = None) -> int:
     for c in list(clients):
         res = run_worker(c, "import", args, env)
         if "error" in res:
-            print(f"[bench] skipping {c}: it does not import:\n  "
-                  + res["error"].replace("\n", "\n  "), file=log)
+            last = res["error"].strip().splitlines()[-1].strip()
+            print(
+                f"[bench] skipping {c}: it does not import ({last}); for the traceback run: "
+                f"python bench/_worker.py {c} import",
+                file=log,
+            )
             available[c] = {"available": False, "error": res["error"]}
             clients.remove(c)
         else:
@@ -383,8 +427,11 @@ def main(argv: list[str] | None = None) -> int:
                 if "error" in res:
                     print(f"[bench] round {r + 1} {w} {c} FAILED: {res['error']}", file=log)
         rounds.append(this)
-        print(f"[bench] round {r + 1}/{rounds_n} done in {time.perf_counter() - t_round:.1f} s",
-              file=log, flush=True)
+        print(
+            f"[bench] round {r + 1}/{rounds_n} done in {time.perf_counter() - t_round:.1f} s",
+            file=log,
+            flush=True,
+        )
 
     summary: dict[str, dict[str, float | None]] = {}
     for m in METRICS:
@@ -392,10 +439,14 @@ def main(argv: list[str] | None = None) -> int:
         for c in clients:
             vals = [v for v in per_round(rounds, m, c) if v is not None]
             summary[m.key][c] = median_or_none(vals)
-    verdicts = [evaluate_target(t, rounds) for t in TARGETS] if SUBJECT in clients else [
-        {**evaluate_target(t, []), "verdict": "n/a", "note": f"{SUBJECT} not run"}
-        for t in TARGETS
-    ]
+    verdicts = (
+        [evaluate_target(t, rounds) for t in TARGETS]
+        if SUBJECT in clients
+        else [
+            {**evaluate_target(t, []), "verdict": "n/a", "note": f"{SUBJECT} not run"}
+            for t in TARGETS
+        ]
+    )
     ratios = {
         m.key: {
             f"{a}/{b}": ratio_median(rounds, m, a, b)
@@ -408,11 +459,16 @@ def main(argv: list[str] | None = None) -> int:
     machine = machine_info()
 
     print()
-    print(f"trio_mcp benchmark: {rounds_n} round(s){' (quick)' if args.quick else ''}, "
-          f"medians over rounds; ratios are medians of per-round ratios")
-    print(f"machine: {machine['cpu_model']}, {machine['cpus_usable']} usable CPU(s), "
-          f"Python {machine['python']}; SDK mcp {machine['packages']['mcp']} on "
-          f"anyio/{args.sdk_backend}")
+    quick_note = " (QUICK: smaller workloads, indicative only)" if args.quick else ""
+    print(
+        f"trio_mcp benchmark: {rounds_n} round(s){quick_note}, "
+        f"medians over rounds; ratios are medians of per-round ratios"
+    )
+    print(
+        f"machine: {machine['cpu_model']}, {machine['cpus_usable']} usable CPU(s), "
+        f"Python {machine['python']}; SDK mcp {machine['packages']['mcp']} on "
+        f"anyio/{args.sdk_backend}"
+    )
     print()
     print(render_table(summary, rounds, verdicts, clients))
     print()
@@ -421,14 +477,22 @@ def main(argv: list[str] | None = None) -> int:
         if not info["available"]:
             sub_notes.append(f"{c}: not run (does not import)")
     codec_impl = next(
-        (res.get("codec_impl") for rd in rounds for res in rd.get("codec", {}).values()
-         if res.get("codec_impl")), None)
+        (
+            res.get("codec_impl")
+            for rd in rounds
+            for res in rd.get("codec", {}).values()
+            if res.get("codec_impl")
+        ),
+        None,
+    )
     if codec_impl:
         sub_notes.append(f"trio_mcp codec: {codec_impl}")
     counted = [v for v in verdicts if v["verdict"] != "n/a"]
-    print(f"targets: {sum(v['verdict'] == 'PASS' for v in counted)} PASS, "
-          f"{sum(v['verdict'] == 'MISS' for v in counted)} MISS, "
-          f"{len(verdicts) - len(counted)} n/a; total time {elapsed:.0f} s")
+    print(
+        f"targets: {sum(v['verdict'] == 'PASS' for v in counted)} PASS, "
+        f"{sum(v['verdict'] == 'MISS' for v in counted)} MISS, "
+        f"{len(verdicts) - len(counted)} n/a; total time {elapsed:.0f} s"
+    )
     for note in sub_notes:
         print("note: " + note)
 
@@ -447,8 +511,14 @@ def main(argv: list[str] | None = None) -> int:
                 "workloads": workloads,
             },
             "clients": available,
-            "metrics": {m.key: {"label": m.label.strip(), "unit": m.unit,
-                                "higher_is_better": m.higher_is_better} for m in METRICS},
+            "metrics": {
+                m.key: {
+                    "label": m.label.strip(),
+                    "unit": m.unit,
+                    "higher_is_better": m.higher_is_better,
+                }
+                for m in METRICS
+            },
             "summary": summary,
             "ratios": ratios,
             "targets": verdicts,
@@ -459,7 +529,7 @@ def main(argv: list[str] | None = None) -> int:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w") as f:
             json.dump(out, f, indent=1)
-        print(f"wrote {os.path.relpath(path)}")
+        print(f"wrote {args.json}")
     return 0
 
 

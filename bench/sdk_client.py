@@ -18,7 +18,6 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-import anyio
 import mcp_types as types
 import trio  # the default backend; imported here so its cost counts as the SDK's
 from mcp.client.session import ClientSession

@@ -15,6 +15,7 @@ from typing import Any
 
 import msgspec
 import trio
+
 import trio_mcp
 
 NAME = "trio_mcp"

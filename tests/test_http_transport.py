@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import subprocess
 import sys
@@ -9,6 +11,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+import h11
 import httpx
 import pytest
 import trio
@@ -25,8 +28,8 @@ from trio_mcp._transports._http import (
     SSEDecoder,
     StreamableHTTPParameters,
     StreamableHTTPTransport,
-    oversized_response_id,
     origin_of,
+    oversized_response_id,
     parse_retry_after,
 )
 
@@ -1038,3 +1041,90 @@ def test_oversized_response_id() -> None:
     result_first = json.dumps({"result": {"blob": "x" * 100}, "id": 4}).encode()
     assert oversized_response_id(result_first[:50]) is None
     assert oversized_response_id(b"[1, 2") is None
+
+
+# -- a real loopback server (trio + h11): timeouts and disconnects on real sockets -------------
+
+
+class LoopbackServer:
+    """A tiny HTTP/1.1 server answering each POST with a scripted SSE stream."""
+
+    def __init__(self, script: Callable[[trio.SocketStream, h11.Connection], Awaitable[None]]):
+        self.script = script
+        self.disconnected = trio.Event()
+
+    async def handle(self, stream: trio.SocketStream) -> None:
+        conn = h11.Connection(h11.SERVER)
+        while True:
+            event = conn.next_event()
+            if event is h11.NEED_DATA:
+                conn.receive_data(await stream.receive_some(65536))
+                continue
+            if isinstance(event, h11.EndOfMessage):
+                break
+        await stream.send_all(
+            conn.send(
+                h11.Response(
+                    status_code=200,
+                    headers=[
+                        ("content-type", "text/event-stream"),
+                        ("transfer-encoding", "chunked"),
+                    ],
+                )
+            )
+        )
+        await self.script(stream, conn)
+        # wait for the client to go away (closing, or resetting, the connection)
+        with contextlib.suppress(trio.BrokenResourceError):
+            while await stream.receive_some(65536):
+                pass  # pragma: no cover
+        self.disconnected.set()
+
+
+async def send_event(stream: trio.SocketStream, conn: h11.Connection, data: Any) -> None:
+    await stream.send_all(conn.send(h11.Data(data=event(data))))
+
+
+@asynccontextmanager
+async def loopback(server: LoopbackServer) -> AsyncGenerator[str, None]:
+    async with trio.open_nursery() as nursery:
+        listeners = await nursery.start(
+            functools.partial(trio.serve_tcp, server.handle, 0, host="127.0.0.1")
+        )
+        port = listeners[0].socket.getsockname()[1]
+        yield f"http://127.0.0.1:{port}/mcp"
+        nursery.cancel_scope.cancel()
+
+
+async def test_slow_stream_never_hits_a_read_timeout(autojump_clock: trio.abc.Clock) -> None:
+    async def script(stream: trio.SocketStream, conn: h11.Connection) -> None:
+        await send_event(stream, conn, progress(1))
+        await trio.sleep(100)  # far beyond the transport's timeout (virtual time)
+        await send_event(stream, conn, result(1))
+        await stream.send_all(conn.send(h11.EndOfMessage()))
+
+    server = LoopbackServer(script)
+    async with loopback(server) as url, trio.open_nursery() as nursery:
+        async with StreamableHTTPParameters(url, timeout=1.0).open_transport(nursery) as transport:
+            start = trio.current_time()
+            await transport.send(request(1, "tools/call"), MessageInfo("tools/call", 1))
+            assert json.loads(await transport.receive()) == progress(1)
+            assert json.loads(await transport.receive()) == result(1)
+            assert trio.current_time() - start >= 100
+
+
+async def test_cancel_disconnects_on_a_real_socket() -> None:
+    async def script(stream: trio.SocketStream, conn: h11.Connection) -> None:
+        await send_event(stream, conn, progress(1))
+
+    server = LoopbackServer(script)
+    with trio.fail_after(10):
+        async with loopback(server) as url, trio.open_nursery() as nursery:
+            params = StreamableHTTPParameters(url)
+            async with params.open_transport(nursery) as transport:
+                transport.modern = True
+                transport.protocol_version = "2026-07-28"
+                await transport.send(request(1, "tools/call"), MessageInfo("tools/call", 1))
+                assert json.loads(await transport.receive()) == progress(1)
+                assert transport.cancel_request(1)
+                await server.disconnected.wait()  # the server sees the stream close

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import socket
 from collections.abc import AsyncGenerator, Awaitable, Callable
@@ -204,3 +205,38 @@ async def test_aclose_is_idempotent_and_cancel_safe() -> None:
             await transport.receive()
         await server.done.wait()
     assert server.close_code == 1000
+
+
+async def raw_server_url(
+    nursery: trio.Nursery, handler: Callable[[trio.SocketStream], Awaitable[None]]
+) -> str:
+    listeners = await nursery.start(functools.partial(trio.serve_tcp, handler, 0, host="127.0.0.1"))
+    return f"ws://127.0.0.1:{listeners[0].socket.getsockname()[1]}/mcp"
+
+
+async def test_handshake_timeout(autojump_clock: trio.abc.Clock) -> None:
+    async def silent(stream: trio.SocketStream) -> None:
+        await trio.sleep_forever()
+
+    async with trio.open_nursery() as nursery:
+        url = await raw_server_url(nursery, silent)
+        start = trio.current_time()
+        error = await open_fails(url)
+        assert trio.current_time() - start == 5
+        nursery.cancel_scope.cancel()
+    assert "timed out" in str(error)
+
+
+async def test_server_hanging_up_during_the_handshake() -> None:
+    async def hang_up(stream: trio.SocketStream) -> None:
+        await stream.receive_some()
+        await stream.aclose()
+
+    async with trio.open_nursery() as nursery:
+        url = await raw_server_url(nursery, hang_up)
+        start = trio.current_time()
+        error = await open_fails(url)
+        assert trio.current_time() - start < 5  # at once, not after the timeout
+        nursery.cancel_scope.cancel()
+    assert type(error) is TransportError
+    assert "closed the connection during the WebSocket handshake" in str(error)

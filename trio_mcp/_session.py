@@ -16,7 +16,7 @@ import inspect
 import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeVar, cast
 
@@ -131,6 +131,12 @@ _any_decoder: Final = msgspec.json.Decoder()
 _progress_decoder: Final = msgspec.json.Decoder(t.ProgressNotificationParams)
 
 
+_CHANNEL_POOL_SIZE: Final = 256
+_NO_SCOPE: Final = nullcontext()
+_NO_HEADERS: Final[Mapping[str, str]] = {}
+_open_channel: Final = trio.open_memory_channel  # unsubscripted: no typing work per call
+
+
 class _Pending:
     __slots__ = ("method", "on_progress", "send")
 
@@ -210,6 +216,7 @@ class ClientSession:
 
         self._next_id = 1
         self._pending: dict[int | str, _Pending] = {}
+        self._channel_pool: list[tuple[Any, Any]] = []
         self._incoming: dict[int | str, trio.CancelScope] = {}
         self._subscribers: list[_Subscriber] = []
         self._notification_handlers: dict[str, list[Callable[[Notification], Any]]] = {}
@@ -427,104 +434,78 @@ class ClientSession:
     ) -> Envelope:
         """Send one request and wait for its response envelope (error responses raise).
 
-        A transport failure of this request raises the transport's error, or the internal
-        :class:`RequestFailedError` carrier when ``unwrap`` is false.
+        This is the hot path: one coroutine, a pooled per-request memory channel, and the
+        caller's cancel scope (or ``timeout``) as the only timer. A transport failure of this
+        request raises the transport's error, or the internal :class:`RequestFailedError`
+        carrier when ``unwrap`` is false.
         """
-        args = (method, params, timeout, on_progress, name, headers, announce_cancel, idempotent)
-        if not unwrap:
-            return await self._roundtrip_inner(*args, request_id)
-        try:
-            return await self._roundtrip_inner(*args, request_id)
-        except RequestFailedError as exc:
-            raise exc.error from None
-
-    async def _roundtrip_inner(
-        self,
-        method: str,
-        params: Any,
-        timeout: float | None,
-        on_progress: ProgressCallback | None,
-        name: str | None,
-        headers: Mapping[str, str] | None,
-        announce_cancel: bool,
-        idempotent: bool,
-        request_id: int | None,
-    ) -> Envelope:
-        self._check_open()
+        if self._closed or self._broken is not None:
+            self._check_open()
         if timeout is None:
             timeout = self._default_timeout
-        if timeout is None:
-            return await self._exchange(
-                method, params, None, None, on_progress, name, headers, announce_cancel,
-                idempotent, request_id,
-            )  # fmt: skip
-        with trio.CancelScope(deadline=trio.current_time() + timeout) as scope:
-            return await self._exchange(
-                method, params, scope, timeout, on_progress, name, headers, announce_cancel,
-                idempotent, request_id,
-            )  # fmt: skip
-        raise trio.TooSlowError(f"{method} timed out after {timeout} s")
-
-    async def _exchange(
-        self,
-        method: str,
-        params: Any,
-        scope: trio.CancelScope | None,
-        timeout: float | None,
-        on_progress: ProgressCallback | None,
-        name: str | None,
-        headers: Mapping[str, str] | None,
-        announce_cancel: bool,
-        idempotent: bool,
-        request_id: int | None,
-    ) -> Envelope:
         if request_id is None:
             request_id = self._next_id
             self._next_id += 1
-        track_progress = on_progress is not None or (self._progress_resets and scope is not None)
-        if track_progress:
+        scope: trio.CancelScope | None = None
+        started = 0.0
+        if timeout is not None:
+            started = trio.current_time()
+            scope = trio.CancelScope(deadline=started + timeout)
+        if on_progress is not None or (self._progress_resets and scope is not None):
             params = dict(params) if params else {}
             meta = dict(params.get("_meta") or {})
             meta["progressToken"] = request_id
             params["_meta"] = meta
-        send, receive = trio.open_memory_channel[Any](math.inf)
-        self._pending[request_id] = _Pending(send, method, on_progress)
+        pool = self._channel_pool
+        send, receive = pool.pop() if pool else _open_channel(math.inf)
+        pending = self._pending
+        pending[request_id] = _Pending(send, method, on_progress)
         data = encode_request(request_id, method, params)
-        started = trio.current_time()
+        transport = self._transport
         answered = False
         try:
-            await self._transport.send(
-                data, MessageInfo(method, request_id, name, headers or {}, idempotent)
-            )
-            while True:
-                item = await receive.receive()
-                if type(item) is Envelope:
-                    answered = True
-                    if item.error is not UNSET:
-                        error = item.error
-                        raise server_error_from_wire(
-                            error.code,
-                            error.message,
-                            error.data,
-                            method=method,
-                            modern=self._era == "modern",
-                        )
-                    return item
-                if isinstance(item, BaseException):
-                    answered = True
-                    raise item
-                # a progress notification for this request
-                if scope is not None and self._progress_resets:
-                    self._bump_deadline(scope, started, timeout)
-                if on_progress is not None:
-                    outcome = on_progress(item)
-                    if inspect.isawaitable(outcome):
-                        await outcome
+            with scope if scope is not None else _NO_SCOPE:
+                if len(pending) > 1 or not transport.try_send_now(data):
+                    info = (
+                        MessageInfo(method, request_id, name, headers or _NO_HEADERS, idempotent)
+                        if transport.needs_info
+                        else None
+                    )
+                    await transport.send(data, info)
+                while True:
+                    item = await receive.receive()
+                    if type(item) is Envelope:
+                        answered = True
+                        if len(pool) < _CHANNEL_POOL_SIZE:
+                            pool.append((send, receive))
+                        if item.error is not UNSET:
+                            error = item.error
+                            raise server_error_from_wire(
+                                error.code,
+                                error.message,
+                                error.data,
+                                method=method,
+                                modern=self._era == "modern",
+                            )
+                        return item
+                    if isinstance(item, BaseException):
+                        answered = True
+                        if unwrap and isinstance(item, RequestFailedError):
+                            raise item.error
+                        raise item
+                    # a progress notification for this request
+                    if scope is not None and self._progress_resets:
+                        self._bump_deadline(scope, started, timeout)
+                    if on_progress is not None:
+                        outcome = on_progress(item)
+                        if inspect.isawaitable(outcome):
+                            await outcome
         finally:
             if not answered:
-                self._pending.pop(request_id, None)
+                pending.pop(request_id, None)
                 if announce_cancel and self._broken is None and not self._closed:
                     await self._announce_cancel(request_id)
+        raise trio.TooSlowError(f"{method} timed out after {timeout} s")
 
     def _bump_deadline(
         self, scope: trio.CancelScope, started: float, timeout: float | None

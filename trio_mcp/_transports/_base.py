@@ -82,6 +82,9 @@ class Transport(abc.ABC):
     #: Whether the transport wants modern per-request HTTP headers (Mcp-Method, ...).
     modern: bool = False
 
+    #: Whether ``send`` uses its ``info`` argument; a byte pipe sets False and gets None.
+    needs_info: bool = True
+
     @abc.abstractmethod
     async def send(self, data: bytes, info: MessageInfo | None = None) -> None:
         """Send one whole JSON-RPC message.
@@ -99,6 +102,19 @@ class Transport(abc.ABC):
             trio.EndOfChannel: The peer ended the stream cleanly.
             ConnectionClosed: The connection broke or the server died.
         """
+
+    def try_send_now(self, data: bytes) -> bool:
+        """Optionally take one message synchronously, without a task switch.
+
+        The session calls this for a lone in-flight request (where coalescing has nothing
+        to gain); a transport that cannot do better than :meth:`send` returns False and the
+        session calls :meth:`send`. Returning True means the message is sent or queued.
+
+        Args:
+            data: The encoded message, without framing.
+        """
+        del data
+        return False
 
     def cancel_request(self, request_id: RequestId) -> bool:
         """Cancel a request at the transport level, if the transport can.

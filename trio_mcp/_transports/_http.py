@@ -932,10 +932,14 @@ class StreamableHTTPParameters:
     def open_transport(
         self, nursery: trio.Nursery
     ) -> AbstractAsyncContextManager[StreamableHTTPTransport]:
-        """Open the transport; each request's stream runs as a task in ``nursery``.
+        """Open the transport. Nothing is sent until the session sends its first message.
 
-        Nothing is sent until the session sends its first message. Leaving the context
-        closes the transport (ending a legacy session with DELETE).
+        Args:
+            nursery: Where each request's stream (and the legacy GET stream) runs as a task.
+
+        Returns:
+            An async context manager yielding the transport; leaving it closes the
+            transport (ending a legacy session with DELETE).
         """
         return _open_streamable(self, nursery)
 

@@ -15,6 +15,8 @@ __all__ = ["MemoryServerStream", "MemoryTransport", "memory_transport_pair"]
 class MemoryTransport(Transport):
     """The client end of an in-process connection: whole messages over memory channels."""
 
+    needs_info = False
+
     def __init__(
         self,
         send_channel: trio.MemorySendChannel[bytes],

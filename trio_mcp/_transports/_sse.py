@@ -192,8 +192,14 @@ class SSEParameters:
     breaker: CircuitBreaker | None = field(default=None, repr=False)
 
     def open_transport(self, nursery: trio.Nursery) -> AbstractAsyncContextManager[SSETransport]:
-        """Open the event stream (waiting for the ``endpoint`` event); its reader runs in
-        ``nursery``. Leaving the context closes the stream, which ends the connection.
+        """Open the event stream and wait for the ``endpoint`` event.
+
+        Args:
+            nursery: Where the event stream's reader and each request's POST run as tasks.
+
+        Returns:
+            An async context manager yielding the transport; leaving it closes the event
+            stream, which ends the connection.
 
         Raises:
             HTTPStatusError: The server refused the GET.

@@ -166,6 +166,8 @@ class StdioTransport(Transport):
         self._stderr_done = trio.Event()
         self._writer_done = trio.Event()
         self._write_error: BaseException | None = None
+        self._stdin_fd = self._stdin.fileno()
+        self._writer_busy = True  # until the writer task parks on its queue
         self._eof_note = ""
         self._closed = False
 
@@ -187,20 +189,49 @@ class StdioTransport(Transport):
 
     # -- sending -------------------------------------------------------------------------
 
+    needs_info = False
+
     async def send(self, data: bytes, info: MessageInfo | None = None) -> None:
-        """Queue one message for the writer task (never blocks on the pipe)."""
+        """Queue one message for the writer task, which coalesces queued lines into one write."""
         if self._closed:
             raise trio.ClosedResourceError("the stdio transport is closed")
         if self._write_error is not None:
             raise self.closed_error() from self._write_error
-        self._out_send.send_nowait(data)
+        self._writer_busy = True
+        self._out_send.send_nowait(data + b"\n")
+
+    def try_send_now(self, data: bytes) -> bool:
+        """Write a lone message straight to the non-blocking pipe while the writer is idle.
+
+        Whatever the pipe does not take is queued for the writer task, so this never blocks.
+        """
+        if self._writer_busy or self._closed or self._write_error is not None:
+            return False
+        framed = data + b"\n"
+        try:
+            written = os.write(self._stdin_fd, framed)
+        except BlockingIOError:
+            written = 0
+        except OSError as exc:
+            self._write_error = exc
+            return False
+        if written < len(framed):
+            self._writer_busy = True
+            self._out_send.send_nowait(framed[written:])
+        return True
 
     async def _write_loop(self) -> None:
         receive = self._out_receive
         try:
             while True:
                 try:
-                    first = await receive.receive()
+                    first = receive.receive_nowait()
+                except trio.WouldBlock:
+                    self._writer_busy = False
+                    try:
+                        first = await receive.receive()
+                    except (trio.EndOfChannel, trio.ClosedResourceError):
+                        break
                 except (trio.EndOfChannel, trio.ClosedResourceError):
                     break
                 batch = [first]
@@ -209,12 +240,12 @@ class StdioTransport(Transport):
                         batch.append(receive.receive_nowait())
                     except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
                         break
-                batch.append(b"")
-                await self._stdin.send_all(b"\n".join(batch))
+                await self._stdin.send_all(batch[0] if len(batch) == 1 else b"".join(batch))
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             self._write_error = exc
             logger.debug("stdin of the server closed: %r", exc)
         finally:
+            self._writer_busy = True  # no more fast-path writes
             self._writer_done.set()
             with trio.CancelScope(shield=True):
                 try:

@@ -13,10 +13,12 @@ trio-websocket is imported only when a transport is opened.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Mapping
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+import ssl
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from dataclasses import KW_ONLY, dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
+from urllib.parse import urlsplit
 
 import trio
 
@@ -56,6 +58,7 @@ class WebSocketParameters:
             larger one makes trio-websocket close the connection (code 1009), which
             fails the session with :class:`~trio_mcp.ConnectionClosed`.
         timeout: Seconds for the opening and the closing handshakes.
+        ssl_context: The TLS settings for ``wss://`` URLs (default: the system's CAs).
     """
 
     url: str
@@ -63,11 +66,19 @@ class WebSocketParameters:
     headers: Mapping[str, str] | None = None
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
     timeout: float = 30.0
+    ssl_context: ssl.SSLContext | None = None
 
     def open_transport(
         self, nursery: trio.Nursery
     ) -> AbstractAsyncContextManager[WebSocketTransport]:
-        """Connect; the connection's reader runs in a task in ``nursery``.
+        """Connect (opening handshake included).
+
+        Args:
+            nursery: Where the connection's reader task runs.
+
+        Returns:
+            An async context manager yielding the transport; leaving it closes the
+            connection with code 1000.
 
         Raises:
             HTTPStatusError: The server refused the WebSocket handshake.
@@ -88,21 +99,45 @@ async def _open_websocket(
         await transport.aclose()
 
 
-async def _close_socket(ws: trio_websocket.WebSocketConnection, timeout: float) -> None:
-    """Close the TCP stream under a WebSocket.
+class _ReaderSpawner:
+    """Stands in for the nursery trio-websocket starts its reader task in.
 
-    trio-websocket (0.12) leaves a client's stream open when the server started the close
-    handshake (the client waits for the server's TCP close, then never closes its own
-    socket), which leaks the socket. Closing a closed stream again does nothing.
+    The reader runs in the transport's nursery, but guarded: if it fails (as it does when
+    the server rejects the handshake) the failure is handed back to the transport instead
+    of crashing the user's nursery, and its end is reported so the handshake never waits
+    for an answer that cannot come.
     """
-    stream: trio.abc.AsyncResource | None = getattr(ws, "_stream", None)
-    if stream is None:  # pragma: no cover - trio-websocket changed its internals
-        return
-    with trio.move_on_after(timeout, shield=True):
+
+    def __init__(self, nursery: trio.Nursery, transport: WebSocketTransport) -> None:
+        self._nursery = nursery
+        self._transport = transport
+
+    def start_soon(self, async_fn: Callable[[], Awaitable[object]], *args: object) -> None:
+        self._nursery.start_soon(self._guard, async_fn, name="trio_mcp WebSocket reader")
+
+    async def _guard(self, async_fn: Callable[[], Awaitable[object]]) -> None:
         try:
-            await stream.aclose()
-        except (trio.BrokenResourceError, OSError):  # pragma: no cover
-            pass
+            await async_fn()
+        except Exception as exc:
+            self._transport._reader_failed(exc)  # pyright: ignore[reportPrivateUsage]
+        finally:
+            self._transport._reader_ended()  # pyright: ignore[reportPrivateUsage]
+
+
+def _target(url: str) -> tuple[str, int, str, str, bool]:
+    """``(host, port, resource, Host header, use TLS)`` of a ``ws://`` / ``wss://`` URL."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("ws", "wss"):
+        raise ValueError(f"a WebSocket URL starts with ws:// or wss://, not {url!r}")
+    host = parts.hostname
+    if not host:
+        raise ValueError(f"the WebSocket URL {url!r} has no host")
+    secure = parts.scheme == "wss"
+    port = parts.port or (443 if secure else 80)
+    resource = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    shown = f"[{host}]" if ":" in host else host
+    host_header = shown if port == (443 if secure else 80) else f"{shown}:{port}"
+    return host, port, resource, host_header, secure
 
 
 class WebSocketTransport(Transport):
@@ -112,9 +147,10 @@ class WebSocketTransport(Transport):
 
     def __init__(self, params: WebSocketParameters) -> None:
         self._params = params
+        self._stream: trio.SocketStream | trio.SSLStream[trio.SocketStream] | None = None
         self._ws: trio_websocket.WebSocketConnection | None = None
-        self._closing = trio.Event()
-        self._done = trio.Event()
+        self._handshake = trio.CancelScope()
+        self._reader_error: Exception | None = None
         self._closed = False
         self._error: MCPError | None = None
         self._origin = origin_of(params.url)
@@ -130,55 +166,85 @@ class WebSocketTransport(Transport):
         return self._ws.subprotocol if self._ws is not None else None
 
     async def connect(self, nursery: trio.Nursery) -> None:
-        """Open the connection; it is held by a task in ``nursery`` until :meth:`aclose`.
+        """Open the connection; its reader task runs in ``nursery`` until :meth:`aclose`.
+
+        Args:
+            nursery: Where the reader task runs.
 
         Raises:
             HTTPStatusError: The server refused the handshake.
             TransportError: The connection could not be opened.
         """
-        await nursery.start(self._hold)
-
-    async def _hold(self, task_status: trio.TaskStatus[None]) -> None:
         import trio_websocket
 
         params = self._params
-        headers = [(k.encode(), v.encode()) for k, v in (params.headers or {}).items()]
-        started = False
-        opened: trio_websocket.WebSocketConnection | None = None
+        host, port, resource, host_header, secure = _target(params.url)
         try:
-            async with trio_websocket.open_websocket_url(
-                params.url,
-                subprotocols=[SUBPROTOCOL],
-                extra_headers=headers,
-                max_message_size=params.max_message_size,
-                connect_timeout=params.timeout,
-                disconnect_timeout=params.timeout,
-            ) as ws:
-                self._ws = opened = ws
-                if ws.subprotocol != SUBPROTOCOL:
-                    logger.debug("%s accepted without the mcp subprotocol", params.url)
-                started = True
-                task_status.started()
-                await self._closing.wait()
-        except trio_websocket.ConnectionRejected as exc:
-            if started:  # pragma: no cover - rejection only happens during the handshake
-                raise
+            with trio.fail_after(params.timeout):
+                if secure:
+                    context = params.ssl_context or ssl.create_default_context()
+                    self._stream = await trio.open_ssl_over_tcp_stream(
+                        host, port, ssl_context=context, https_compatible=True
+                    )
+                else:
+                    self._stream = await trio.open_tcp_stream(host, port)
+        except (OSError, trio.TooSlowError) as exc:
+            message = f"could not open a WebSocket to {params.url}: {exc!r}"
+            raise TransportError(message) from exc
+        headers = [(k.encode(), v.encode()) for k, v in (params.headers or {}).items()]
+        ws: trio_websocket.WebSocketConnection | None = None
+        try:
+            with trio.fail_after(params.timeout), self._handshake:
+                ws = await trio_websocket.wrap_client_stream(
+                    cast("trio.Nursery", _ReaderSpawner(nursery, self)),
+                    self._stream,
+                    host_header,
+                    resource,
+                    subprotocols=[SUBPROTOCOL],
+                    extra_headers=headers,
+                    max_message_size=params.max_message_size,
+                )
+        except trio.TooSlowError as exc:
+            await self._close_stream()
+            message = f"the WebSocket handshake with {params.url} timed out"
+            raise TransportError(message) from exc
+        if ws is None:
+            await self._close_stream()
+            raise self._handshake_error()
+        self._ws = ws
+        if ws.subprotocol != SUBPROTOCOL:
+            logger.debug("%s accepted without the mcp subprotocol", params.url)
+
+    def _handshake_error(self) -> MCPError:
+        import trio_websocket
+
+        exc = self._reader_error
+        url = self._params.url
+        if isinstance(exc, trio_websocket.ConnectionRejected):
             body = (exc.body or b"")[:65536].decode("utf-8", "replace")
-            raise HTTPStatusError(exc.status_code, body, params.url) from exc
-        except (trio_websocket.HandshakeError, OSError) as exc:
-            if not started:
-                message = f"could not open a WebSocket to {params.url}: {exc!r}"
-                raise TransportError(message) from exc
-            logger.debug("closing the WebSocket to %s failed: %r", params.url, exc)
-        except Exception as exc:  # never let a failure after start reach the user's nursery
-            if not started:
-                message = f"could not open a WebSocket to {params.url}: {exc!r}"
-                raise TransportError(message) from exc
-            logger.exception("the WebSocket connection to %s failed", params.url)
-        finally:
-            if opened is not None:
-                await _close_socket(opened, params.timeout)
-            self._done.set()
+            error: MCPError = HTTPStatusError(exc.status_code, body, url)
+        elif exc is None:
+            error = TransportError(f"{url} closed the connection during the WebSocket handshake")
+        else:
+            error = TransportError(f"the WebSocket handshake with {url} failed: {exc!r}")
+        error.__cause__ = exc
+        return error
+
+    def _reader_failed(self, exc: Exception) -> None:
+        if self._ws is None:
+            self._reader_error = exc
+        else:  # pragma: no cover - trio-websocket handles errors after the handshake
+            logger.warning("the WebSocket reader for %s failed: %r", self._params.url, exc)
+
+    def _reader_ended(self) -> None:
+        self._handshake.cancel()  # if still waiting for the handshake, it will never end
+
+    async def _close_stream(self) -> None:
+        # Closing our own stream also covers trio-websocket leaving it open when the
+        # server started the closing handshake.
+        if self._stream is not None:
+            with trio.CancelScope(shield=True), suppress(trio.BrokenResourceError, OSError):
+                await self._stream.aclose()
 
     async def send(self, data: bytes, info: MessageInfo | None = None) -> None:
         """Send one message as a text frame.
@@ -257,8 +323,8 @@ class WebSocketTransport(Transport):
         if self._closed:
             return
         self._closed = True
-        self._closing.set()
-        if self._ws is None:
-            return  # never connected
-        with trio.CancelScope(shield=True):
-            await self._done.wait()  # the holder's own close is bounded by the timeout
+        if self._ws is not None:
+            with trio.move_on_after(self._params.timeout, shield=True):
+                with suppress(Exception):
+                    await self._ws.aclose()
+        await self._close_stream()
