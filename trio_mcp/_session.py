@@ -131,7 +131,7 @@ _any_decoder: Final = msgspec.json.Decoder()
 _progress_decoder: Final = msgspec.json.Decoder(t.ProgressNotificationParams)
 
 
-_CHANNEL_POOL_SIZE: Final = 256
+_CHANNEL_POOL_SIZE: Final = 1024
 _NO_SCOPE: Final = nullcontext()
 _NO_HEADERS: Final[Mapping[str, str]] = {}
 _open_channel: Final = trio.open_memory_channel  # unsubscripted: no typing work per call
