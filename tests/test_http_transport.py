@@ -747,13 +747,30 @@ async def test_404_without_a_session_is_just_an_error() -> None:
 
 
 async def test_cancel_request_is_false_in_the_legacy_era() -> None:
+    closed = trio.Event()
+
     async def on_request(req: httpx.Request, message: dict[str, Any]) -> httpx.Response:
-        return json_response(result(message["id"]))
+        if message["method"] == "ping":
+            return json_response(result(message["id"]))
+
+        async def wait_forever() -> None:
+            try:
+                await trio.sleep_forever()
+            finally:
+                closed.set()
+
+        return sse_response(event(progress(1)), then=wait_forever)
 
     async with open_http(legacy_server(on_request)) as (transport, _):
         await legacy_session(transport)
-        assert transport.cancel_request(1) is False
         assert transport.wants_param_headers is False
+        await transport.send(request(2, "tools/call"), MessageInfo("tools/call", 2))
+        assert json.loads(await transport.receive()) == progress(1)
+        # the session must send notifications/cancelled; the stream is closed anyway
+        assert transport.cancel_request(2) is False
+        await closed.wait()
+        await transport.send(request(3, "ping"), MessageInfo("ping", 3))
+        assert json.loads(await transport.receive()) == result(3)
 
 
 # -- the modern era -----------------------------------------------------------------------------

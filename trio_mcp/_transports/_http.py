@@ -580,11 +580,16 @@ class HTTPCore:
     ) -> None:
         """Run ``fn(*args)`` in the nursery; its failure fails ``request_id`` (or is logged)."""
         scope = trio.CancelScope()
+        try:
+            self.nursery.start_soon(self._run, scope, request_id, fn, args, name=name)
+        except RuntimeError as exc:  # the nursery is closed
+            raise trio.ClosedResourceError(
+                "the nursery this transport was opened with has exited"
+            ) from exc
         if request_id is not None:
             self.request_scopes[request_id] = scope
         self._scopes.add(scope)
         self._running += 1
-        self.nursery.start_soon(self._run, scope, request_id, fn, args, name=name)
 
     async def _run(
         self,
@@ -1384,18 +1389,21 @@ class StreamableHTTPTransport(Transport):
         return await self._core.receive()
 
     def cancel_request(self, request_id: RequestId) -> bool:
-        """Cancel a modern request by closing its response stream.
+        """Cancel a request by closing its response stream.
+
+        In the modern era the closed stream is the cancellation signal. In the legacy era
+        a closed stream means nothing to the server, so the stream is closed only to free
+        the connection, and the session must still send ``notifications/cancelled``.
 
         Returns:
-            True in the modern era (the closed stream is the cancellation signal), False
-            in the legacy era and over HTTP+SSE (send ``notifications/cancelled``).
+            True in the modern era, False in the legacy era and over HTTP+SSE.
         """
-        if not self.modern or self._sse is not None:
+        if self._sse is not None:
             return False
         scope = self._core.request_scopes.get(request_id)
         if scope is not None:
             scope.cancel()
-        return True
+        return self.modern
 
     async def fallback_to_sse(self) -> bool:
         """Switch to the deprecated HTTP+SSE transport (2024-11-05) if the server speaks it.
