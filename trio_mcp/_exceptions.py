@@ -14,6 +14,7 @@ The tree is small on purpose::
     │   ├── ConnectionClosed          the server went away (exit code, stderr tail)
     │   └── HTTPStatusError           an HTTP request failed (status code, body)
     ├── InputRequestError             a multi-round-trip input could not be provided
+    ├── CircuitOpenError              the circuit breaker is open (``trio_mcp.CircuitBreaker``)
     └── ToolError                     raised by ``CallToolResult.raise_for_error()``
 
 Timeouts are trio's own :class:`trio.TooSlowError` (from ``timeout=`` or the caller's
@@ -158,14 +159,16 @@ class HTTPStatusError(TransportError):
 
     Attributes:
         status_code: The HTTP status code.
-        body: The response body as text (truncated to a few KiB).
+        body: The response body as text (truncated to 64 KiB).
         url: The URL that was requested.
+        retry_after: Seconds from a ``Retry-After`` header, if the server sent one.
     """
 
-    def __init__(self, status_code: int, body: str, url: str = ""):
+    def __init__(self, status_code: int, body: str, url: str = "", retry_after: float | None = None):
         self.status_code = status_code
         self.body = body
         self.url = url
+        self.retry_after = retry_after
         shown = body if len(body) <= 500 else body[:500] + "..."
         super().__init__(f"HTTP {status_code} from {url or 'server'}: {shown}")
 

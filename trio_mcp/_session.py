@@ -705,6 +705,11 @@ class ClientSession:
 
     def _fail_one(self, failure: RequestFailed) -> None:
         entry = self._pending.pop(failure.request_id, None)
+        answer = _error_in_http_body(failure.error)
+        if entry is not None and answer is not None:
+            # A 4xx whose body is the JSON-RPC error response: the server did answer.
+            entry.send.send_nowait(answer)
+            return
         if entry is None:
             logger.warning(
                 "transport failure for unknown request %r: %s", failure.request_id, failure.error
@@ -1485,6 +1490,21 @@ class ClientSession:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+def _error_in_http_body(error: MCPError) -> Envelope | None:
+    """The JSON-RPC error response carried in the body of an HTTP 4xx, if there is one."""
+    status = getattr(error, "status_code", None)
+    body = getattr(error, "body", None)
+    if not isinstance(status, int) or not 400 <= status < 500 or status in (401, 403):
+        return None
+    if not isinstance(body, str) or not body.lstrip().startswith("{"):
+        return None
+    try:
+        message = decode_envelope(body.encode())
+    except ProtocolError:
+        return None
+    return message if message.error is not UNSET else None
 
 
 class RequestFailedError(MCPError):

@@ -430,7 +430,7 @@ def status_error(response: httpx.Response, body: bytes) -> HTTPStatusError:
     error = HTTPStatusError(
         response.status_code, body.decode("utf-8", "replace"), str(response.request.url)
     )
-    error.retry_after = parse_retry_after(response.headers.get("retry-after"))  # type: ignore[attr-defined]
+    error.retry_after = parse_retry_after(response.headers.get("retry-after"))
     return error
 
 
