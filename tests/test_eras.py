@@ -490,7 +490,7 @@ async def test_listen_waits_for_acknowledgement_before_yielding() -> None:
     order: list[str] = []
 
     async def slow_ack(peer: RawPeer, message: dict[str, Any]) -> Any:
-        await trio.sleep(0)
+        await trio.lowlevel.checkpoint()
         order.append("ack")
         meta = {"io.modelcontextprotocol/subscriptionId": message["id"]}
         await peer.send({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",

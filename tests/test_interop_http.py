@@ -50,14 +50,22 @@ def sdk() -> None:
 
 
 async def sample(params: Any, ctx: trio_mcp.RequestContext) -> Any:
-    return {"role": "assistant", "content": {"type": "text", "text": "sampled-answer"}, "model": "fake"}
+    return {
+        "role": "assistant",
+        "content": {"type": "text", "text": "sampled-answer"},
+        "model": "fake",
+    }
 
 
 async def elicit(params: Any, ctx: trio_mcp.RequestContext) -> Any:
     return {"action": "accept", "content": {"name": "Ada"}}
 
 
-HANDLERS: dict[str, Any] = {"sampling": sample, "elicitation": elicit, "roots": ["file:///tmp/project"]}
+HANDLERS: dict[str, Any] = {
+    "sampling": sample,
+    "elicitation": elicit,
+    "roots": ["file:///tmp/project"],
+}
 
 
 @pytest.mark.parametrize("transport", ["streamableHttp", "sse"])
@@ -77,7 +85,10 @@ async def test_everything_over_http(peers: None, transport: str) -> None:
                     on_progress=lambda p: seen.append(p.progress),
                 )  # fmt: skip
                 assert seen == [1, 2, 3]
-                assert "sampled-answer" in (await session.call_tool("trigger-sampling-request", {"prompt": "x"})).text
+                assert (
+                    "sampled-answer"
+                    in (await session.call_tool("trigger-sampling-request", {"prompt": "x"})).text
+                )
                 assert not (await session.call_tool("trigger-elicitation-request", {})).is_error
                 assert "file:///tmp/project" in (await session.call_tool("get-roots-list", {})).text
                 resources = await session.list_resources()
@@ -90,7 +101,9 @@ async def test_everything_over_http(peers: None, transport: str) -> None:
                         assert "level" in (await rx.receive()).params
 
 
-@pytest.mark.parametrize(("mode", "era"), [("dual", "modern"), ("modern", "modern"), ("legacy", "legacy")])
+@pytest.mark.parametrize(
+    ("mode", "era"), [("dual", "modern"), ("modern", "modern"), ("legacy", "legacy")]
+)
 async def test_sdk_server_over_streamable_http(sdk: None, mode: str, era: str) -> None:
     async with open_sdk_http("http", mode=mode) as peer:  # type: ignore[arg-type]
         async with trio.open_nursery() as nursery:
@@ -99,13 +112,19 @@ async def test_sdk_server_over_streamable_http(sdk: None, mode: str, era: str) -
                 assert {"echo", "ask_name"} <= {tool.name for tool in await session.list_tools()}
                 assert (await session.call_tool("echo", {"text": "x"})).text == "x"
                 assert "Ada" in (await session.call_tool("ask_name", {})).text
-                assert "sampled-answer" in (await session.call_tool("summarize", {"text": "t"})).text
+                assert (
+                    "sampled-answer" in (await session.call_tool("summarize", {"text": "t"})).text
+                )
                 assert "file:///tmp/project" in (await session.call_tool("show_roots", {})).text
                 assert (await session.read_resource("test://static/text")).contents
                 prompt = await session.get_prompt("greeting", {"name": "Ada"})
                 assert "Ada" in str(prompt.messages[0].content)
                 seen: list[float] = []
-                await session.call_tool("count_with_progress", {"steps": 3}, on_progress=lambda p: seen.append(p.progress))
+                await session.call_tool(
+                    "count_with_progress",
+                    {"steps": 3},
+                    on_progress=lambda p: seen.append(p.progress),
+                )
                 assert len(seen) == 3
                 if era == "modern":
                     await session.set_logging_level("info")
@@ -116,7 +135,9 @@ async def test_sdk_server_over_streamable_http(sdk: None, mode: str, era: str) -
                 async with session.listen(tools=True) as changes:
                     await session.call_tool("add_dynamic_tool", {"name": "fresh"})
                     with trio.fail_after(10):
-                        assert (await changes.receive()).method == "notifications/tools/list_changed"
+                        assert (
+                            await changes.receive()
+                        ).method == "notifications/tools/list_changed"
 
 
 async def start_sdk(port: int, mode: str) -> tuple[trio.Process, _Output]:
@@ -126,7 +147,9 @@ async def start_sdk(port: int, mode: str) -> tuple[trio.Process, _Output]:
         stdin=subprocess.DEVNULL, stdout=output.file, stderr=output.file, env=sdk_server_env(),
     )  # fmt: skip
     with trio.fail_after(30):
-        assert await _wait_until_accepting(process, port, output, f"{LISTENING_MARKER} {LOOPBACK}:{port}")
+        assert await _wait_until_accepting(
+            process, port, output, f"{LISTENING_MARKER} {LOOPBACK}:{port}"
+        )
     return process, output
 
 
@@ -156,7 +179,9 @@ async def test_modern_server_restart_is_invisible(sdk: None) -> None:
     process, output = await start_sdk(port, "modern")
     try:
         async with trio.open_nursery() as nursery:
-            async with trio_mcp.open_mcp_session(nursery, f"http://{LOOPBACK}:{port}/mcp") as session:
+            async with trio_mcp.open_mcp_session(
+                nursery, f"http://{LOOPBACK}:{port}/mcp"
+            ) as session:
                 assert session.era == "modern"
                 assert (await session.call_tool("echo", {"text": "a"})).text == "a"
                 await terminate_process(process)

@@ -72,20 +72,26 @@ def _mutual(offered: Sequence[str], ours: Sequence[str]) -> str | None:
     return None
 
 
+class _ErrorBody(msgspec.Struct):
+    code: int
+    data: Any = None
+
+
+class _ErrorEnvelope(msgspec.Struct):
+    error: _ErrorBody
+
+
+_error_envelope_decoder: Final = msgspec.json.Decoder(_ErrorEnvelope)
+
+
 def _modern_error_in_body(body: str) -> tuple[int, Any] | None:
     """Find a modern JSON-RPC error in an HTTP error body."""
     try:
-        decoded = msgspec.json.decode(body.encode())
-    except (msgspec.DecodeError, UnicodeError):
+        decoded = _error_envelope_decoder.decode(body.encode())
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeError):
         return None
-    if not isinstance(decoded, dict):
-        return None
-    error = decoded.get("error")  # pyright: ignore[reportUnknownMemberType,reportUnknownVariableType]
-    if not isinstance(error, dict):
-        return None
-    code = error.get("code")  # pyright: ignore[reportUnknownMemberType,reportUnknownVariableType]
-    if isinstance(code, int) and code in MODERN_ERROR_CODES:
-        return code, error.get("data")  # pyright: ignore[reportUnknownMemberType]
+    if decoded.error.code in MODERN_ERROR_CODES:
+        return decoded.error.code, decoded.error.data
     return None
 
 
@@ -138,8 +144,8 @@ def classify_probe(
         if found is not None:
             code, data = found
             if code == -32022:
-                supported = data.get("supported", []) if isinstance(data, dict) else []
-                version = _mutual([str(v) for v in supported], modern)  # pyright: ignore[reportUnknownVariableType,reportUnknownArgumentType]
+                supported = UnsupportedProtocolVersionError(code, "", data).supported
+                version = _mutual(supported, modern)
                 if version is not None:
                     return Verdict(ProbeVerdict.RETRY, version, "server asked for another version")
             return Verdict(

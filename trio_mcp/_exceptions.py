@@ -24,7 +24,7 @@ No exception from the session's own tasks ever reaches a caller as an ``Exceptio
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 __all__ = [
     "ConnectionClosed",
@@ -81,17 +81,19 @@ class UnsupportedProtocolVersionError(ServerError):
     @property
     def supported(self) -> list[str]:
         """The versions the server listed in the error data."""
-        if isinstance(self.data, dict):
-            versions = self.data.get("supported")
+        data: object = self.data
+        if isinstance(data, dict):
+            versions: object = cast("dict[str, object]", data).get("supported")
             if isinstance(versions, list):
-                return [str(v) for v in versions]
+                return [str(v) for v in cast("list[object]", versions)]
         return []
 
     @property
     def requested(self) -> str | None:
         """The version the client requested, as echoed by the server."""
-        if isinstance(self.data, dict):
-            requested = self.data.get("requested")
+        data: object = self.data
+        if isinstance(data, dict):
+            requested = cast("dict[str, object]", data).get("requested")
             return str(requested) if requested is not None else None
         return None
 
@@ -164,7 +166,9 @@ class HTTPStatusError(TransportError):
         retry_after: Seconds from a ``Retry-After`` header, if the server sent one.
     """
 
-    def __init__(self, status_code: int, body: str, url: str = "", retry_after: float | None = None):
+    def __init__(
+        self, status_code: int, body: str, url: str = "", retry_after: float | None = None
+    ):
         self.status_code = status_code
         self.body = body
         self.url = url

@@ -20,7 +20,7 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import trio
 
@@ -34,10 +34,10 @@ __all__ = ["main"]
 def _json_arg(text: str | None) -> dict[str, Any]:
     if not text:
         return {}
-    value = json.loads(text)
+    value: object = json.loads(text)
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError("arguments must be a JSON object")
-    return value
+    return cast("dict[str, Any]", value)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -105,7 +105,9 @@ def example_arguments(tool: trio_mcp.Tool) -> dict[str, Any]:
 
 def text_of(result: trio_mcp.CallToolResult) -> str:
     """The text blocks of a tool result, joined."""
-    return " ".join(block.text for block in result.content if isinstance(block, trio_mcp.TextContent))
+    return " ".join(
+        block.text for block in result.content if isinstance(block, trio_mcp.TextContent)
+    )
 
 
 async def call_and_log(
@@ -280,7 +282,9 @@ async def scenario_schema_echo(session: trio_mcp.ClientSession, context: Mapping
     tools = {tool.name: tool for tool in await list_tools(session)}
     focal = tools.get("json_schema_2020_12_tool")
     if focal is None or "json_schema_echo" not in tools:
-        raise ScenarioFailed("the server did not list json_schema_2020_12_tool and json_schema_echo")
+        raise ScenarioFailed(
+            "the server did not list json_schema_2020_12_tool and json_schema_echo"
+        )
     await call_and_log(session, "json_schema_echo", {"schema": focal.input_schema})
 
 

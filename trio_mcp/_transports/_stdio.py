@@ -19,9 +19,10 @@ import shlex
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
+from typing import cast
 
 import trio
 
@@ -119,7 +120,7 @@ class StdioParameters:
 @asynccontextmanager
 async def _open_stdio(
     params: StdioParameters, nursery: trio.Nursery
-) -> AsyncIterator[StdioTransport]:
+) -> AsyncGenerator[StdioTransport, None]:
     argv = params.argv
     if not argv:
         raise ValueError("empty command: give the program to run and its arguments")
@@ -166,7 +167,7 @@ class StdioTransport(Transport):
         self._stderr_done = trio.Event()
         self._writer_done = trio.Event()
         self._write_error: BaseException | None = None
-        self._stdin_fd = self._stdin.fileno()
+        self._stdin_fd: int = cast(trio.lowlevel.FdStream, self._stdin).fileno()
         self._writer_busy = True  # until the writer task parks on its queue
         self._eof_note = ""
         self._closed = False
