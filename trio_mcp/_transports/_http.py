@@ -906,7 +906,7 @@ class StreamableHTTPParameters:
     Args:
         url: The MCP endpoint, e.g. ``https://example.com/mcp``.
         headers: Extra headers sent with every HTTP request (e.g. an API key).
-        auth: Any :class:`httpx.Auth` (such as trio_mcp's OAuth provider).
+        auth: Any :class:`httpx.Auth` (OAuth support is planned).
         client: An :class:`httpx.AsyncClient` to use (for TLS ``verify``, proxies,
             transports, ...). The caller owns it: it is not closed with the transport.
             By default a client is created, and closed with the transport.
