@@ -9,7 +9,8 @@ verdict following ``2026-07-28/basic/versioning.mdx`` and the transport binding 
 * an HTTP 400 whose body is a recognized modern JSON-RPC error: modern, handled like above;
 * HTTP 401/403: not an era verdict, the error is raised;
 * anything else (another JSON-RPC error, an HTTP 4xx, no answer within the probe
-  timeout, a ``DiscoverResult`` without a mutual modern version): legacy, ``initialize``.
+  timeout, a ``DiscoverResult`` without a mutual modern version, a result that is not a
+  ``DiscoverResult`` at all): legacy, ``initialize``.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any, Final
 import msgspec
 import trio
 
-from ._exceptions import ServerError, UnsupportedProtocolVersionError
+from ._exceptions import ProtocolError, ServerError, UnsupportedProtocolVersionError
 
 __all__ = [
     "LATEST_LEGACY_VERSION",
@@ -158,4 +159,6 @@ def classify_probe(
         return Verdict(ProbeVerdict.LEGACY, None, "no answer to server/discover in time")
     if isinstance(error, ServerError):
         return Verdict(ProbeVerdict.LEGACY, None, f"server/discover failed with {error.code}")
+    if isinstance(error, ProtocolError):
+        return Verdict(ProbeVerdict.LEGACY, None, f"the answer is not a DiscoverResult: {error}")
     return Verdict(ProbeVerdict.FAIL, None, f"server/discover failed: {error!r}")

@@ -308,8 +308,11 @@ class ClientSession:
                     announce_cancel=not probe,
                     unwrap=False,
                 )
-                discovered = self._decode(result.result, t.DiscoverResult, "server/discover")
                 error: BaseException | None = None
+                try:
+                    discovered = self._decode(result.result, t.DiscoverResult, "server/discover")
+                except ProtocolError as exc:  # e.g. a legacy server's ``{}`` for any method
+                    discovered, error = None, exc
             except (ServerError, trio.TooSlowError, TransportError, RequestFailedError) as exc:
                 if isinstance(exc, TransportError):  # the connection itself failed
                     raise

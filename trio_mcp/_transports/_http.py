@@ -993,6 +993,7 @@ class StreamableHTTPTransport(Transport):
         self._initialize: tuple[bytes, MessageInfo] | None = None
         self._reinit_lock = trio.Lock()
         self._get_stream_started = False
+        self._get_stream_ready = trio.Event()  # the first GET was answered (or failed)
         self._sse: LegacySSEConnection | None = None
 
     @property
@@ -1050,6 +1051,10 @@ class StreamableHTTPTransport(Transport):
         ):
             self._get_stream_started = True
             self._core.spawn(None, self._get_stream, name="trio_mcp GET stream")
+            # Servers drop server-initiated messages while no GET stream is connected (and
+            # may take a late GET for a reconnection): let it be answered before going on.
+            with trio.move_on_after(self._params.timeout):
+                await self._get_stream_ready.wait()
 
     def _headers(self, info: MessageInfo, session_id: str | None) -> dict[str, str]:
         headers = dict(self._core.headers)
@@ -1291,12 +1296,15 @@ class StreamableHTTPTransport(Transport):
             progress = state.progress
             error: MCPError | None = None
             try:
-                response = await self._core.open(
-                    "GET",
-                    self._url,
-                    headers=self._stream_headers(session_id, state.last_event_id),
-                    retry=False,
-                )
+                try:
+                    response = await self._core.open(
+                        "GET",
+                        self._url,
+                        headers=self._stream_headers(session_id, state.last_event_id),
+                        retry=False,
+                    )
+                finally:
+                    self._get_stream_ready.set()
             except HTTPStatusError as exc:
                 if exc.status_code == 405:
                     logger.debug("%s offers no GET stream (HTTP 405)", self._url)
