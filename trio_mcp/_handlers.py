@@ -13,7 +13,7 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 import msgspec
 
@@ -83,7 +83,7 @@ def _to_wire(value: Any) -> Any:
     if isinstance(value, msgspec.Struct):
         return t.to_builtins(value)
     if isinstance(value, Mapping):
-        return dict(value)
+        return dict(cast("Mapping[str, Any]", value))
     return value
 
 
@@ -93,15 +93,18 @@ def apply_elicitation_defaults(schema: Mapping[str, Any] | None, content: Any) -
     Properties the user left out but whose schema has a ``default`` are added; values the
     user gave are never changed.
     """
-    if not isinstance(schema, Mapping) or not isinstance(content, dict):
+    given: object = content
+    if not isinstance(schema, Mapping) or not isinstance(given, dict):
         return content
-    properties = schema.get("properties")
+    properties: object = schema.get("properties")
     if not isinstance(properties, Mapping):
         return content
-    filled: dict[str, Any] = dict(content)  # pyright: ignore[reportUnknownArgumentType]
-    for name, prop in properties.items():
-        if name not in filled and isinstance(prop, Mapping) and "default" in prop:
-            filled[name] = prop["default"]
+    filled: dict[str, Any] = dict(cast("dict[str, Any]", given))
+    for name, prop in cast("Mapping[str, object]", properties).items():
+        if name not in filled and isinstance(prop, Mapping):
+            spec = cast("Mapping[str, Any]", prop)
+            if "default" in spec:
+                filled[name] = spec["default"]
     return filled
 
 
@@ -173,23 +176,23 @@ class ServerRequestHandlers:
 
     async def _elicit(self, raw: bytes, ctx: RequestContext) -> Any:
         assert self.elicitation is not None
-        probe = msgspec.json.decode(raw)
-        mode = probe.get("mode", "form") if isinstance(probe, dict) else "form"
+        probe: object = msgspec.json.decode(raw)
+        mode = (
+            cast("dict[str, Any]", probe).get("mode", "form") if isinstance(probe, dict) else "form"
+        )
         typed: t.ElicitRequestFormParams | t.ElicitRequestURLParams
         if mode == "url":
             typed = t.decoder_for(t.ElicitRequestURLParams).decode(raw)
         else:
             typed = t.decoder_for(t.ElicitRequestFormParams).decode(raw)
-        result = _to_wire(await self.elicitation(typed, ctx))
-        if (
-            isinstance(typed, t.ElicitRequestFormParams)
-            and isinstance(result, dict)
-            and result.get("action") == "accept"
-        ):
-            result["content"] = apply_elicitation_defaults(
-                typed.requested_schema, result.get("content", {})
-            )
-        return result
+        result: Any = _to_wire(await self.elicitation(typed, ctx))
+        if isinstance(typed, t.ElicitRequestFormParams) and isinstance(result, dict):
+            answer = cast("dict[str, Any]", result)
+            if answer.get("action") == "accept":
+                answer["content"] = apply_elicitation_defaults(
+                    typed.requested_schema, answer.get("content", {})
+                )
+        return result  # pyright: ignore[reportUnknownVariableType]
 
     async def _roots(self, ctx: RequestContext) -> Any:
         roots = self.roots

@@ -15,7 +15,7 @@ from __future__ import annotations
 import inspect
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeVar, cast
@@ -121,10 +121,6 @@ class _InputRequest(msgspec.Struct):
     params: msgspec.Raw = msgspec.Raw(b"{}")
 
 
-class _PageHead(msgspec.Struct, rename="camel"):
-    next_cursor: str | UnsetType | None = UNSET
-
-
 _result_head_decoder: Final = msgspec.json.Decoder(_ResultHead)
 _input_request_decoder: Final = msgspec.json.Decoder(_InputRequest)
 _any_decoder: Final = msgspec.json.Decoder()
@@ -134,7 +130,10 @@ _progress_decoder: Final = msgspec.json.Decoder(t.ProgressNotificationParams)
 _CHANNEL_POOL_SIZE: Final = 1024
 _NO_SCOPE: Final = nullcontext()
 _NO_HEADERS: Final[Mapping[str, str]] = {}
-_open_channel: Final = trio.open_memory_channel  # unsubscripted: no typing work per call
+_Channels = tuple["trio.MemorySendChannel[Any]", "trio.MemoryReceiveChannel[Any]"]
+_open_channel: Final = cast(
+    "Callable[[float], _Channels]", trio.open_memory_channel
+)  # unsubscripted: no typing work per call
 
 
 class _Pending:
@@ -216,7 +215,7 @@ class ClientSession:
 
         self._next_id = 1
         self._pending: dict[int | str, _Pending] = {}
-        self._channel_pool: list[tuple[Any, Any]] = []
+        self._channel_pool: list[_Channels] = []
         self._incoming: dict[int | str, trio.CancelScope] = {}
         self._subscribers: list[_Subscriber] = []
         self._notification_handlers: dict[str, list[Callable[[Notification], Any]]] = {}
@@ -347,12 +346,12 @@ class ClientSession:
         if discovered.instructions is not UNSET:
             self._instructions = discovered.instructions
         meta = discovered.meta if discovered.meta is not UNSET else {}
-        info = meta.get(_META_SERVER)
+        info: object = meta.get(_META_SERVER)
         if isinstance(info, dict):
             try:
-                self._server_info = msgspec.convert(info, t.Implementation)
+                self._server_info = msgspec.convert(info, t.Implementation)  # pyright: ignore[reportUnknownArgumentType]
             except msgspec.ValidationError:
-                logger.debug("ignoring malformed serverInfo %r", info)
+                logger.debug("ignoring malformed serverInfo %r", info)  # pyright: ignore[reportUnknownArgumentType]
 
     def _set_modern(self, version: str) -> None:
         self._era = "modern"
@@ -730,7 +729,7 @@ class ClientSession:
             raise
         method = message.method
         if method is UNSET:
-            entry = self._pending.pop(message.id, None)  # type: ignore[arg-type]
+            entry = self._pending.pop(cast(int | str, message.id), None)
             if entry is None:
                 logger.debug("dropping a response for unknown or cancelled request %r", message.id)
                 return
@@ -752,13 +751,11 @@ class ClientSession:
             if entry is not None:
                 entry.send.send_nowait(progress)
         try:
-            params = _any_decoder.decode(raw) if raw else {}
+            decoded: object = _any_decoder.decode(raw) if raw else {}
         except msgspec.DecodeError:
             logger.debug("dropping a notification with undecodable params: %s", method)
             return
-        if not isinstance(params, dict):
-            params = {}
-        params = cast(dict[str, Any], params)
+        params = cast(dict[str, Any], decoded) if isinstance(decoded, dict) else {}
         if method == "notifications/cancelled":
             cancelled_id = params.get("requestId")
             scope = self._incoming.get(cancelled_id)  # type: ignore[arg-type]
@@ -790,9 +787,12 @@ class ClientSession:
                     sub.granted = cast(dict[str, Any], granted) if isinstance(granted, dict) else {}
                     sub.acknowledged.set()
                     continue
-            if sub.uris is not None and method == "notifications/resources/updated":
-                if params.get("uri") not in sub.uris:
-                    continue
+            if (
+                sub.uris is not None
+                and method == "notifications/resources/updated"
+                and params.get("uri") not in sub.uris
+            ):
+                continue
             try:
                 sub.send.send_nowait(note)
             except trio.WouldBlock:
@@ -845,7 +845,7 @@ class ClientSession:
             try:
                 custom = self._request_handlers.get(method)
                 if custom is not None:
-                    params = _any_decoder.decode(raw) if raw else {}
+                    params: Any = _any_decoder.decode(raw) if raw else {}
                     result = await custom(params, ctx)
                     if isinstance(result, msgspec.Struct):
                         result = t.to_builtins(result)
@@ -984,7 +984,7 @@ class ClientSession:
     @asynccontextmanager
     async def notifications(
         self, *methods: str, buffer: int | None = None
-    ) -> AsyncIterator[trio.MemoryReceiveChannel[Notification]]:
+    ) -> AsyncGenerator[trio.MemoryReceiveChannel[Notification], None]:
         """Receive the server's notifications on a channel while the block runs.
 
         Args:
@@ -1007,7 +1007,7 @@ class ClientSession:
         buffer: int | None,
         subscription_id: int | str | None = None,
         uris: frozenset[str] | None = None,
-    ) -> AsyncIterator[trio.MemoryReceiveChannel[Notification]]:
+    ) -> AsyncGenerator[trio.MemoryReceiveChannel[Notification], None]:
         send, receive = trio.open_memory_channel[Notification](
             self._notification_buffer if buffer is None else buffer
         )
@@ -1355,7 +1355,7 @@ class ClientSession:
         resources: bool = False,
         resource_uris: Iterable[str] = (),
         buffer: int | None = None,
-    ) -> AsyncIterator[trio.MemoryReceiveChannel[Notification]]:
+    ) -> AsyncGenerator[trio.MemoryReceiveChannel[Notification], None]:
         """Receive change notifications while the block runs, in either era.
 
         Modern servers get a ``subscriptions/listen`` request whose notifications are
@@ -1412,7 +1412,7 @@ class ClientSession:
     @asynccontextmanager
     async def _listen_modern(
         self, tools: bool, prompts: bool, resources: bool, uris: list[str], buffer: int | None
-    ) -> AsyncIterator[trio.MemoryReceiveChannel[Notification]]:
+    ) -> AsyncGenerator[trio.MemoryReceiveChannel[Notification], None]:
         wanted: dict[str, Any] = {}
         if tools:
             wanted["toolsListChanged"] = True
@@ -1436,7 +1436,10 @@ class ClientSession:
                     try:
                         await self._roundtrip(
                             "subscriptions/listen",
-                            {**self._with_meta("subscriptions/listen", None), "notifications": wanted},
+                            {
+                                **self._with_meta("subscriptions/listen", None),
+                                "notifications": wanted,
+                            },
                             request_id=request_id,
                             timeout=math.inf,  # long-lived by design: no default timeout
                         )
@@ -1547,8 +1550,11 @@ def _resolve_target(target: Target, options: dict[str, Any]) -> TransportFactory
             return WebSocketParameters(target, **options)
     from ._transports._stdio import StdioParameters
 
-    if isinstance(target, (str, Sequence)):
-        return StdioParameters(target, **options)
+    argv: Any = target
+    if isinstance(argv, str) or (
+        isinstance(argv, Sequence) and all(isinstance(part, str) for part in argv)  # pyright: ignore[reportUnknownVariableType]
+    ):
+        return StdioParameters(cast("Sequence[str] | str", argv), **options)
     raise TypeError(
         f"cannot connect to {target!r}: give an argv list, a command line, a URL or parameters"
     )
@@ -1571,7 +1577,7 @@ async def open_mcp_session(
     elicitation: ElicitationHandler | None = None,
     roots: RootsHandler | None = None,
     **options: Any,
-) -> AsyncIterator[ClientSession]:
+) -> AsyncGenerator[ClientSession, None]:
     """Connect to an MCP server and yield a ready :class:`ClientSession`.
 
     The session's reader task, the tasks serving server-to-client requests and any transport
