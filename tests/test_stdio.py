@@ -176,3 +176,30 @@ async def test_user_env_and_cwd_reach_the_server(tmp_path: Path) -> None:
         async with trio_mcp.open_mcp_session(nursery, params) as session:
             assert session.server_info is not None
             assert session.server_info.name == f"set|{tmp_path}"
+
+
+async def test_invalid_utf8_is_a_protocol_error() -> None:
+    async with trio.open_nursery() as nursery:
+        async with trio_mcp.open_mcp_session(nursery, EDGE) as session:
+            with pytest.raises(trio_mcp.ProtocolError, match="undecodable"):
+                await session.call_tool("badutf8", {})
+
+
+async def test_no_file_descriptors_leak() -> None:
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    async def one_session(crash: bool) -> None:
+        async with trio.open_nursery() as nursery:
+            async with trio_mcp.open_mcp_session(nursery, EDGE) as session:
+                if crash:
+                    with pytest.raises(trio_mcp.ConnectionClosed):
+                        await session.call_tool("crash", {})
+                else:
+                    await session.call_tool("echo", {"text": "x"})
+
+    await one_session(False)  # warm up lazily created runtime fds (epoll, wakeup socket)
+    before = open_fds()
+    for crash in (False, True, False):
+        await one_session(crash)
+    assert open_fds() == before

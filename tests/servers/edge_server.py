@@ -54,6 +54,9 @@ def main() -> None:
                 sys.stderr.write("fatal: the edge server crashed on purpose\n")
                 sys.stderr.flush()
                 os._exit(3)
+            elif name == "badutf8":
+                sys.stdout.buffer.write(b'{"jsonrpc": "2.0", "id": 1, "result": "\xff\xfe"}\n')
+                sys.stdout.buffer.flush()
             elif name == "garbage":
                 sys.stdout.buffer.write(b"this is not json\n")
                 sys.stdout.buffer.flush()
