@@ -48,7 +48,7 @@ SHARED = Path(os.environ.get("TRIO_MCP_SHARED", ROOT.parent / "shared")).resolve
 # Pinned tools. Runtime dependencies come from pyproject.toml.
 RUFF = ["ruff==0.17.6"]
 TYPECHECK = ["mypy==2.4.1", "pyright==1.1.414"]
-PYTEST = ["pytest==9.2.0", "pytest-trio==0.8.0"]
+PYTEST = ["pytest==9.2.0", "pytest-trio==0.8.0", "pytest-timeout==2.4.0"]
 DOCS = [
     "mkdocs==1.6.1",
     "mkdocs-material==9.8.1",

@@ -181,7 +181,7 @@ async def test_user_env_and_cwd_reach_the_server(tmp_path: Path) -> None:
 async def test_invalid_utf8_is_a_protocol_error() -> None:
     async with trio.open_nursery() as nursery:
         async with trio_mcp.open_mcp_session(nursery, EDGE) as session:
-            with pytest.raises(trio_mcp.ProtocolError, match="undecodable"):
+            with pytest.raises(trio_mcp.ProtocolError, match="invalid result for tools/call"):
                 await session.call_tool("badutf8", {})
 
 

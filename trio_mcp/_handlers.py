@@ -163,7 +163,7 @@ class ServerRequestHandlers:
                 return await self._elicit(raw, ctx)
             if method == "roots/list" and self.roots is not None:
                 return await self._roots(ctx)
-        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError) as exc:
             raise HandlerError(INVALID_PARAMS, f"invalid params for {method}: {exc}") from exc
         except HandlerError:
             raise

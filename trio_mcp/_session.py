@@ -538,7 +538,7 @@ class ClientSession:
     def _decode(self, raw: msgspec.Raw, tp: type[T], method: str) -> T:
         try:
             return t.decoder_for(tp).decode(raw)
-        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError) as exc:
             raise ProtocolError(f"invalid result for {method}: {exc}") from exc
 
     def _with_meta(self, method: str, params: Mapping[str, Any] | None) -> dict[str, Any] | Any:

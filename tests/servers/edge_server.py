@@ -55,7 +55,8 @@ def main() -> None:
                 sys.stderr.flush()
                 os._exit(3)
             elif name == "badutf8":
-                sys.stdout.buffer.write(b'{"jsonrpc": "2.0", "id": 1, "result": "\xff\xfe"}\n')
+                head = b'{"jsonrpc": "2.0", "id": ' + json.dumps(request_id).encode()
+                sys.stdout.buffer.write(head + b', "result": {"content": "\xff\xfe"}}\n')
                 sys.stdout.buffer.flush()
             elif name == "garbage":
                 sys.stdout.buffer.write(b"this is not json\n")
