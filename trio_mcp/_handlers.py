@@ -119,10 +119,10 @@ class ServerRequestHandlers:
         roots: RootsHandler | None = None,
         elicitation_modes: Sequence[str] = ("form", "url"),
     ) -> None:
-        self.sampling = sampling
-        self.elicitation = elicitation
-        self.roots = roots
-        self.elicitation_modes = tuple(elicitation_modes)
+        self.sampling: SamplingHandler | None = sampling
+        self.elicitation: ElicitationHandler | None = elicitation
+        self.roots: RootsHandler | None = roots
+        self.elicitation_modes: tuple[str, ...] = tuple(elicitation_modes)
         self.extra: dict[str, Callable[[Any, RequestContext], Awaitable[Any]]] = {}
 
     def capabilities(self) -> dict[str, Any]:
