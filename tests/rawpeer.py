@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import msgspec
 import trio
 
-from trio_mcp._transports._memory import MemoryServerStream
+import trio_mcp
+from trio_mcp._transports._memory import MemoryServerStream, memory_transport_pair
 
 Handler = Callable[["RawPeer", dict[str, Any]], Awaitable[Any]]
 
@@ -95,3 +97,21 @@ def no_answer() -> None:
 
 async def hang(peer: RawPeer, message: dict[str, Any]) -> Any:
     await trio.sleep_forever()
+
+
+@asynccontextmanager
+async def connect(**handlers: Any) -> AsyncGenerator[tuple[trio_mcp.ClientSession, RawPeer], None]:
+    """A session over the memory transport to a :class:`RawPeer` with these handlers.
+
+    ``options=`` (a dict) is passed to :func:`trio_mcp.open_mcp_session`; every other keyword
+    is a handler, named by method with ``/`` spelled ``__``.
+    """
+    options = handlers.pop("options", {})
+    client, server = memory_transport_pair()
+    peer = RawPeer(server, **handlers)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(peer.run, nursery)
+        async with trio_mcp.open_mcp_session(nursery, client, **options) as session:
+            yield session, peer
+        await server.aclose()
+        nursery.cancel_scope.cancel()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -13,20 +11,7 @@ import trio.testing
 import trio_mcp
 from trio_mcp._transports._memory import memory_transport_pair
 
-from .rawpeer import RawPeer, hang
-
-
-@asynccontextmanager
-async def connect(**handlers: Any) -> AsyncIterator[tuple[trio_mcp.ClientSession, RawPeer]]:
-    options = handlers.pop("options", {})
-    client, server = memory_transport_pair()
-    peer = RawPeer(server, **handlers)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(peer.run, nursery)
-        async with trio_mcp.open_mcp_session(nursery, client, **options) as session:
-            yield session, peer
-        await server.aclose()
-        nursery.cancel_scope.cancel()
+from .rawpeer import RawPeer, connect, hang
 
 
 async def echo(peer: RawPeer, message: dict[str, Any]) -> Any:

@@ -71,12 +71,12 @@ server_logger = logging.getLogger("trio_mcp.server")
 T = TypeVar("T")
 Era = Literal["legacy", "modern"]
 
-_META_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
-_META_CAPS: Final = "io.modelcontextprotocol/clientCapabilities"
-_META_CLIENT: Final = "io.modelcontextprotocol/clientInfo"
-_META_LOG: Final = "io.modelcontextprotocol/logLevel"
-_META_SUBSCRIPTION: Final = "io.modelcontextprotocol/subscriptionId"
-_META_SERVER: Final = "io.modelcontextprotocol/serverInfo"
+_META_VERSION: Final = t.META_PROTOCOL_VERSION
+_META_CAPS: Final = t.META_CLIENT_CAPABILITIES
+_META_CLIENT: Final = t.META_CLIENT_INFO
+_META_LOG: Final = t.META_LOG_LEVEL
+_META_SUBSCRIPTION: Final = t.META_SUBSCRIPTION_ID
+_META_SERVER: Final = t.META_SERVER_INFO
 
 _INPUT_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
 _LOG_LEVELS: Final = {
