@@ -168,6 +168,8 @@ class StdioTransport(Transport):
         self._writer_done = trio.Event()
         self._write_error: BaseException | None = None
         self._stdin_fd: int = cast(trio.lowlevel.FdStream, self._stdin).fileno()
+        self._stdout_fd: int = cast(trio.lowlevel.FdStream, self._stdout).fileno()
+        self._drained = False  # the last read came back short: wait before reading again
         self._writer_busy = True  # until the writer task parks on its queue
         self._eof_note = ""
         self._closed = False
@@ -285,7 +287,7 @@ class StdioTransport(Transport):
                 raise MessageTooLargeError(pending, self._max)
             self._scan = len(buffer)
             try:
-                chunk = await self._stdout.receive_some(_READ_CHUNK)
+                chunk = await self._read_chunk()
             except (trio.BrokenResourceError, OSError) as exc:
                 await self._collect_exit()
                 raise self.closed_error() from exc
@@ -300,6 +302,30 @@ class StdioTransport(Transport):
                     raise self.closed_error()
                 raise trio.EndOfChannel
             buffer += chunk
+
+    async def _read_chunk(self) -> bytes:
+        """Read what the server wrote, waiting for readability first once the pipe is drained.
+
+        A generic stream tries a read before waiting, which costs a failing read per message
+        when messages arrive one at a time; after a short read the pipe is almost surely
+        empty, so this waits first (one syscall saved per message on the hot path).
+        """
+        if self._closed:
+            raise trio.ClosedResourceError("the stdio transport is closed")
+        if self._drained:
+            await trio.lowlevel.wait_readable(self._stdout_fd)
+        else:
+            await trio.lowlevel.checkpoint_if_cancelled()
+        while True:
+            if self._closed:
+                raise trio.ClosedResourceError("the stdio transport is closed")
+            try:
+                chunk = os.read(self._stdout_fd, _READ_CHUNK)
+            except BlockingIOError:
+                await trio.lowlevel.wait_readable(self._stdout_fd)
+                continue
+            self._drained = len(chunk) < _READ_CHUNK
+            return chunk
 
     async def _collect_exit(self) -> None:
         """After end of stdout, give the process a moment to exit and stderr to drain."""
