@@ -203,3 +203,38 @@ async def test_no_file_descriptors_leak() -> None:
     for crash in (False, True, False):
         await one_session(crash)
     assert open_fds() == before
+
+
+async def test_server_dying_at_startup_reports_exit_code_and_stderr() -> None:
+    argv = [
+        sys.executable,
+        "-c",
+        "import sys; sys.stderr.write('cannot start: no config\\n'); sys.exit(2)",
+    ]
+    async with trio.open_nursery() as nursery:
+        with pytest.raises(trio_mcp.ConnectionClosed) as info:
+            async with trio_mcp.open_mcp_session(nursery, argv):
+                pass  # pragma: no cover
+    assert info.value.exit_code == 2
+    assert "cannot start: no config" in info.value.stderr_tail
+
+
+BANNER_SERVER = (
+    "import sys, runpy; print('Starting server v1.2...', flush=True); "
+    "sys.argv = [sys.argv[1]]; runpy.run_path(sys.argv[0], run_name='__main__')"
+)
+
+
+async def test_stdout_banner_is_a_protocol_error_unless_tolerated(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    argv = [sys.executable, "-c", BANNER_SERVER, EDGE[1]]
+    async with trio.open_nursery() as nursery:
+        with pytest.raises(trio_mcp.ProtocolError, match="Starting server"):
+            async with trio_mcp.open_mcp_session(nursery, argv):
+                pass  # pragma: no cover
+        async with trio_mcp.open_mcp_session(
+            nursery, argv, tolerate_invalid_messages=True
+        ) as session:
+            assert (await session.call_tool("echo", {"text": "ok"})).text == "ok"
+    assert "dropping an invalid message" in caplog.text
