@@ -287,7 +287,7 @@ class Icon(_Wire, kw_only=True):
     src: str
     mime_type: str | UnsetType = UNSET
     sizes: list[str] | UnsetType = UNSET
-    theme: Literal["light", "dark"] | UnsetType = UNSET
+    theme: str | UnsetType = UNSET  # "light" or "dark" today
 
 
 class Icons(_Wire, kw_only=True):
@@ -510,7 +510,7 @@ class CacheableResult(Result, kw_only=True):
     """
 
     ttl_ms: int | UnsetType = UNSET
-    cache_scope: CacheScope | UnsetType = UNSET
+    cache_scope: str | UnsetType = UNSET  # CacheScope; a newer value must not break decoding
 
 
 class PaginatedRequestParams(RequestParams, kw_only=True):
@@ -581,7 +581,7 @@ class DiscoverResult(Result, kw_only=True):
     capabilities: ServerCapabilities
     instructions: str | UnsetType = UNSET
     ttl_ms: int | UnsetType = UNSET
-    cache_scope: CacheScope | UnsetType = UNSET
+    cache_scope: str | UnsetType = UNSET  # CacheScope; a newer value must not break decoding
 
 
 class SetLevelRequestParams(RequestParams, kw_only=True):
@@ -782,7 +782,7 @@ class ToolAnnotations(_Wire, kw_only=True):
 class ToolExecution(_Wire, kw_only=True):
     """Execution properties of a tool: task support (2025-11-25 only)."""
 
-    task_support: Literal["forbidden", "optional", "required"] | UnsetType = UNSET
+    task_support: str | UnsetType = UNSET  # "forbidden", "optional" or "required" today
 
 
 class Tool(_Wire, kw_only=True):
@@ -816,7 +816,7 @@ class ListToolsResult(PaginatedResult, kw_only=True):
 
     tools: list[Tool]
     ttl_ms: int | UnsetType = UNSET
-    cache_scope: CacheScope | UnsetType = UNSET
+    cache_scope: str | UnsetType = UNSET  # CacheScope; a newer value must not break decoding
 
 
 class CallToolRequestParams(RequestParams, kw_only=True):
@@ -915,7 +915,7 @@ class ListResourcesResult(PaginatedResult, kw_only=True):
 
     resources: list[Resource]
     ttl_ms: int | UnsetType = UNSET
-    cache_scope: CacheScope | UnsetType = UNSET
+    cache_scope: str | UnsetType = UNSET  # CacheScope; a newer value must not break decoding
 
 
 class ListResourceTemplatesResult(PaginatedResult, kw_only=True):
@@ -923,7 +923,7 @@ class ListResourceTemplatesResult(PaginatedResult, kw_only=True):
 
     resource_templates: list[ResourceTemplate]
     ttl_ms: int | UnsetType = UNSET
-    cache_scope: CacheScope | UnsetType = UNSET
+    cache_scope: str | UnsetType = UNSET  # CacheScope; a newer value must not break decoding
 
 
 class ResourceRequestParams(RequestParams, kw_only=True):
@@ -953,7 +953,7 @@ class ReadResourceResult(Result, kw_only=True):
 
     contents: list[_ResourceContentsField]
     ttl_ms: int | UnsetType = UNSET
-    cache_scope: CacheScope | UnsetType = UNSET
+    cache_scope: str | UnsetType = UNSET  # CacheScope; a newer value must not break decoding
 
     def __post_init__(self) -> None:
         self.contents = [_resource_contents(item) for item in self.contents]
@@ -1005,7 +1005,7 @@ class Prompt(_Wire, kw_only=True):
 class PromptMessage(_Wire, kw_only=True):
     """One message of a prompt."""
 
-    role: Role
+    role: str  # Role ("user" or "assistant" today)
     content: _ContentField
 
 
@@ -1014,7 +1014,7 @@ class ListPromptsResult(PaginatedResult, kw_only=True):
 
     prompts: list[Prompt]
     ttl_ms: int | UnsetType = UNSET
-    cache_scope: CacheScope | UnsetType = UNSET
+    cache_scope: str | UnsetType = UNSET  # CacheScope; a newer value must not break decoding
 
 
 class GetPromptRequestParams(RequestParams, kw_only=True):
@@ -1103,7 +1103,7 @@ class CompleteResult(Result, kw_only=True):
 class LoggingMessageNotificationParams(NotificationParams, kw_only=True):
     """Params of ``notifications/message``: one log message from the server."""
 
-    level: LoggingLevel
+    level: str  # LoggingLevel; newer values must not break decoding
     data: Any
     logger: str | UnsetType = UNSET
 
@@ -1208,7 +1208,7 @@ class ToolChoice(_Wire, kw_only=True):
 class SamplingMessage(_Wire, kw_only=True):
     """A message in a sampling request; content lists are 2025-11-25+."""
 
-    role: Role
+    role: str  # Role ("user" or "assistant" today)
     content: _ContentField | list[_ContentField]
     meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
@@ -1235,7 +1235,7 @@ class CreateMessageRequestParams(RequestParams, kw_only=True):
 class CreateMessageResult(Result, kw_only=True):
     """The client's answer to ``sampling/createMessage``; content lists are 2025-11-25+."""
 
-    role: Role
+    role: str  # Role ("user" or "assistant" today)
     content: _ContentField | list[_ContentField]
     model: str
     stop_reason: str | UnsetType = UNSET
@@ -1572,7 +1572,7 @@ class Task(_Wire, kw_only=True):
     """
 
     task_id: str
-    status: TaskStatus
+    status: str  # TaskStatus; newer values must not break decoding
     created_at: str
     last_updated_at: str
     ttl: int | None
@@ -1608,7 +1608,7 @@ class GetTaskResult(Result, kw_only=True):
     """Result of ``tasks/get``: the task's state (2025-11-25 only)."""
 
     task_id: str
-    status: TaskStatus
+    status: str  # TaskStatus; newer values must not break decoding
     created_at: str
     last_updated_at: str
     ttl: int | None
@@ -1620,7 +1620,7 @@ class CancelTaskResult(Result, kw_only=True):
     """Result of ``tasks/cancel``: the task's state (2025-11-25 only)."""
 
     task_id: str
-    status: TaskStatus
+    status: str  # TaskStatus; newer values must not break decoding
     created_at: str
     last_updated_at: str
     ttl: int | None
@@ -1645,7 +1645,7 @@ class TaskStatusNotificationParams(NotificationParams, kw_only=True):
     """Params of ``notifications/tasks/status``: the task's state (2025-11-25 only)."""
 
     task_id: str
-    status: TaskStatus
+    status: str  # TaskStatus; newer values must not break decoding
     created_at: str
     last_updated_at: str
     ttl: int | None
