@@ -124,7 +124,6 @@ class _InputRequest(msgspec.Struct):
 _result_head_decoder: Final = msgspec.json.Decoder(_ResultHead)
 _input_request_decoder: Final = msgspec.json.Decoder(_InputRequest)
 _any_decoder: Final = msgspec.json.Decoder()
-_progress_decoder: Final = msgspec.json.Decoder(t.ProgressNotificationParams)
 
 
 _CHANNEL_POOL_SIZE: Final = 1024
@@ -134,20 +133,6 @@ _Channels = tuple["trio.MemorySendChannel[Any]", "trio.MemoryReceiveChannel[Any]
 _open_channel: Final = cast(
     "Callable[[float], _Channels]", trio.open_memory_channel
 )  # unsubscripted: no typing work per call
-
-
-class _Pending:
-    __slots__ = ("method", "on_progress", "send")
-
-    def __init__(
-        self,
-        send: trio.MemorySendChannel[Any],
-        method: str,
-        on_progress: ProgressCallback | None,
-    ) -> None:
-        self.send = send
-        self.method = method
-        self.on_progress = on_progress
 
 
 @dataclass
@@ -214,15 +199,13 @@ class ClientSession:
         self._listen_ack_timeout = listen_ack_timeout
 
         self._next_id = 1
-        self._pending: dict[int | str, _Pending] = {}
+        self._pending: dict[int | str, trio.MemorySendChannel[Any]] = {}  # id -> response channel
         self._channel_pool: list[_Channels] = []
         self._incoming: dict[int | str, trio.CancelScope] = {}
         self._subscribers: list[_Subscriber] = []
         self._notification_handlers: dict[str, list[Callable[[Notification], Any]]] = {}
-        self._request_handlers: dict[str, Callable[[Any, RequestContext], Awaitable[Any]]] = {}
         self._cache: dict[tuple[str, str], tuple[float, Any]] = {}
         self._reader_scope = trio.CancelScope()
-        self._reader_done = trio.Event()
         self._closed = False
         self._broken: MCPError | None = None
 
@@ -234,7 +217,7 @@ class ClientSession:
         self._log_level: str | None = None
         self._meta_full: dict[str, Any] = {}
         self._meta_plain: dict[str, Any] = {}
-        self._tools_by_name: dict[str, t.Tool] = {}
+        self._tool_wire: dict[str, dict[str, Any]] = {}  # for Mcp-Param-* headers
 
     # -- public properties ---------------------------------------------------------------
 
@@ -461,7 +444,7 @@ class ClientSession:
         pool = self._channel_pool
         send, receive = pool.pop() if pool else _open_channel(math.inf)
         pending = self._pending
-        pending[request_id] = _Pending(send, method, on_progress)
+        pending[request_id] = send
         data = encode_request(request_id, method, params)
         transport = self._transport
         answered = False
@@ -690,7 +673,6 @@ class ClientSession:
             else:  # pragma: no cover
                 error = ConnectionClosed()
             self._fail_all(error)
-        self._reader_done.set()
         if self._reader_scope.cancelled_caught:
             self._fail_all(ConnectionClosed("the session was closed"))
 
@@ -699,7 +681,7 @@ class ClientSession:
             self._broken = error
         pending, self._pending = self._pending, {}
         for entry in pending.values():
-            entry.send.send_nowait(error)
+            entry.send_nowait(error)
         for scope in self._incoming.values():
             scope.cancel()
         for sub in self._subscribers:
@@ -710,14 +692,14 @@ class ClientSession:
         answer = _error_in_http_body(failure.error)
         if entry is not None and answer is not None:
             # A 4xx whose body is the JSON-RPC error response: the server did answer.
-            entry.send.send_nowait(answer)
+            entry.send_nowait(answer)
             return
         if entry is None:
             logger.warning(
                 "transport failure for unknown request %r: %s", failure.request_id, failure.error
             )
             return
-        entry.send.send_nowait(RequestFailedError(failure.error))
+        entry.send_nowait(RequestFailedError(failure.error))
 
     def _dispatch(self, data: bytes) -> None:
         try:
@@ -733,7 +715,7 @@ class ClientSession:
             if entry is None:
                 logger.debug("dropping a response for unknown or cancelled request %r", message.id)
                 return
-            entry.send.send_nowait(message)
+            entry.send_nowait(message)
             return
         if message.id is UNSET or message.id is None:
             self._on_notification(method, message.params)
@@ -741,21 +723,21 @@ class ClientSession:
             self._on_request(message.id, method, message.params)
 
     def _on_notification(self, method: str, raw: msgspec.Raw) -> None:
-        if method == "notifications/progress":
-            try:
-                progress = _progress_decoder.decode(raw)
-            except (msgspec.ValidationError, msgspec.DecodeError):
-                logger.debug("dropping a malformed progress notification")
-                return
-            entry = self._pending.get(progress.progress_token)
-            if entry is not None:
-                entry.send.send_nowait(progress)
         try:
             decoded: object = _any_decoder.decode(raw) if raw else {}
         except msgspec.DecodeError:
             logger.debug("dropping a notification with undecodable params: %s", method)
             return
         params = cast(dict[str, Any], decoded) if isinstance(decoded, dict) else {}
+        if method == "notifications/progress":
+            try:
+                progress = msgspec.convert(params, t.ProgressNotificationParams)
+            except msgspec.ValidationError:
+                logger.debug("dropping a malformed progress notification")
+                return
+            entry = self._pending.get(progress.progress_token)
+            if entry is not None:
+                entry.send_nowait(progress)
         if method == "notifications/cancelled":
             cancelled_id = params.get("requestId")
             scope = self._incoming.get(cancelled_id)  # type: ignore[arg-type]
@@ -824,7 +806,7 @@ class ClientSession:
         if method == "ping":
             self._nursery.start_soon(self._send_quietly, encode_response(request_id, {}))
             return
-        if method not in self._request_handlers and not self._handlers.can_handle(method):
+        if not self._handlers.can_handle(method):
             self._nursery.start_soon(
                 self._send_quietly,
                 encode_error_response(
@@ -843,14 +825,7 @@ class ClientSession:
         with scope:
             ctx = self._context(method, request_id, None)
             try:
-                custom = self._request_handlers.get(method)
-                if custom is not None:
-                    params: Any = _any_decoder.decode(raw) if raw else {}
-                    result = await custom(params, ctx)
-                    if isinstance(result, msgspec.Struct):
-                        result = t.to_builtins(result)
-                else:
-                    result = await self._handlers.handle(method, raw, ctx)
+                result = await self._handlers.handle(method, raw, ctx)
                 response = encode_response(request_id, result if result is not None else {})
             except HandlerError as exc:
                 response = encode_error_response(request_id, exc.code, exc.message, exc.data)
@@ -953,9 +928,9 @@ class ClientSession:
             handler: The async handler, or None to remove the current one.
         """
         if handler is None:
-            self._request_handlers.pop(method, None)
+            self._handlers.extra.pop(method, None)
         else:
-            self._request_handlers[method] = handler
+            self._handlers.extra[method] = handler
 
     def add_notification_handler(
         self, method: str, callback: Callable[[Notification], Any]
@@ -1071,20 +1046,22 @@ class ClientSession:
         tools: list[t.Tool] = await self._all_pages(
             "tools/list", t.ListToolsResult, "tools", cache=cache, timeout=timeout
         )
-        tools = self._check_tool_headers(tools)
-        self._tools_by_name = {tool.name: tool for tool in tools}
-        return tools
-
-    def _check_tool_headers(self, tools: list[t.Tool]) -> list[t.Tool]:
         if not getattr(self._transport, "wants_param_headers", False):
             return tools
+        return self._check_tool_headers(tools)
+
+    def _check_tool_headers(self, tools: list[t.Tool]) -> list[t.Tool]:
+        """Drop tools with invalid x-mcp-header annotations; keep the rest in wire form."""
         from ._transports._headers import validate_tool_headers
 
         kept: list[t.Tool] = []
+        self._tool_wire = {}
         for tool in tools:
-            reason = validate_tool_headers(t.to_builtins(tool))
+            wire: dict[str, Any] = t.to_builtins(tool)
+            reason = validate_tool_headers(wire)
             if reason is None:
                 kept.append(tool)
+                self._tool_wire[tool.name] = wire
             else:
                 logger.warning(
                     "dropping tool %r: invalid x-mcp-header annotation: %s", tool.name, reason
@@ -1137,12 +1114,12 @@ class ClientSession:
         return self._decode(raw, t.CallToolResult, "tools/call")
 
     def _param_headers(self, name: str, arguments: Mapping[str, Any]) -> Mapping[str, str] | None:
-        tool = self._tools_by_name.get(name)
+        tool = self._tool_wire.get(name)
         if tool is None:
             return None
         from ._transports._headers import param_headers
 
-        return param_headers(t.to_builtins(tool), dict(arguments))
+        return param_headers(tool, dict(arguments))
 
     async def list_resources(
         self, *, cache: bool = True, timeout: float | None = None

@@ -38,7 +38,7 @@ from contextlib import (
 )
 from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
 from urllib.parse import urlsplit
 
 import msgspec
@@ -886,6 +886,41 @@ def make_client(client: httpx.AsyncClient | None, timeout: float) -> tuple[httpx
     return httpx.AsyncClient(timeout=httpx.Timeout(timeout, read=None), follow_redirects=True), True
 
 
+class _CoreSettings(Protocol):
+    """What :func:`core_for` reads: the fields every HTTP parameters object shares."""
+
+    @property
+    def client(self) -> httpx.AsyncClient | None: ...
+    @property
+    def headers(self) -> Mapping[str, str] | None: ...
+    @property
+    def auth(self) -> httpx.Auth | None: ...
+    @property
+    def timeout(self) -> float: ...
+    @property
+    def max_message_size(self) -> int: ...
+    @property
+    def retry(self) -> RetryPolicy | None: ...
+    @property
+    def breaker(self) -> CircuitBreaker | None: ...
+
+
+def core_for(params: _CoreSettings, nursery: trio.Nursery) -> HTTPCore:
+    """The shared HTTP machinery for a parameters object (Streamable HTTP or HTTP+SSE)."""
+    client, own = make_client(params.client, params.timeout)
+    return HTTPCore(
+        client=client,
+        own_client=own,
+        headers=params.headers,
+        auth=params.auth,
+        timeout=params.timeout,
+        max_message_size=params.max_message_size,
+        retry=params.retry,
+        breaker=params.breaker,
+        nursery=nursery,
+    )
+
+
 def infer_info(data: bytes) -> MessageInfo:
     """Describe a message the session sent without a :class:`MessageInfo`."""
     message = peek(data)
@@ -953,18 +988,7 @@ class StreamableHTTPParameters:
 async def _open_streamable(
     params: StreamableHTTPParameters, nursery: trio.Nursery
 ) -> AsyncGenerator[StreamableHTTPTransport, None]:
-    client, own = make_client(params.client, params.timeout)
-    core = HTTPCore(
-        client=client,
-        own_client=own,
-        headers=params.headers,
-        auth=params.auth,
-        timeout=params.timeout,
-        max_message_size=params.max_message_size,
-        retry=params.retry,
-        breaker=params.breaker,
-        nursery=nursery,
-    )
+    core = core_for(params, nursery)
     transport = StreamableHTTPTransport(params, core)
     try:
         yield transport

@@ -32,8 +32,8 @@ from ._http import (
     ServerSentEvent,
     StreamState,
     content_type,
+    core_for,
     infer_info,
-    make_client,
     origin_of,
 )
 
@@ -212,18 +212,7 @@ class SSEParameters:
 async def _open_sse(
     params: SSEParameters, nursery: trio.Nursery
 ) -> AsyncGenerator[SSETransport, None]:
-    client, own = make_client(params.client, params.timeout)
-    core = HTTPCore(
-        client=client,
-        own_client=own,
-        headers=params.headers,
-        auth=params.auth,
-        timeout=params.timeout,
-        max_message_size=params.max_message_size,
-        retry=params.retry,
-        breaker=params.breaker,
-        nursery=nursery,
-    )
+    core = core_for(params, nursery)
     transport = SSETransport(params.url, core, LegacySSEConnection(core, params.url))
     try:
         await transport.connect()
