@@ -65,7 +65,7 @@ async def test_caller_fail_after_cancels_and_late_response_is_dropped(
         with pytest.raises(trio.TooSlowError):
             with trio.fail_after(1):
                 await session.call_tool("x", {})
-        assert session._pending == {}
+        assert session._rpc.pending_count == 0
         release.set()
         await trio.testing.wait_all_tasks_blocked()
         assert len(peer.cancelled) == 1
@@ -129,16 +129,32 @@ async def test_server_error_maps_to_server_error() -> None:
         )
 
 
-async def test_garbage_from_server_fails_pending_with_protocol_error() -> None:
+async def test_garbage_from_server_is_dropped_and_the_session_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     async def garbage(peer: RawPeer, message: dict[str, Any]) -> Any:
         await peer.stream.send(b"\xff\xfe not json")
+        return {"content": [{"type": "text", "text": "after garbage"}]}
+
+    async with connect(tools__call=garbage) as (session, _peer):
+        result = await session.call_tool("x", {})
+        assert result.content[0].text == "after garbage"  # type: ignore[union-attr]
+        assert session.failure is None
+    assert "dropping an invalid message" in caplog.text
+
+
+async def test_malformed_answer_fails_only_its_request() -> None:
+    async def malformed(peer: RawPeer, message: dict[str, Any]) -> Any:
+        # an answer with neither result nor error: only this caller fails
+        await peer.send({"jsonrpc": "2.0", "id": message["id"]})
         from .rawpeer import no_answer
 
         no_answer()
 
-    async with connect(tools__call=garbage) as (session, _peer):
-        with pytest.raises(trio_mcp.ProtocolError, match="undecodable"):
+    async with connect(tools__call=malformed) as (session, _peer):
+        with pytest.raises(trio_mcp.ProtocolError, match="could not be decoded"):
             await session.call_tool("x", {})
+        assert (await session.request("ping")) == {}
 
 
 async def test_closed_session_raises_closed_resource_error() -> None:

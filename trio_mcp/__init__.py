@@ -2,6 +2,11 @@
 
 Start with :func:`open_mcp_session`::
 
+    async with trio_mcp.open_mcp_session(["python", "-m", "server"]) as session:
+        tools = await session.list_tools()
+
+or, to run the session's tasks in a nursery of yours::
+
     async with trio.open_nursery() as nursery:
         async with trio_mcp.open_mcp_session(nursery, ["python", "-m", "server"]) as session:
             tools = await session.list_tools()
@@ -9,8 +14,10 @@ Start with :func:`open_mcp_session`::
 
 from __future__ import annotations
 
+import inspect
 from typing import TYPE_CHECKING, Any
 
+from ._eras import EraCache as EraCache
 from ._exceptions import ConnectionClosed as ConnectionClosed
 from ._exceptions import HeaderMismatchError as HeaderMismatchError
 from ._exceptions import HTTPStatusError as HTTPStatusError
@@ -38,7 +45,7 @@ from ._session import ClientSession as ClientSession
 from ._session import Notification as Notification
 from ._session import open_mcp_session as open_mcp_session
 from ._transports._base import MessageInfo as MessageInfo
-from ._transports._base import RequestFailed as RequestFailed
+from ._transports._base import RequestFailure as RequestFailure
 from ._transports._base import Transport as Transport
 from ._transports._base import TransportFactory as TransportFactory
 from ._transports._stdio import StdioParameters as StdioParameters
@@ -251,6 +258,7 @@ __all__ = [
     "EmbeddedResource",
     "EmptyResult",
     "EnumSchema",
+    "EraCache",
     "GetPromptRequestParams",
     "GetPromptResult",
     "GetTaskPayloadRequestParams",
@@ -311,7 +319,7 @@ __all__ = [
     "ReadResourceResult",
     "RelatedTaskMetadata",
     "RequestContext",
-    "RequestFailed",
+    "RequestFailure",
     "RequestMetaObject",
     "RequestParams",
     "Resource",
@@ -380,3 +388,25 @@ __all__ = [
     "WebSocketParameters",
     "open_mcp_session",
 ]
+
+
+def _fixup_module_metadata() -> None:
+    # Public names show as trio_mcp.X (in reprs and tracebacks), not trio_mcp._mod.X.
+    # msgspec Structs keep theirs: msgspec resolves their annotations in that module.
+    import msgspec
+
+    for name in __all__:
+        value = globals().get(name)
+        if isinstance(value, type) and issubclass(value, msgspec.Struct):
+            continue
+        if isinstance(value, type) or inspect.isfunction(value):
+            module = getattr(value, "__module__", "")
+            if module.startswith("trio_mcp._"):
+                try:
+                    value.__module__ = "trio_mcp"
+                except (AttributeError, TypeError):  # pragma: no cover
+                    pass
+
+
+_fixup_module_metadata()
+del _fixup_module_metadata

@@ -5,17 +5,23 @@ modern request (``server/discover``) and :func:`classify_probe` turns the outcom
 verdict following ``2026-07-28/basic/versioning.mdx`` and the transport binding pages:
 
 * a ``DiscoverResult`` with a mutual modern version: modern;
-* a recognized modern error (``-32022`` with a mutual modern version): retry at that version;
-* an HTTP 400 whose body is a recognized modern JSON-RPC error: modern, handled like above;
+* a recognized modern error (``-32022`` with a mutual modern version): retry at that version
+  (an HTTP transport turns a JSON-RPC error in an HTTP 4xx body into that error);
 * HTTP 401/403: not an era verdict, the error is raised;
-* anything else (another JSON-RPC error, an HTTP 4xx, no answer within the probe
-  timeout, a ``DiscoverResult`` without a mutual modern version, a result that is not a
-  ``DiscoverResult`` at all): legacy, ``initialize``.
+* anything else (another JSON-RPC error, an HTTP 4xx, a probe whose HTTP stream ended
+  without an answer, a ``DiscoverResult`` without a mutual modern version, a result that
+  is not a ``DiscoverResult`` at all): legacy, ``initialize``.
+
+No answer within the probe timeout is not a verdict: the session sends ``initialize`` and
+keeps the probe pending, and whichever the server answers first decides (see
+``ClientSession._probe``). Verdicts are remembered per origin or command in an
+:class:`EraCache`.
 """
 
 from __future__ import annotations
 
 import enum
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -23,13 +29,20 @@ from typing import Any, Final
 import msgspec
 import trio
 
-from ._exceptions import ProtocolError, ServerError, UnsupportedProtocolVersionError
+from ._exceptions import (
+    ConnectionClosed,
+    HTTPStatusError,
+    ProtocolError,
+    ServerError,
+    UnsupportedProtocolVersionError,
+)
 
 __all__ = [
     "LATEST_LEGACY_VERSION",
     "LEGACY_VERSIONS",
     "MODERN_ERROR_CODES",
     "MODERN_VERSIONS",
+    "EraCache",
     "ProbeVerdict",
     "Verdict",
     "classify_probe",
@@ -44,8 +57,75 @@ LATEST_LEGACY_VERSION: Final = LEGACY_VERSIONS[0]
 #: JSON-RPC error codes only a modern server sends.
 MODERN_ERROR_CODES: Final = frozenset({-32020, -32021, -32022})
 
-#: The era verdict per HTTP origin, kept for the life of the process (re-probed on failure).
-era_cache: dict[str, str] = {}
+
+class EraCache:
+    """Which era a server spoke, per HTTP origin or stdio command (bounded, LRU).
+
+    The spec says clients SHOULD cache the era per origin and re-probe when the cached
+    assumption fails; the session does both. One cache is shared by the process
+    (``trio_mcp._eras.era_cache``); pass ``era_cache=EraCache()`` to
+    :func:`~trio_mcp.open_mcp_session` to isolate a group of sessions (tests, tenants).
+
+    Args:
+        max_entries: How many servers are remembered; the least recently used is dropped.
+    """
+
+    def __init__(self, max_entries: int = 1024) -> None:
+        if max_entries < 1:
+            raise ValueError("max_entries must be at least 1")
+        self._max = max_entries
+        self._entries: OrderedDict[str, str] = OrderedDict()
+
+    def get(self, key: str) -> str | None:
+        """The remembered era (``"legacy"`` or ``"modern"``) for ``key``, or None.
+
+        Args:
+            key: An origin (``https://host:port``) or a stdio command key.
+        """
+        era = self._entries.get(key)
+        if era is not None:
+            self._entries.move_to_end(key)
+        return era
+
+    def put(self, key: str, era: str) -> None:
+        """Remember ``era`` for ``key``.
+
+        Args:
+            key: An origin or a stdio command key.
+            era: ``"legacy"`` or ``"modern"``.
+        """
+        self._entries[key] = era
+        self._entries.move_to_end(key)
+        while len(self._entries) > self._max:
+            self._entries.popitem(last=False)
+
+    def forget(self, key: str) -> None:
+        """Drop what is remembered for ``key``.
+
+        Args:
+            key: An origin or a stdio command key.
+        """
+        self._entries.pop(key, None)
+
+    def clear(self) -> None:
+        """Forget everything."""
+        self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._entries
+
+    def __getitem__(self, key: str) -> str:
+        return self._entries[key]
+
+    def __setitem__(self, key: str, era: str) -> None:
+        self.put(key, era)
+
+
+#: The era verdicts of this process (see :class:`EraCache`).
+era_cache: EraCache = EraCache()
 
 
 class ProbeVerdict(enum.Enum):
@@ -136,12 +216,11 @@ def classify_probe(
         )
     if isinstance(error, ServerError) and error.code in MODERN_ERROR_CODES:
         return Verdict(ProbeVerdict.FAIL, None, f"modern server rejected the probe: {error}")
-    inner = getattr(error, "error", error)
-    status = getattr(inner, "status_code", None)
-    if status is not None:
+    if isinstance(error, HTTPStatusError):
+        status = error.status_code
         if status in (401, 403):
             return Verdict(ProbeVerdict.FAIL, None, f"HTTP {status}: authorization is required")
-        found = _modern_error_in_body(str(getattr(inner, "body", "")))
+        found = _modern_error_in_body(error.body)
         if found is not None:
             code, data = found
             if code == -32022:
@@ -155,6 +234,10 @@ def classify_probe(
         if 400 <= status < 500:
             return Verdict(ProbeVerdict.LEGACY, None, f"HTTP {status} without a modern error body")
         return Verdict(ProbeVerdict.FAIL, None, f"HTTP {status} from the server")
+    if isinstance(error, ConnectionClosed):
+        return Verdict(
+            ProbeVerdict.LEGACY, None, f"the server ended the probe without an answer: {error}"
+        )
     if isinstance(error, trio.TooSlowError):
         return Verdict(ProbeVerdict.LEGACY, None, "no answer to server/discover in time")
     if isinstance(error, ServerError):

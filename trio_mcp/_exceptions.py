@@ -17,14 +17,23 @@ The tree is small on purpose::
     ├── CircuitOpenError              the circuit breaker is open (``trio_mcp.CircuitBreaker``)
     └── ToolError                     raised by ``CallToolResult.raise_for_error()``
 
-Timeouts are trio's own :class:`trio.TooSlowError` (from ``timeout=`` or the caller's
-``trio.fail_after``); using a closed session raises :class:`trio.ClosedResourceError`.
-No exception from the session's own tasks ever reaches a caller as an ``ExceptionGroup``.
+Besides these a caller sees only trio's own: :class:`trio.TooSlowError` (from ``timeout=``
+or the caller's ``trio.fail_after``), :class:`trio.ClosedResourceError` (the session was
+closed by its owner, also for calls that were pending at that moment) and
+:class:`trio.Cancelled`. An argument the caller got wrong (a value that cannot be encoded
+as JSON, an unknown option) raises :class:`TypeError` or :class:`ValueError` at once,
+before anything is sent.
+
+No exception from the session's own tasks ever reaches a caller as an ``ExceptionGroup``,
+and every caller gets an exception object of its own (chained to the shared cause), so
+tracebacks never mix across tasks.
 """
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any, TypeVar, cast
+
+_E = TypeVar("_E", bound=BaseException)
 
 __all__ = [
     "ConnectionClosed",
@@ -214,3 +223,18 @@ def server_error_from_wire(
         return ResourceNotFoundError(code, message, data, method=method)
     cls = _ERROR_CLASSES.get(code, ServerError)
     return cls(code, message, data, method=method)
+
+
+def fresh_copy(error: _E) -> _E:
+    """A new exception object equal to ``error``, for raising in one more caller.
+
+    Raising one object in many tasks mixes their tracebacks and grows the object's
+    traceback without bound; each caller gets its own copy, chained to the same cause.
+    """
+    cls = type(error)
+    copy = cls.__new__(cls)
+    copy.__dict__.update(error.__dict__)
+    copy.args = error.args
+    copy.__cause__ = error.__cause__
+    copy.__suppress_context__ = True
+    return copy

@@ -1,12 +1,19 @@
-"""JSON-RPC 2.0 envelopes: decode each incoming message once, encode outgoing ones fast.
+"""JSON-RPC 2.0 envelopes, and the one trust boundary for every byte a peer sends.
 
 Incoming messages are decoded into :class:`Envelope` with ``params`` and ``result`` kept as
 :class:`msgspec.Raw`, so the payload is decoded exactly once, by the code that knows its type.
+
+Every decode of peer bytes goes through this module: :func:`decode_envelope` (one message),
+:func:`split_batch` (a JSON-RPC batch), :func:`decode_payload` (a ``params``/``result``
+payload into its type) and :func:`decode_json` (untyped). Each returns a value or raises
+:class:`~trio_mcp.ProtocolError` chained to the cause, whatever the bytes are: invalid JSON,
+invalid UTF-8 in any string, nesting deep enough to exhaust the stack, wrong types in any
+field. Nothing foreign (msgspec, Unicode, Recursion errors) gets past it.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -15,6 +22,7 @@ from ._exceptions import ProtocolError
 
 __all__ = [
     "INTERNAL_ERROR",
+    "RequestId",
     "INVALID_PARAMS",
     "INVALID_REQUEST",
     "METHOD_NOT_FOUND",
@@ -22,6 +30,11 @@ __all__ = [
     "Envelope",
     "ErrorObject",
     "decode_envelope",
+    "decode_json",
+    "decode_payload",
+    "is_batch",
+    "salvage_head",
+    "split_batch",
     "encode_error_response",
     "encode_notification",
     "encode_request",
@@ -37,6 +50,7 @@ INTERNAL_ERROR: Final = -32603
 _EMPTY_RAW: Final = msgspec.Raw()
 
 RequestId = int | str
+T = TypeVar("T")
 
 
 class ErrorObject(msgspec.Struct, omit_defaults=True):
@@ -91,29 +105,131 @@ class _ErrorResponse(msgspec.Struct):
 
 
 def _enc_hook(obj: Any) -> Any:
-    raise NotImplementedError(f"cannot encode {type(obj).__name__} as JSON")
+    raise TypeError(f"cannot encode a {type(obj).__name__} as JSON")
 
 
 _encoder: Final = msgspec.json.Encoder(enc_hook=_enc_hook)
 encode: Final = _encoder.encode
 
 
+def _shown(data: bytes | msgspec.Raw) -> str:
+    return bytes(data[:200]).decode("utf-8", "replace")
+
+
 def decode_envelope(data: bytes) -> Envelope:
     """Decode one message's envelope, validating its JSON-RPC shape.
 
+    A response must carry an ``id`` that is a string or an integer and exactly one of
+    ``result`` and ``error``.
+
     Raises:
-        ProtocolError: The bytes are not JSON, not UTF-8, or not a JSON-RPC 2.0 message.
+        ProtocolError: The bytes are not JSON, not UTF-8, too deeply nested, or not a
+            JSON-RPC 2.0 message.
     """
     try:
         message = _envelope_decoder.decode(data)
-    except msgspec.DecodeError as exc:
-        shown = data[:200].decode("utf-8", "replace")
-        raise ProtocolError(f"undecodable message from the server ({exc}): {shown!r}") from exc
+    except Exception as exc:  # the trust boundary: msgspec, Unicode and Recursion errors
+        raise ProtocolError(
+            f"undecodable message from the server ({type(exc).__name__}: {exc}): {_shown(data)!r}"
+        ) from exc
     if message.jsonrpc != "2.0":
         raise ProtocolError(f"not a JSON-RPC 2.0 message (jsonrpc={message.jsonrpc!r})")
-    if message.method is UNSET and message.id is UNSET:
-        raise ProtocolError("JSON-RPC message with neither method nor id")
+    if message.method is UNSET:
+        if message.id is UNSET:
+            raise ProtocolError("JSON-RPC message with neither method nor id")
+        if (message.error is UNSET) == (not message.result):
+            raise ProtocolError(
+                f"JSON-RPC response {message.id!r} must have exactly one of result and error"
+            )
     return message
+
+
+def is_batch(data: bytes) -> bool:
+    """Whether ``data`` is a JSON array (a JSON-RPC batch) rather than one message."""
+    return data.lstrip()[:1] == b"["
+
+
+_batch_decoder: Final = msgspec.json.Decoder(list[msgspec.Raw])
+
+
+def split_batch(data: bytes) -> list[bytes]:
+    """Split a JSON-RPC batch into its messages (each still to be decoded).
+
+    Raises:
+        ProtocolError: The bytes are not a JSON array, or the array is empty.
+    """
+    try:
+        parts = _batch_decoder.decode(data)
+    except Exception as exc:
+        raise ProtocolError(f"undecodable JSON-RPC batch ({exc}): {_shown(data)!r}") from exc
+    if not parts:
+        raise ProtocolError("empty JSON-RPC batch")
+    return [bytes(part) for part in parts]
+
+
+class MessageHead(msgspec.Struct):
+    """What can be salvaged from a malformed message: its ``id`` and ``method``."""
+
+    id: Any = None
+    method: Any = None
+
+
+_head_decoder: Final = msgspec.json.Decoder(MessageHead)
+
+
+def salvage_head(data: bytes) -> tuple[RequestId | None, str | None]:
+    """Best effort: the usable ``id`` and ``method`` of a message that failed to decode.
+
+    Used to fail the one request a malformed response was meant for. Never raises.
+
+    Returns:
+        ``(id, method)``, each None when absent or unusable (an id must be a string or a
+        non-boolean integer; a method a string).
+    """
+    try:
+        head = _head_decoder.decode(data)
+    except Exception:
+        return None, None
+    request_id = head.id
+    if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
+        request_id = None
+    method = head.method if isinstance(head.method, str) else None
+    return request_id, method
+
+
+def decode_payload(raw: msgspec.Raw | bytes, tp: type[T], what: str, *, empty: bytes = b"{}") -> T:
+    """Decode a ``params`` or ``result`` payload into its protocol type.
+
+    Args:
+        raw: The raw JSON payload (an empty Raw means the member was absent).
+        tp: The type to decode into (Structs tolerate unknown content blocks).
+        what: What the payload is, for the error message (e.g. ``"result of tools/call"``).
+        empty: The JSON used when the payload is absent.
+
+    Raises:
+        ProtocolError: The payload is not valid JSON or does not match the type.
+    """
+    from ._types import decoder_for
+
+    try:
+        return decoder_for(tp).decode(raw if raw else empty)
+    except Exception as exc:  # the trust boundary
+        raise ProtocolError(f"invalid {what}: {type(exc).__name__}: {exc}") from exc
+
+
+_any_decoder: Final = msgspec.json.Decoder()
+
+
+def decode_json(raw: msgspec.Raw | bytes, what: str, *, empty: bytes = b"{}") -> Any:
+    """Decode a payload as plain JSON (dicts, lists, scalars).
+
+    Raises:
+        ProtocolError: The payload is not valid JSON (or not UTF-8, or nested too deeply).
+    """
+    try:
+        return _any_decoder.decode(raw if raw else empty)
+    except Exception as exc:  # the trust boundary
+        raise ProtocolError(f"invalid {what}: {type(exc).__name__}: {exc}") from exc
 
 
 def encode_request(request_id: RequestId, method: str, params: Any = None) -> bytes:

@@ -1,47 +1,57 @@
-"""The session engine: one reader task, per-request channels, both protocol eras.
+"""The session: era negotiation, the multi-round-trip loop and the typed API.
 
-How a request travels: the caller encodes it, registers a per-request trio memory channel
-in the pending table and hands the bytes to the transport (which coalesces writes). The one
-reader task decodes every incoming message's envelope exactly once and routes it: a
-response (or a progress notification for the request) goes into the waiting caller's
-channel; a server request goes to a handler task; a notification goes to subscribers.
-The caller's own cancel scope is the timeout: when it fires, the pending entry is removed,
-the server is told (``notifications/cancelled``, shielded and bounded, or the transport's
-native cancellation) and a late response is dropped.
+The JSON-RPC engine underneath (ids, the pending table, the reader, dispatch, cancellation
+notices, server-request tasks, the one decode boundary) is :mod:`trio_mcp._rpc`. This
+module adds what MCP means on top of it:
+
+* **Era negotiation** (:meth:`ClientSession._start`): ``initialize`` for legacy servers,
+  ``server/discover`` for modern ones, and in ``auto`` mode a probe that works with every
+  real server (see ``docs/protocol-eras.md``).
+* **One meaning of** ``timeout=``: the whole call, in both eras (every round of a
+  multi-round-trip call and the handlers answering its input requests included), extended
+  by progress when ``progress_resets_timeout`` is set, never past ``max_timeout``.
+* **The typed API**: ``list_tools``, ``call_tool``, ... with ``_meta`` and multi-round-trip
+  input gathered for the modern era, notifications delivered to subscribers.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
-import math
+import sys
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping, Sequence
-from contextlib import asynccontextmanager, nullcontext
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, TypeVar, cast
+from typing import Any, Final, Literal, NoReturn, TypeVar, cast, overload
 
 import msgspec
 import trio
 from msgspec import UNSET, UnsetType
 
 from . import _types as t
+
+if sys.version_info < (3, 11):  # pragma: no cover
+    from exceptiongroup import BaseExceptionGroup
+
 from ._eras import (
     LATEST_LEGACY_VERSION,
     LEGACY_VERSIONS,
     MODERN_VERSIONS,
+    EraCache,
     ProbeVerdict,
     classify_probe,
     era_cache,
 )
 from ._exceptions import (
     ConnectionClosed,
+    HTTPStatusError,
     InputRequestError,
     MCPError,
     ProtocolError,
     ServerError,
     TransportError,
     UnsupportedProtocolVersionError,
-    server_error_from_wire,
 )
 from ._handlers import (
     ElicitationHandler,
@@ -51,17 +61,9 @@ from ._handlers import (
     SamplingHandler,
     ServerRequestHandlers,
 )
-from ._jsonrpc import (
-    INTERNAL_ERROR,
-    METHOD_NOT_FOUND,
-    Envelope,
-    decode_envelope,
-    encode_error_response,
-    encode_notification,
-    encode_request,
-    encode_response,
-)
-from ._transports._base import MessageInfo, RequestFailed, Transport, TransportFactory
+from ._jsonrpc import RequestId, decode_json, decode_payload
+from ._rpc import PendingCall, RPCConnection
+from ._transports._base import Transport, TransportFactory
 
 __all__ = ["ClientSession", "Notification", "open_mcp_session"]
 
@@ -94,6 +96,10 @@ _INVALIDATES: Final = {
     "notifications/prompts/list_changed": ("prompts/list",),
     "notifications/resources/list_changed": ("resources/list", "resources/templates/list"),
 }
+#: Revisions that allow JSON-RPC batches (2025-06-18 removed them again).
+_BATCH_VERSIONS: Final = frozenset({"2025-03-26"})
+_MAX_CALLBACK_TASKS: Final = 64
+_MAX_CACHE_ENTRIES: Final = 1024
 
 ProgressCallback = Callable[[t.ProgressNotificationParams], "Awaitable[None] | None"]
 
@@ -121,21 +127,7 @@ class _InputRequest(msgspec.Struct):
     params: msgspec.Raw = msgspec.Raw(b"{}")
 
 
-_result_head_decoder: Final = msgspec.json.Decoder(_ResultHead)
-_input_request_decoder: Final = msgspec.json.Decoder(_InputRequest)
-_any_decoder: Final = msgspec.json.Decoder()
-
-
-_CHANNEL_POOL_SIZE: Final = 1024
-_NO_SCOPE: Final = nullcontext()
-_NO_HEADERS: Final[Mapping[str, str]] = {}
-_Channels = tuple["trio.MemorySendChannel[Any]", "trio.MemoryReceiveChannel[Any]"]
-_open_channel: Final = cast(
-    "Callable[[float], _Channels]", trio.open_memory_channel
-)  # unsubscripted: no typing work per call
-
-
-@dataclass
+@dataclass(eq=False)
 class _Subscriber:
     methods: frozenset[str] | None
     send: trio.MemorySendChannel[Notification]
@@ -143,71 +135,112 @@ class _Subscriber:
     uris: frozenset[str] | None = None
     acknowledged: trio.Event = field(default_factory=trio.Event)
     granted: Mapping[str, Any] | None = None
+    dropped: int = 0
 
 
-class ClientSession:
-    """A session with one MCP server. Create it with :func:`open_mcp_session`.
+@dataclass(frozen=True, slots=True)
+class _Options:
+    """The session options of :func:`open_mcp_session`, checked once."""
 
-    All methods may be called concurrently from many tasks. Every method that talks to the
-    server accepts the caller's cancel scope as its timeout (``trio.fail_after``), and most
-    also a ``timeout=`` in seconds raising :class:`trio.TooSlowError`. After the session is
-    closed every method raises :class:`trio.ClosedResourceError`.
+    client_info: t.Implementation | None = None
+    protocol: str = "auto"
+    default_timeout: float | None = None
+    progress_resets_timeout: bool = False
+    max_timeout: float | None = None
+    probe_timeout: float = 3.0
+    init_timeout: float | None = 60.0
+    cancel_notice_timeout: float = 1.0
+    cache: bool = True
+    max_input_rounds: int = 10
+    max_pages: int = 1000
+    notification_buffer: int = 1000
+    listen_ack_timeout: float = 10.0
+    max_server_requests: int = 32
+    era_cache: EraCache | None = None
+
+    def __post_init__(self) -> None:
+        protocol = self.protocol
+        if protocol not in ("auto", "legacy") and protocol not in MODERN_VERSIONS:
+            raise ValueError(
+                f"open_mcp_session(): protocol must be 'auto', 'legacy' or one of "
+                f"{list(MODERN_VERSIONS)}, not {protocol!r}"
+            )
+        for name in ("default_timeout", "max_timeout", "init_timeout"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ValueError(f"open_mcp_session(): {name} must be positive or None")
+        for name in ("probe_timeout", "cancel_notice_timeout", "listen_ack_timeout"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"open_mcp_session(): {name} must be positive")
+        for name in ("max_input_rounds", "max_pages", "max_server_requests"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"open_mcp_session(): {name} must be at least 1")
+        if self.notification_buffer < 0:
+            raise ValueError("open_mcp_session(): notification_buffer must not be negative")
+
+
+class _ProbeCrashedError(Exception):
+    """Internal: the server went away while answering the era probe (old servers do)."""
+
+    def __init__(self, error: MCPError) -> None:
+        self.error = error
+        super().__init__(str(error))
+
+
+class _NoPublicConstructor(type):
+    """Metaclass: ``ClientSession(...)`` raises; the library builds sessions itself."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> NoReturn:
+        raise TypeError(
+            f"{cls.__module__}.{cls.__qualname__} has no public constructor: "
+            "use trio_mcp.open_mcp_session(...)"
+        )
+
+    def _create(cls: type[T], *args: Any, **kwargs: Any) -> T:
+        return super().__call__(*args, **kwargs)  # type: ignore[misc, no-any-return]
+
+
+class ClientSession(metaclass=_NoPublicConstructor):
+    """A session with one MCP server. Open it with :func:`open_mcp_session`.
+
+    All methods may be called concurrently from many tasks, and every one is a checkpoint.
+    Every method that talks to the server takes the caller's cancel scope as its timeout
+    (``trio.fail_after``), and most also a ``timeout=`` in seconds raising
+    :class:`trio.TooSlowError`. After the session is closed every method raises
+    :class:`trio.ClosedResourceError`; after the connection broke, a fresh
+    :class:`ConnectionClosed` telling why.
     """
 
     def __init__(
         self,
         nursery: trio.Nursery,
         transport: Transport,
-        *,
-        client_info: t.Implementation | None = None,
-        protocol: str = "auto",
-        handlers: ServerRequestHandlers | None = None,
-        default_timeout: float | None = None,
-        progress_resets_timeout: bool = False,
-        max_timeout: float | None = None,
-        probe_timeout: float = 3.0,
-        init_timeout: float | None = 60.0,
-        cancel_notice_timeout: float = 1.0,
-        cache: bool = True,
-        max_input_rounds: int = 10,
-        max_pages: int = 1000,
-        tolerate_invalid_messages: bool = False,
-        notification_buffer: int = 1000,
-        listen_ack_timeout: float = 10.0,
+        options: _Options,
+        handlers: ServerRequestHandlers,
     ) -> None:
-        if protocol not in ("auto", "legacy") and protocol not in MODERN_VERSIONS:
-            raise ValueError(
-                f"protocol must be 'auto', 'legacy' or one of {list(MODERN_VERSIONS)}, "
-                f"not {protocol!r}"
-            )
         self._nursery = nursery
         self._transport = transport
-        self._client_info = client_info or t.Implementation(name="trio-mcp", version=_version())
-        self._protocol_option = protocol
-        self._handlers = handlers or ServerRequestHandlers()
-        self._default_timeout = default_timeout
-        self._progress_resets = progress_resets_timeout
-        self._max_timeout = max_timeout
-        self._probe_timeout = probe_timeout
-        self._init_timeout = init_timeout
-        self._cancel_notice_timeout = cancel_notice_timeout
-        self._cache_enabled = cache
-        self._max_rounds = max_input_rounds
-        self._max_pages = max_pages
-        self._tolerate_invalid = tolerate_invalid_messages
-        self._notification_buffer = notification_buffer
-        self._listen_ack_timeout = listen_ack_timeout
-
-        self._next_id = 1
-        self._pending: dict[int | str, trio.MemorySendChannel[Any]] = {}  # id -> response channel
-        self._channel_pool: list[_Channels] = []
-        self._incoming: dict[int | str, trio.CancelScope] = {}
+        self._opts = options
+        self._client_info = options.client_info or t.Implementation(
+            name="trio-mcp", version=_version()
+        )
+        self._handlers = handlers
+        self._era_cache = options.era_cache if options.era_cache is not None else era_cache
+        self._rpc = RPCConnection(
+            transport,
+            nursery,
+            on_notification=self._on_notification,
+            handle_request=self._handle_request,
+            can_handle=handlers.can_handle,
+            on_failure=self._on_failure,
+            batches_allowed=lambda: self._protocol_version in _BATCH_VERSIONS,
+            cancel_notice_timeout=options.cancel_notice_timeout,
+            max_server_requests=options.max_server_requests,
+        )
         self._subscribers: list[_Subscriber] = []
         self._notification_handlers: dict[str, list[Callable[[Notification], Any]]] = {}
+        self._callback_tasks = 0
         self._cache: dict[tuple[str, str], tuple[float, Any]] = {}
-        self._reader_scope = trio.CancelScope()
-        self._closed = False
-        self._broken: MCPError | None = None
 
         self._era: Era | None = None
         self._protocol_version: str | None = None
@@ -254,74 +287,131 @@ class ClientSession:
     @property
     def closed(self) -> bool:
         """Whether :meth:`aclose` has been called."""
-        return self._closed
+        return self._rpc.closed
+
+    @property
+    def failure(self) -> MCPError | None:
+        """Why the session stopped working (the server went away, ...), or None."""
+        return None if self._rpc.closed else self._rpc.failure
 
     # -- start-up: era negotiation -------------------------------------------------------
 
     async def _start(self) -> None:
-        self._nursery.start_soon(self._reader, name="trio_mcp reader")
-        option = self._protocol_option
-        if option == "legacy":
+        """Start the reader and negotiate the era.
+
+        Raises:
+            _ProbeCrashedError: In ``auto`` mode the server died on the era probe.
+        """
+        self._rpc.start()
+        option = self._opts.protocol
+        transport = self._transport
+        if option == "legacy" or (option == "auto" and not transport.can_probe):
             await self._initialize()
             return
         if option != "auto":
-            await self._discover(option, probe=False)
+            await self._probe(option, pinned=True)
             return
-        key = getattr(self._transport, "origin", None)
-        cached = era_cache.get(key) if key else None
-        if key and cached == "legacy":
+        key = transport.era_key
+        if key is not None and self._era_cache.get(key) == "legacy":
             try:
                 await self._initialize()
                 return
-            except ServerError:
-                era_cache.pop(key, None)  # the cached assumption failed: probe again
-        await self._discover(MODERN_VERSIONS[0], probe=True)
+            except (ServerError, ProtocolError, HTTPStatusError) as exc:
+                # versioning.mdx: re-probe when the cached assumption fails.
+                logger.debug("cached legacy era of %s failed (%r); probing again", key, exc)
+                self._era_cache.forget(key)
+                if not self._rpc.usable:
+                    raise
+        await self._probe(MODERN_VERSIONS[0], pinned=False)
 
-    async def _discover(self, version: str, *, probe: bool) -> None:
-        """Send ``server/discover``; go modern, retry at another version, or fall back."""
-        key = getattr(self._transport, "origin", None)
+    async def _probe(self, version: str, *, pinned: bool) -> None:
+        """Send ``server/discover``; go modern, retry at another version, or fall back.
+
+        A probe that gets no answer within ``probe_timeout`` stays pending while
+        ``initialize`` is sent: a server that was merely slow to start answers the probe
+        first (it reads its input in order) and the session goes modern; a legacy server
+        that ignores unknown methods answers ``initialize``.
+        """
+        key = self._transport.era_key
         for _attempt in range(2):
             self._set_modern(version)
-            try:
-                result = await self._roundtrip(
-                    "server/discover",
-                    {"_meta": self._meta_plain},
-                    timeout=self._probe_timeout if probe else self._init_timeout,
-                    announce_cancel=not probe,
-                    unwrap=False,
-                )
-                error: BaseException | None = None
-                try:
-                    discovered = self._decode(result.result, t.DiscoverResult, "server/discover")
-                except ProtocolError as exc:  # e.g. a legacy server's ``{}`` for any method
-                    discovered, error = None, exc
-            except (ServerError, trio.TooSlowError, TransportError, RequestFailedError) as exc:
-                if isinstance(exc, TransportError):  # the connection itself failed
-                    raise
-                discovered, error = None, exc
+            call = await self._rpc.start_request("server/discover", {"_meta": self._meta_plain})
+            wait = self._opts.probe_timeout
+            if pinned:
+                wait = self._opts.init_timeout or float("inf")
+            discovered: t.DiscoverResult | None = None
+            error: MCPError | None = None
+            with trio.move_on_after(wait):
+                discovered, error = await self._probe_outcome(call)
+            if not call.done:
+                if pinned:
+                    call.abandon()
+                    raise trio.TooSlowError(
+                        f"server/discover timed out after {self._opts.init_timeout} s"
+                    )
+                logger.debug("no answer to server/discover yet; sending initialize as well")
+                await self._initialize(probe=call)
+                return
             verdict = classify_probe(discovered, error, MODERN_VERSIONS, LEGACY_VERSIONS)
             if verdict.kind == ProbeVerdict.MODERN:
                 assert discovered is not None and verdict.version is not None
                 self._adopt_discover(discovered, verdict.version)
-                if key:
-                    era_cache[key] = "modern"
+                if key is not None:
+                    self._era_cache.put(key, "modern")
                 return
             if verdict.kind == ProbeVerdict.RETRY:
                 assert verdict.version is not None
                 version = verdict.version
                 continue
-            if verdict.kind == ProbeVerdict.FAIL or not probe:
-                if isinstance(error, RequestFailedError):
-                    raise error.error from None
+            if verdict.kind == ProbeVerdict.FAIL or pinned:
                 if error is not None:
                     raise error
                 raise ProtocolError(verdict.reason)
             logger.debug("server/discover probe: %s; falling back to initialize", verdict.reason)
             await self._initialize()
-            if key:
-                era_cache[key] = "legacy"
             return
         raise ProtocolError("the server rejected every mutually supported protocol version")
+
+    async def _probe_outcome(
+        self, call: PendingCall
+    ) -> tuple[t.DiscoverResult | None, MCPError | None]:
+        """Wait for the probe's answer: ``(result, None)`` or ``(None, error)``.
+
+        Raises:
+            _ProbeCrashedError: The whole connection ended while waiting (the server died).
+            TransportError: The server could not be reached at all.
+        """
+        try:
+            raw = await call.wait()
+        except (ServerError, ProtocolError, HTTPStatusError) as exc:
+            return None, exc
+        except ConnectionClosed as exc:
+            if not self._rpc.usable:
+                raise _ProbeCrashedError(exc) from exc
+            return None, exc  # only the probe's stream ended (HTTP): an old server
+        try:
+            return decode_payload(raw, t.DiscoverResult, "result of server/discover"), None
+        except ProtocolError as exc:  # e.g. a legacy server's ``{}`` for any method
+            return None, exc
+
+    def _late_discover(self, probe: PendingCall) -> tuple[t.DiscoverResult, str] | None:
+        """A modern answer to a probe that outlived its timeout, if one has arrived."""
+        try:
+            raw = probe.poll()
+        except MCPError:
+            return None
+        finally:
+            probe.abandon()
+        if raw is None:
+            return None
+        try:
+            discovered = decode_payload(raw, t.DiscoverResult, "result of server/discover")
+        except ProtocolError:
+            return None
+        verdict = classify_probe(discovered, None, MODERN_VERSIONS, LEGACY_VERSIONS)
+        if verdict.kind != ProbeVerdict.MODERN or verdict.version is None:
+            return None
+        return discovered, verdict.version
 
     def _adopt_discover(self, discovered: t.DiscoverResult, version: str) -> None:
         self._set_modern(version)
@@ -339,8 +429,7 @@ class ClientSession:
     def _set_modern(self, version: str) -> None:
         self._era = "modern"
         self._protocol_version = version
-        self._transport.modern = True
-        self._transport.protocol_version = version
+        self._transport.negotiated(modern=True, protocol_version=version)
         self._rebuild_meta()
 
     def _rebuild_meta(self) -> None:
@@ -357,30 +446,46 @@ class ClientSession:
         self._meta_plain = plain
         self._meta_full = full
 
-    async def _initialize(self) -> None:
+    async def _initialize(self, *, probe: PendingCall | None = None) -> None:
+        """The legacy handshake; ``probe`` is an era probe still waiting for its answer."""
         self._era = "legacy"
-        self._transport.modern = False
+        self._protocol_version = None
+        self._transport.negotiated(modern=False, protocol_version=None)
         params = {
             "protocolVersion": LATEST_LEGACY_VERSION,
             "capabilities": self._handlers.capabilities(),
             "clientInfo": t.to_builtins(self._client_info),
         }
-        fallback = getattr(self._transport, "fallback_to_sse", None)
         try:
-            response = await self._roundtrip(
-                "initialize",
-                params,
-                timeout=self._init_timeout,
-                announce_cancel=False,
-                unwrap=False,
-            )
-        except RequestFailedError as exc:
-            if fallback is None or not await fallback():
-                raise exc.error from exc
-            response = await self._roundtrip(
-                "initialize", params, timeout=self._init_timeout, announce_cancel=False
-            )
-        init = self._decode(response.result, t.InitializeResult, "initialize")
+            try:
+                raw = await self._handshake(params)
+            except TransportError as exc:
+                if isinstance(exc, ConnectionClosed) or not await self._transport.fallback():
+                    raise
+                logger.debug("initialize failed (%r); retrying over the fallback transport", exc)
+                raw = await self._handshake(params)
+        except ConnectionClosed as exc:
+            if probe is not None and not self._rpc.usable:
+                raise _ProbeCrashedError(exc) from exc
+            raise
+        except ServerError:
+            if probe is None:
+                raise
+            # A server that read the probe first (it was slow to start) has committed to
+            # the modern era and rejects initialize: its answer to the probe decides.
+            with trio.move_on_after(self._opts.init_timeout or self._opts.probe_timeout):
+                await self._probe_outcome(probe)
+            late = self._late_discover(probe)
+            if late is None:
+                raise
+            self._adopt_modern_late(*late)
+            return
+        if probe is not None:
+            late = self._late_discover(probe)
+            if late is not None:  # the server answered the probe first: it speaks modern
+                self._adopt_modern_late(*late)
+                return
+        init = decode_payload(raw, t.InitializeResult, "result of initialize")
         if init.protocol_version not in LEGACY_VERSIONS:
             raise ProtocolError(
                 f"the server answered initialize with protocol version "
@@ -388,141 +493,32 @@ class ClientSession:
                 f"(it speaks {', '.join(LEGACY_VERSIONS + MODERN_VERSIONS)})"
             )
         self._protocol_version = init.protocol_version
-        self._transport.protocol_version = init.protocol_version
+        self._transport.negotiated(modern=False, protocol_version=init.protocol_version)
         self._server_info = init.server_info
         self._server_capabilities = init.capabilities
         if init.instructions is not UNSET:
             self._instructions = init.instructions
-        await self.notify("notifications/initialized")
+        await self._rpc.notify("notifications/initialized")
+        key = self._transport.era_key
+        if key is not None and self._opts.protocol == "auto":
+            self._era_cache.put(key, "legacy")
+
+    def _adopt_modern_late(self, discovered: t.DiscoverResult, version: str) -> None:
+        self._adopt_discover(discovered, version)
+        key = self._transport.era_key
+        if key is not None:
+            self._era_cache.put(key, "modern")
+
+    async def _handshake(self, params: dict[str, Any]) -> msgspec.Raw:
+        timeout = self._opts.init_timeout
+        with trio.move_on_after(timeout if timeout is not None else float("inf")):
+            return await self._rpc.request("initialize", params, announce_cancel=False)
+        raise trio.TooSlowError(f"initialize timed out after {timeout} s")
 
     # -- the request path ----------------------------------------------------------------
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise trio.ClosedResourceError("the MCP session is closed")
-        if self._broken is not None:
-            raise self._broken
-
-    async def _roundtrip(
-        self,
-        method: str,
-        params: Any,
-        *,
-        timeout: float | None = None,
-        on_progress: ProgressCallback | None = None,
-        name: str | None = None,
-        headers: Mapping[str, str] | None = None,
-        announce_cancel: bool = True,
-        idempotent: bool = False,
-        unwrap: bool = True,
-        request_id: int | None = None,
-    ) -> Envelope:
-        """Send one request and wait for its response envelope (error responses raise).
-
-        This is the hot path: one coroutine, a pooled per-request memory channel, and the
-        caller's cancel scope (or ``timeout``) as the only timer. A transport failure of this
-        request raises the transport's error, or the internal :class:`RequestFailedError`
-        carrier when ``unwrap`` is false.
-        """
-        if self._closed or self._broken is not None:
-            self._check_open()
-        if timeout is None:
-            timeout = self._default_timeout
-        if request_id is None:
-            request_id = self._next_id
-            self._next_id += 1
-        scope: trio.CancelScope | None = None
-        started = 0.0
-        if timeout is not None:
-            started = trio.current_time()
-            scope = trio.CancelScope(deadline=started + timeout)
-        if on_progress is not None or (self._progress_resets and scope is not None):
-            params = dict(params) if params else {}
-            meta = dict(params.get("_meta") or {})
-            meta["progressToken"] = request_id
-            params["_meta"] = meta
-        pool = self._channel_pool
-        send, receive = pool.pop() if pool else _open_channel(math.inf)
-        pending = self._pending
-        pending[request_id] = send
-        data = encode_request(request_id, method, params)
-        transport = self._transport
-        answered = False
-        try:
-            with scope if scope is not None else _NO_SCOPE:
-                if len(pending) > 1 or not transport.try_send_now(data):
-                    info = (
-                        MessageInfo(method, request_id, name, headers or _NO_HEADERS, idempotent)
-                        if transport.needs_info
-                        else None
-                    )
-                    await transport.send(data, info)
-                while True:
-                    item = await receive.receive()
-                    if type(item) is Envelope:
-                        answered = True
-                        if len(pool) < _CHANNEL_POOL_SIZE:
-                            pool.append((send, receive))
-                        if item.error is not UNSET:
-                            error = item.error
-                            raise server_error_from_wire(
-                                error.code,
-                                error.message,
-                                error.data,
-                                method=method,
-                                modern=self._era == "modern",
-                            )
-                        return item
-                    if isinstance(item, BaseException):
-                        answered = True
-                        if unwrap and isinstance(item, RequestFailedError):
-                            raise item.error
-                        raise item
-                    # a progress notification for this request
-                    if scope is not None and self._progress_resets:
-                        self._bump_deadline(scope, started, timeout)
-                    if on_progress is not None:
-                        outcome = on_progress(item)
-                        if inspect.isawaitable(outcome):
-                            await outcome
-        finally:
-            if not answered:
-                pending.pop(request_id, None)
-                if announce_cancel and self._broken is None and not self._closed:
-                    await self._announce_cancel(request_id)
-        raise trio.TooSlowError(f"{method} timed out after {timeout} s")
-
-    def _bump_deadline(
-        self, scope: trio.CancelScope, started: float, timeout: float | None
-    ) -> None:
-        if timeout is None:
-            return
-        new_deadline = trio.current_time() + timeout
-        if self._max_timeout is not None:
-            new_deadline = min(new_deadline, started + self._max_timeout)
-        scope.deadline = max(scope.deadline, new_deadline)
-
-    async def _announce_cancel(self, request_id: int | str) -> None:
-        if self._transport.cancel_request(request_id):
-            return
-        with trio.move_on_after(self._cancel_notice_timeout) as cancel_scope:
-            cancel_scope.shield = True
-            try:
-                await self._transport.send(
-                    encode_notification(
-                        "notifications/cancelled",
-                        {"requestId": request_id, "reason": "cancelled by the client"},
-                    ),
-                    MessageInfo("notifications/cancelled"),
-                )
-            except (MCPError, trio.ClosedResourceError, trio.BrokenResourceError):
-                pass
-
     def _decode(self, raw: msgspec.Raw, tp: type[T], method: str) -> T:
-        try:
-            return t.decoder_for(tp).decode(raw)
-        except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError) as exc:
-            raise ProtocolError(f"invalid result for {method}: {exc}") from exc
+        return decode_payload(raw, tp, f"result of {method}")
 
     def _with_meta(self, method: str, params: Mapping[str, Any] | None) -> dict[str, Any] | Any:
         if self._era != "modern":
@@ -530,7 +526,7 @@ class ClientSession:
         base = self._meta_full if method in _INPUT_METHODS else self._meta_plain
         merged: dict[str, Any] = dict(params) if params else {}
         given = merged.get("_meta")
-        merged["_meta"] = {**given, **base} if given else base
+        merged["_meta"] = {**given, **base} if isinstance(given, Mapping) and given else base
         return merged
 
     async def _call(
@@ -544,19 +540,41 @@ class ClientSession:
         headers: Mapping[str, str] | None = None,
         idempotent: bool = False,
     ) -> msgspec.Raw:
-        """One logical call in either era: ``_meta``, version retry, multi-round-trip."""
-        if self._era != "modern":
-            envelope = await self._roundtrip(
-                method, params, timeout=timeout, on_progress=on_progress, name=name,
-                headers=headers, idempotent=idempotent,
-            )  # fmt: skip
-            return envelope.result
+        """One logical call in either era, with one meaning of ``timeout``: the whole call."""
         if timeout is None:
-            return await self._modern_call(method, params, on_progress, name, headers, idempotent)
-        with trio.fail_after(timeout):
-            return await self._modern_call(method, params, on_progress, name, headers, idempotent)
+            timeout = self._opts.default_timeout
+        if timeout is None:
+            return await self._rounds(method, params, on_progress, name, headers, idempotent)
+        if not timeout > 0:
+            raise ValueError(f"timeout must be positive, not {timeout!r}")
+        started = trio.current_time()
+        scope = trio.CancelScope(deadline=started + timeout)
+        if self._opts.progress_resets_timeout:
+            on_progress = self._deadline_bumper(scope, started, timeout, on_progress)
+        with scope:
+            return await self._rounds(method, params, on_progress, name, headers, idempotent)
+        raise trio.TooSlowError(f"{method} timed out after {timeout} s")
 
-    async def _modern_call(
+    def _deadline_bumper(
+        self,
+        scope: trio.CancelScope,
+        started: float,
+        timeout: float,
+        on_progress: ProgressCallback | None,
+    ) -> ProgressCallback:
+        """A progress callback that extends ``scope`` (never past ``max_timeout``)."""
+        hard_limit = self._opts.max_timeout
+
+        def bump(progress: t.ProgressNotificationParams) -> Awaitable[None] | None:
+            deadline = trio.current_time() + timeout
+            if hard_limit is not None:
+                deadline = min(deadline, started + hard_limit)
+            scope.deadline = max(scope.deadline, deadline)
+            return on_progress(progress) if on_progress is not None else None
+
+        return bump
+
+    async def _rounds(
         self,
         method: str,
         params: Mapping[str, Any] | None,
@@ -565,6 +583,13 @@ class ClientSession:
         headers: Mapping[str, str] | None,
         idempotent: bool,
     ) -> msgspec.Raw:
+        """Version retry, idempotent re-issue and the multi-round-trip loop."""
+        rpc = self._rpc
+        if self._era != "modern":
+            return await rpc.request(
+                method, params, on_progress=on_progress, name=name, headers=headers,
+                idempotent=idempotent,
+            )  # fmt: skip
         extra: dict[str, Any] = {}
         version_retried = False
         stream_retried = False
@@ -574,9 +599,9 @@ class ClientSession:
             if extra:
                 merged = {**merged, **extra}
             try:
-                envelope = await self._roundtrip(
+                raw = await rpc.request(
                     method, merged, on_progress=on_progress, name=name, headers=headers,
-                    idempotent=idempotent, unwrap=False,
+                    idempotent=idempotent,
                 )  # fmt: skip
             except UnsupportedProtocolVersionError as exc:
                 mutual = [v for v in MODERN_VERSIONS if v in exc.supported]
@@ -585,26 +610,23 @@ class ClientSession:
                 version_retried = True
                 self._set_modern(mutual[0])
                 continue
-            except RequestFailedError as exc:
-                retryable = isinstance(exc.error, TransportError) and not hasattr(
-                    exc.error, "status_code"
-                )
-                if idempotent and retryable and not stream_retried:
-                    stream_retried = True
-                    logger.debug("re-issuing %s after a broken stream: %s", method, exc.error)
-                    continue
-                raise exc.error from exc
-            head = _result_head_decoder.decode(envelope.result)
+            except ConnectionClosed as exc:
+                if not (idempotent and rpc.usable and not stream_retried):
+                    raise
+                stream_retried = True  # only this request's stream broke: re-issue it once
+                logger.debug("re-issuing %s after a broken stream: %s", method, exc)
+                continue
+            head = decode_payload(raw, _ResultHead, f"result of {method}")
             kind = head.result_type
             if kind is UNSET or kind == "complete":
-                return envelope.result
+                return raw
             if kind != "input_required" or method not in _INPUT_METHODS:
                 raise ProtocolError(f"unexpected resultType {kind!r} in the result of {method}")
             rounds += 1
-            if rounds > self._max_rounds:
+            if rounds > self._opts.max_input_rounds:
                 raise InputRequestError(
-                    f"{method} still required input after {self._max_rounds} rounds; "
-                    "giving up (raise max_input_rounds to allow more)"
+                    f"{method} still required input after {self._opts.max_input_rounds} "
+                    "rounds; giving up (raise max_input_rounds to allow more)"
                 )
             extra = {}
             if head.input_requests is not UNSET and head.input_requests:
@@ -613,25 +635,22 @@ class ClientSession:
                 extra["requestState"] = head.request_state
 
     async def _gather_inputs(self, requests: Mapping[str, msgspec.Raw]) -> dict[str, Any]:
+        """Answer a round's input requests concurrently, through the session's handlers."""
         responses: dict[str, Any] = {}
         failures: list[str] = []
 
         async def one(key: str, raw: msgspec.Raw) -> None:
             try:
-                request = _input_request_decoder.decode(raw)
-            except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-                failures.append(f"{key}: malformed input request ({exc})")
-                return
-            if not self._handlers.can_handle(request.method):
-                failures.append(f"{key}: no handler for {request.method}")
-                return
-            ctx = self._context(request.method, key, None)
-            try:
-                result = await self._handlers.handle(request.method, request.params, ctx)
+                request = decode_payload(raw, _InputRequest, f"input request {key!r}")
+                if not self._handlers.can_handle(request.method):
+                    failures.append(f"{key}: no handler for {request.method}")
+                    return
+                ctx = self._context(request.method, key, request.params)
+                responses[key] = await self._handlers.handle(request.method, request.params, ctx)
             except HandlerError as exc:
-                failures.append(f"{key}: {request.method} failed: {exc.message}")
-                return
-            responses[key] = result
+                failures.append(f"{key}: failed: {exc.message}")
+            except Exception as exc:  # never an ExceptionGroup for the caller
+                failures.append(f"{key}: {exc}")
 
         async with trio.open_nursery() as nursery:
             for key, raw in requests.items():
@@ -642,122 +661,56 @@ class ClientSession:
             )
         return responses
 
-    def _context(self, method: str, request_id: int | str, meta: Any) -> RequestContext:
+    def _context(self, method: str, request_id: RequestId, params: msgspec.Raw) -> RequestContext:
         name = self._server_info.name if self._server_info is not None else None
+        meta: Mapping[str, Any] | None = None
+        try:
+            decoded: object = decode_json(params, "params")
+        except ProtocolError:
+            decoded = None
+        if isinstance(decoded, dict):
+            found: object = cast("dict[str, Any]", decoded).get("_meta")
+            if isinstance(found, dict):
+                meta = cast("dict[str, Any]", found)
         return RequestContext(self, method, request_id, name, meta)
 
-    # -- the reader task -----------------------------------------------------------------
+    async def _handle_request(self, request_id: RequestId, method: str, params: msgspec.Raw) -> Any:
+        return await self._handlers.handle(
+            method, params, self._context(method, request_id, params)
+        )
 
-    async def _reader(self) -> None:
-        error: MCPError
-        with self._reader_scope:
-            try:
-                transport = self._transport
-                while True:
-                    item = await transport.receive()
-                    if type(item) is bytes:
-                        self._dispatch(item)
-                    elif isinstance(item, RequestFailed):
-                        self._fail_one(item)
-                    else:
-                        self._dispatch(bytes(item))
-            except trio.EndOfChannel:
-                error = self._transport.closed_error()
-            except MCPError as exc:
-                error = exc
-            except (trio.ClosedResourceError, trio.BrokenResourceError) as exc:
-                error = ConnectionClosed(f"the connection to the server broke: {exc!r}")
-            except Exception as exc:  # a bug: never let it escape into the user's nursery
-                logger.exception("trio_mcp reader task failed")
-                error = ConnectionClosed(f"the session's reader failed: {exc!r}")
-            else:  # pragma: no cover
-                error = ConnectionClosed()
-            self._fail_all(error)
-        if self._reader_scope.cancelled_caught:
-            self._fail_all(ConnectionClosed("the session was closed"))
+    # -- notifications -------------------------------------------------------------------
 
-    def _fail_all(self, error: MCPError) -> None:
-        if self._broken is None:
-            self._broken = error
-        pending, self._pending = self._pending, {}
-        for entry in pending.values():
-            entry.send_nowait(error)
-        for scope in self._incoming.values():
-            scope.cancel()
+    def _on_failure(self) -> None:
         for sub in self._subscribers:
             sub.send.close()
 
-    def _fail_one(self, failure: RequestFailed) -> None:
-        entry = self._pending.pop(failure.request_id, None)
-        answer = _error_in_http_body(failure.error)
-        if entry is not None and answer is not None:
-            # A 4xx whose body is the JSON-RPC error response: the server did answer.
-            entry.send_nowait(answer)
-            return
-        if entry is None:
-            logger.warning(
-                "transport failure for unknown request %r: %s", failure.request_id, failure.error
-            )
-            return
-        entry.send_nowait(RequestFailedError(failure.error))
-
-    def _dispatch(self, data: bytes) -> None:
-        try:
-            message = decode_envelope(data)
-        except ProtocolError:
-            if self._tolerate_invalid:
-                logger.warning("dropping an invalid message from the server: %r", data[:200])
-                return
-            raise
-        method = message.method
-        if method is UNSET:
-            entry = self._pending.pop(cast(int | str, message.id), None)
-            if entry is None:
-                logger.debug("dropping a response for unknown or cancelled request %r", message.id)
-                return
-            entry.send_nowait(message)
-            return
-        if message.id is UNSET or message.id is None:
-            self._on_notification(method, message.params)
-        else:
-            self._on_request(message.id, method, message.params)
-
     def _on_notification(self, method: str, raw: msgspec.Raw) -> None:
+        """Route one notification (in the reader: quick, and total)."""
         try:
-            decoded: object = _any_decoder.decode(raw) if raw else {}
-        except msgspec.DecodeError:
-            logger.debug("dropping a notification with undecodable params: %s", method)
+            decoded: object = decode_json(raw, f"params of {method}")
+        except ProtocolError as exc:
+            logger.debug("dropping a notification with undecodable params: %s", exc)
             return
-        params = cast(dict[str, Any], decoded) if isinstance(decoded, dict) else {}
-        if method == "notifications/progress":
-            try:
-                progress = msgspec.convert(params, t.ProgressNotificationParams)
-            except msgspec.ValidationError:
-                logger.debug("dropping a malformed progress notification")
-                return
-            entry = self._pending.get(progress.progress_token)
-            if entry is not None:
-                entry.send_nowait(progress)
+        params = cast("dict[str, Any]", decoded) if isinstance(decoded, dict) else {}
         if method == "notifications/cancelled":
-            cancelled_id = params.get("requestId")
-            scope = self._incoming.get(cancelled_id)  # type: ignore[arg-type]
-            if scope is not None:
-                scope.cancel()
+            cancelled = params.get("requestId")
             for sub in self._subscribers:  # the server tore down a subscriptions/listen stream
-                if sub.subscription_id is not None and sub.subscription_id == cancelled_id:
+                if sub.subscription_id is not None and sub.subscription_id == cancelled:
                     sub.send.close()
         elif method == "notifications/message":
             level = _LOG_LEVELS.get(str(params.get("level")), logging.INFO)
             server_logger.log(level, "%s: %s", params.get("logger", "server"), params.get("data"))
         for prefix in _INVALIDATES.get(method, ()):
             self._invalidate(prefix)
-        if method == "notifications/resources/updated":
-            self._cache.pop(("resources/read", str(params.get("uri"))), None)
+        uri: object = params.get("uri")
+        if method == "notifications/resources/updated" and isinstance(uri, str):
+            self._cache.pop(("resources/read", uri), None)
         note = Notification(method, params)
-        subscription_id = None
-        meta = params.get("_meta")
+        subscription_id: object = None
+        meta: object = params.get("_meta")
         if isinstance(meta, dict):
-            subscription_id = cast(dict[str, Any], meta).get(_META_SUBSCRIPTION)
+            subscription_id = cast("dict[str, Any]", meta).get(_META_SUBSCRIPTION)
         for sub in self._subscribers:
             if sub.methods is not None and method not in sub.methods:
                 continue
@@ -766,88 +719,60 @@ class ClientSession:
                     continue
                 if method == "notifications/subscriptions/acknowledged":
                     granted = params.get("notifications")
-                    sub.granted = cast(dict[str, Any], granted) if isinstance(granted, dict) else {}
+                    sub.granted = (
+                        cast("dict[str, Any]", granted) if isinstance(granted, dict) else {}
+                    )
                     sub.acknowledged.set()
                     continue
             if (
                 sub.uris is not None
                 and method == "notifications/resources/updated"
-                and params.get("uri") not in sub.uris
+                and (not isinstance(uri, str) or uri not in sub.uris)
             ):
                 continue
             try:
                 sub.send.send_nowait(note)
             except trio.WouldBlock:
-                logger.warning("notification subscriber is full; dropped %s", method)
+                sub.dropped += 1
+                logger.warning(
+                    "notification subscriber is full; dropped %s (%d dropped)", method, sub.dropped
+                )
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass
         for key in (method, "*"):
-            for callback in self._notification_handlers.get(key, ()):
+            for callback in tuple(self._notification_handlers.get(key, ())):
                 self._run_callback(callback, note)
 
     def _run_callback(self, callback: Callable[[Notification], Any], note: Notification) -> None:
-        if inspect.iscoroutinefunction(callback):
-            self._nursery.start_soon(self._run_async_callback, callback, note)
-            return
         try:
-            callback(note)
+            outcome = callback(note)
         except Exception:
             logger.exception("notification callback for %s raised", note.method)
-
-    async def _run_async_callback(
-        self, callback: Callable[[Notification], Any], note: Notification
-    ) -> None:
-        try:
-            await callback(note)
-        except Exception:
-            logger.exception("notification callback for %s raised", note.method)
-
-    def _on_request(self, request_id: int | str, method: str, raw: msgspec.Raw) -> None:
-        if method == "ping":
-            self._nursery.start_soon(self._send_quietly, encode_response(request_id, {}))
             return
-        if not self._handlers.can_handle(method):
-            self._nursery.start_soon(
-                self._send_quietly,
-                encode_error_response(
-                    request_id, METHOD_NOT_FOUND, f"the client does not support {method}"
-                ),
+        if not inspect.isawaitable(outcome):
+            return
+        if self._callback_tasks >= _MAX_CALLBACK_TASKS:
+            logger.warning(
+                "dropping the async notification callback for %s: %d are still running",
+                note.method,
+                self._callback_tasks,
             )
+            if inspect.iscoroutine(outcome):
+                outcome.close()
             return
-        scope = trio.CancelScope()
-        self._incoming[request_id] = scope
-        self._nursery.start_soon(self._serve_request, request_id, method, raw, scope)
+        self._callback_tasks += 1
+        if not self._rpc.spawn(self._await_callback, outcome, note, name="trio_mcp callback"):
+            self._callback_tasks -= 1
+            if inspect.iscoroutine(outcome):
+                outcome.close()
 
-    async def _serve_request(
-        self, request_id: int | str, method: str, raw: msgspec.Raw, scope: trio.CancelScope
-    ) -> None:
-        response: bytes | None = None
-        with scope:
-            ctx = self._context(method, request_id, None)
-            try:
-                result = await self._handlers.handle(method, raw, ctx)
-                response = encode_response(request_id, result if result is not None else {})
-            except HandlerError as exc:
-                response = encode_error_response(request_id, exc.code, exc.message, exc.data)
-            except Exception as exc:
-                logger.warning("handler for %s raised %r", method, exc, exc_info=True)
-                response = encode_error_response(
-                    request_id, INTERNAL_ERROR, f"{method} failed: {exc}"
-                )
-        self._incoming.pop(request_id, None)
-        if scope.cancelled_caught:
-            logger.debug("server cancelled its request %r (%s)", request_id, method)
-            return
-        if response is not None:
-            await self._send_quietly(response)
-
-    async def _send_quietly(self, data: bytes) -> None:
-        if self._closed or self._broken is not None:
-            return
+    async def _await_callback(self, outcome: Awaitable[Any], note: Notification) -> None:
         try:
-            await self._transport.send(data, MessageInfo(None))
-        except (MCPError, trio.ClosedResourceError, trio.BrokenResourceError) as exc:
-            logger.debug("could not send a response to the server: %r", exc)
+            await outcome
+        except Exception:
+            logger.exception("notification callback for %s raised", note.method)
+        finally:
+            self._callback_tasks -= 1
 
     # -- caching (modern ttlMs hints) ----------------------------------------------------
 
@@ -867,9 +792,15 @@ class ClientSession:
 
     def _cache_put(self, method: str, key: str, value: Any) -> None:
         ttl = getattr(value, "ttl_ms", UNSET)
-        if not self._cache_enabled or ttl is UNSET or not isinstance(ttl, (int, float)) or ttl <= 0:
+        if not self._opts.cache or ttl is UNSET or not isinstance(ttl, (int, float)) or ttl <= 0:
             return
-        self._cache[(method, key)] = (trio.current_time() + ttl / 1000.0, value)
+        now = trio.current_time()
+        if len(self._cache) >= _MAX_CACHE_ENTRIES:  # sweep expired entries, then the oldest
+            for old in [k for k, (expires, _) in self._cache.items() if expires <= now]:
+                del self._cache[old]
+            while len(self._cache) >= _MAX_CACHE_ENTRIES:
+                del self._cache[next(iter(self._cache))]
+        self._cache[(method, key)] = (now + ttl / 1000.0, value)
 
     # -- low-level public API ------------------------------------------------------------
 
@@ -902,7 +833,7 @@ class ClientSession:
         """
         raw = await self._call(method, params, timeout=timeout, on_progress=on_progress)
         if result_type is None:
-            return _any_decoder.decode(raw)
+            return decode_json(raw, f"result of {method}", empty=b"null")
         return self._decode(raw, result_type, method)
 
     async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
@@ -912,8 +843,7 @@ class ClientSession:
             method: The notification method.
             params: The params in wire form, or None.
         """
-        self._check_open()
-        await self._transport.send(encode_notification(method, params), MessageInfo(method))
+        await self._rpc.notify(method, params)
 
     def set_request_handler(
         self, method: str, handler: Callable[[Any, RequestContext], Awaitable[Any]] | None
@@ -937,8 +867,10 @@ class ClientSession:
     ) -> Callable[[], None]:
         """Call ``callback`` for each notification of ``method`` (``"*"`` for all).
 
-        A plain function runs in the reader task and must be quick; an ``async def`` runs in
-        its own task in the session's nursery.
+        A plain function runs in the reader task and must be quick; an ``async def``
+        function (or any callable returning an awaitable) runs in its own task in the
+        session's nursery (at most 64 at once; more are dropped with a warning). Exceptions
+        from callbacks are logged, never raised into the nursery.
 
         Args:
             method: The notification method, or ``"*"`` for every notification.
@@ -971,8 +903,11 @@ class ClientSession:
             A :class:`trio.MemoryReceiveChannel` of :class:`Notification`; it ends when the
             session closes.
         """
-        self._check_open()
-        async with self._subscribe(frozenset(methods) if methods else None, buffer) as channel:
+        self._rpc.check_usable()
+        async with self._subscribe(frozenset(methods) if methods else None, buffer) as (
+            channel,
+            _sub,
+        ):
             yield channel
 
     @asynccontextmanager
@@ -982,15 +917,17 @@ class ClientSession:
         buffer: int | None,
         subscription_id: int | str | None = None,
         uris: frozenset[str] | None = None,
-    ) -> AsyncGenerator[trio.MemoryReceiveChannel[Notification], None]:
+    ) -> AsyncGenerator[tuple[trio.MemoryReceiveChannel[Notification], _Subscriber], None]:
         send, receive = trio.open_memory_channel[Notification](
-            self._notification_buffer if buffer is None else buffer
+            self._opts.notification_buffer if buffer is None else buffer
         )
         sub = _Subscriber(methods, send, subscription_id, uris)
         self._subscribers.append(sub)
+        if not self._rpc.usable:
+            send.close()
         try:
             async with receive:
-                yield receive
+                yield receive, sub
         finally:
             self._subscribers.remove(sub)
             send.close()
@@ -1019,7 +956,7 @@ class ClientSession:
         items: list[Any] = []
         cursor: str | None = None
         seen: set[str] = set()
-        for _ in range(self._max_pages):
+        for _ in range(self._opts.max_pages):
             page = await self._page(method, tp, cursor, cache=cache, timeout=timeout)
             items.extend(getattr(page, attr))
             next_cursor = page.next_cursor
@@ -1032,8 +969,8 @@ class ClientSession:
             seen.add(next_cursor)
             cursor = next_cursor
         raise ProtocolError(
-            f"{method}: more than {self._max_pages} pages; use the *_page method to page by hand "
-            "or raise max_pages"
+            f"{method}: more than {self._opts.max_pages} pages; use the *_page method to page "
+            "by hand or raise max_pages"
         )
 
     async def list_tools(self, *, cache: bool = True, timeout: float | None = None) -> list[t.Tool]:
@@ -1046,7 +983,7 @@ class ClientSession:
         tools: list[t.Tool] = await self._all_pages(
             "tools/list", t.ListToolsResult, "tools", cache=cache, timeout=timeout
         )
-        if not getattr(self._transport, "wants_param_headers", False):
+        if not self._transport.wants_param_headers:
             return tools
         return self._check_tool_headers(tools)
 
@@ -1069,15 +1006,22 @@ class ClientSession:
         return kept
 
     async def list_tools_page(
-        self, cursor: str | None = None, *, cache: bool = True
+        self,
+        cursor: str | None = None,
+        *,
+        cache: bool = True,
+        timeout: float | None = None,
     ) -> t.ListToolsResult:
         """Fetch one page of tools.
 
         Args:
             cursor: The previous page's ``next_cursor``, or None for the first page.
             cache: Use a cached page while the server's ``ttlMs`` hint says it is fresh.
+            timeout: Seconds before :class:`trio.TooSlowError`.
         """
-        return await self._page("tools/list", t.ListToolsResult, cursor, cache=cache)
+        return await self._page(
+            "tools/list", t.ListToolsResult, cursor, cache=cache, timeout=timeout
+        )
 
     async def call_tool(
         self,
@@ -1101,7 +1045,7 @@ class ClientSession:
         args: Mapping[str, Any] = arguments if arguments is not None else {}
         params = {"name": name, "arguments": args}
         headers: Mapping[str, str] | None = None
-        if getattr(self._transport, "wants_param_headers", False):
+        if self._transport.wants_param_headers:
             headers = self._param_headers(name, args)
         raw = await self._call(
             "tools/call",
@@ -1135,15 +1079,22 @@ class ClientSession:
         )
 
     async def list_resources_page(
-        self, cursor: str | None = None, *, cache: bool = True
+        self,
+        cursor: str | None = None,
+        *,
+        cache: bool = True,
+        timeout: float | None = None,
     ) -> t.ListResourcesResult:
         """Fetch one page of resources.
 
         Args:
             cursor: The previous page's ``next_cursor``, or None for the first page.
             cache: Use a cached page while it is fresh.
+            timeout: Seconds before :class:`trio.TooSlowError`.
         """
-        return await self._page("resources/list", t.ListResourcesResult, cursor, cache=cache)
+        return await self._page(
+            "resources/list", t.ListResourcesResult, cursor, cache=cache, timeout=timeout
+        )
 
     async def list_resource_templates(
         self, *, cache: bool = True, timeout: float | None = None
@@ -1160,16 +1111,25 @@ class ClientSession:
         )  # fmt: skip
 
     async def list_resource_templates_page(
-        self, cursor: str | None = None, *, cache: bool = True
+        self,
+        cursor: str | None = None,
+        *,
+        cache: bool = True,
+        timeout: float | None = None,
     ) -> t.ListResourceTemplatesResult:
         """Fetch one page of resource templates.
 
         Args:
             cursor: The previous page's ``next_cursor``, or None for the first page.
             cache: Use a cached page while it is fresh.
+            timeout: Seconds before :class:`trio.TooSlowError`.
         """
         return await self._page(
-            "resources/templates/list", t.ListResourceTemplatesResult, cursor, cache=cache
+            "resources/templates/list",
+            t.ListResourceTemplatesResult,
+            cursor,
+            cache=cache,
+            timeout=timeout,
         )
 
     async def read_resource(
@@ -1206,9 +1166,10 @@ class ClientSession:
         Args:
             uri: The resource's URI.
         """
-        self._check_open()
+        self._rpc.check_usable()
         if self._era == "modern":
             logger.debug("subscribe_resource is a no-op in the modern era; use listen()")
+            await trio.lowlevel.checkpoint()
             return
         await self._call("resources/subscribe", {"uri": uri})
 
@@ -1218,8 +1179,9 @@ class ClientSession:
         Args:
             uri: The resource's URI.
         """
-        self._check_open()
+        self._rpc.check_usable()
         if self._era == "modern":
+            await trio.lowlevel.checkpoint()
             return
         await self._call("resources/unsubscribe", {"uri": uri})
 
@@ -1237,15 +1199,22 @@ class ClientSession:
         )
 
     async def list_prompts_page(
-        self, cursor: str | None = None, *, cache: bool = True
+        self,
+        cursor: str | None = None,
+        *,
+        cache: bool = True,
+        timeout: float | None = None,
     ) -> t.ListPromptsResult:
         """Fetch one page of prompts.
 
         Args:
             cursor: The previous page's ``next_cursor``, or None for the first page.
             cache: Use a cached page while it is fresh.
+            timeout: Seconds before :class:`trio.TooSlowError`.
         """
-        return await self._page("prompts/list", t.ListPromptsResult, cursor, cache=cache)
+        return await self._page(
+            "prompts/list", t.ListPromptsResult, cursor, cache=cache, timeout=timeout
+        )
 
     async def get_prompt(
         self, name: str, arguments: Mapping[str, str] | None = None, *, timeout: float | None = None
@@ -1302,10 +1271,11 @@ class ClientSession:
         """
         if level not in _LOG_LEVELS:
             raise ValueError(f"unknown log level {level!r}; use one of {sorted(_LOG_LEVELS)}")
-        self._check_open()
+        self._rpc.check_usable()
         self._log_level = level
         if self._era == "modern":
             self._rebuild_meta()
+            await trio.lowlevel.checkpoint()
             return
         await self._call("logging/setLevel", {"level": level})
 
@@ -1321,7 +1291,7 @@ class ClientSession:
         if self._era == "modern":
             await self._call("server/discover", None, timeout=timeout)
             return
-        await self._roundtrip("ping", None, timeout=timeout)
+        await self._call("ping", None, timeout=timeout)
 
     @asynccontextmanager
     async def listen(
@@ -1349,12 +1319,13 @@ class ClientSession:
             buffer: How many notifications may wait unread.
 
         Yields:
-            A channel of :class:`Notification`; it ends if the server ends the subscription.
+            A channel of :class:`Notification`; it ends if the server ends the subscription
+            or the session stops.
 
         Raises:
             ServerError: The server rejected the subscription.
         """
-        self._check_open()
+        self._rpc.check_usable()
         uris = frozenset(resource_uris)
         if self._era == "modern":
             async with self._listen_modern(tools, prompts, resources, sorted(uris), buffer) as rx:
@@ -1369,7 +1340,7 @@ class ClientSession:
             methods.add("notifications/resources/list_changed")
         if uris:
             methods.add("notifications/resources/updated")
-        async with self._subscribe(frozenset(methods), buffer, uris=uris) as channel:
+        async with self._subscribe(frozenset(methods), buffer, uris=uris) as (channel, _sub):
             subscribed: list[str] = []
             try:
                 for uri in sorted(uris):
@@ -1377,13 +1348,13 @@ class ClientSession:
                     subscribed.append(uri)
                 yield channel
             finally:
-                with trio.move_on_after(self._cancel_notice_timeout, shield=True):
+                with trio.move_on_after(self._opts.cancel_notice_timeout, shield=True):
                     for uri in subscribed:
-                        if self._broken is not None or self._closed:
+                        if not self._rpc.usable:
                             break
                         try:
                             await self.unsubscribe_resource(uri)
-                        except MCPError as exc:
+                        except (MCPError, trio.ClosedResourceError) as exc:
                             logger.debug("unsubscribe %s failed: %r", uri, exc)
 
     @asynccontextmanager
@@ -1399,43 +1370,45 @@ class ClientSession:
             wanted["resourcesListChanged"] = True
         if uris:
             wanted["resourceSubscriptions"] = uris
-        request_id = self._next_id  # its notifications carry this id
-        self._next_id += 1
+        request_id = self._rpc.new_id()  # its notifications carry this id
         scope = trio.CancelScope()
-        failure: list[MCPError] = []
-        async with self._subscribe(None, buffer, subscription_id=request_id) as channel:
-            sub = self._subscribers[-1]
+        failures: list[MCPError] = []
+        async with self._subscribe(None, buffer, subscription_id=request_id) as (channel, sub):
 
             async def hold_request() -> None:
                 # Runs in the session's nursery, so the caller's block never sits inside a
                 # nursery of ours (its exceptions stay bare, never an ExceptionGroup).
                 with scope:
                     try:
-                        await self._roundtrip(
+                        await self._rpc.request(
                             "subscriptions/listen",
                             {
                                 **self._with_meta("subscriptions/listen", None),
                                 "notifications": wanted,
                             },
                             request_id=request_id,
-                            timeout=math.inf,  # long-lived by design: no default timeout
-                        )
+                        )  # long-lived by design: no default timeout
                     except MCPError as exc:
-                        failure.append(exc)
+                        failures.append(exc)
                         logger.debug("subscriptions/listen ended: %r", exc)
+                    except trio.ClosedResourceError:
+                        logger.debug("subscriptions/listen ended: the session was closed")
                 sub.acknowledged.set()
                 sub.send.close()
 
-            self._nursery.start_soon(hold_request, name="trio_mcp subscriptions/listen")
+            if not self._rpc.spawn(hold_request, name="trio_mcp subscriptions/listen"):
+                self._rpc.check_usable()
             try:
-                with trio.move_on_after(self._listen_ack_timeout):
+                with trio.move_on_after(self._opts.listen_ack_timeout):
                     await sub.acknowledged.wait()
-                if failure and not isinstance(failure[0], ConnectionClosed):
-                    raise failure[0]
+                if failures and not isinstance(failures[0], ConnectionClosed):
+                    raise fresh_error(failures[0])
+                if not self._rpc.usable:
+                    raise self._rpc.error_for_caller()
                 if not sub.acknowledged.is_set():
                     logger.warning(
                         "no acknowledgement of subscriptions/listen within %s s; listening anyway",
-                        self._listen_ack_timeout,
+                        self._opts.listen_ack_timeout,
                     )
                 elif sub.granted is not None:
                     self._check_acknowledged(wanted, sub.granted)
@@ -1455,18 +1428,16 @@ class ClientSession:
     async def aclose(self) -> None:
         """Close the session and its transport. Idempotent; completes even when cancelled.
 
-        Pending requests fail with :class:`ConnectionClosed`; handler tasks are cancelled;
-        for stdio the server process is shut down (stdin closed, then SIGTERM, then SIGKILL).
+        Calls still pending fail with :class:`trio.ClosedResourceError`; handler tasks are
+        cancelled; for stdio the server process is shut down (stdin closed, then SIGTERM,
+        then SIGKILL of its process group).
         """
-        if self._closed:
+        if self._rpc.closed:
+            await trio.lowlevel.checkpoint()
             return
-        self._closed = True
-        with trio.CancelScope(shield=True):
-            for scope in list(self._incoming.values()):
-                scope.cancel()
-            await self._transport.aclose()
-            self._reader_scope.cancel()
-            self._fail_all(ConnectionClosed("the session was closed"))
+        for sub in self._subscribers:
+            sub.send.close()
+        await self._rpc.aclose()
 
     async def __aenter__(self) -> ClientSession:
         return self
@@ -1475,29 +1446,14 @@ class ClientSession:
         await self.aclose()
 
 
-def _error_in_http_body(error: MCPError) -> Envelope | None:
-    """The JSON-RPC error response carried in the body of an HTTP 4xx, if there is one."""
-    status = getattr(error, "status_code", None)
-    body = getattr(error, "body", None)
-    if not isinstance(status, int) or not 400 <= status < 500 or status in (401, 403):
-        return None
-    if not isinstance(body, str) or not body.lstrip().startswith("{"):
-        return None
-    try:
-        message = decode_envelope(body.encode())
-    except ProtocolError:
-        return None
-    return message if message.error is not UNSET else None
+def fresh_error(error: MCPError) -> MCPError:
+    """A copy of ``error`` for raising in one more place."""
+    from ._exceptions import fresh_copy
+
+    return fresh_copy(error)
 
 
-class RequestFailedError(MCPError):
-    """Internal carrier: a transport-level failure of one request (unwrapped before callers)."""
-
-    def __init__(self, error: MCPError):
-        self.error = error
-        super().__init__(str(error))
-
-
+@functools.cache
 def _version() -> str:
     try:
         from importlib.metadata import version
@@ -1509,19 +1465,40 @@ def _version() -> str:
 
 Target = TransportFactory | Transport | Sequence[str] | str
 
+_STDIO_OPTIONS: Final = frozenset(
+    {"env", "cwd", "inherit_env", "max_message_size", "on_stderr", "shutdown_timeout"}
+)
+_HTTP_OPTIONS: Final = frozenset(
+    {"headers", "auth", "client", "timeout", "max_message_size", "retry", "breaker", "sse_fallback"}
+)
+_WS_OPTIONS: Final = frozenset({"headers", "max_message_size", "timeout", "ssl_context"})
+
 
 def _resolve_target(target: Target, options: dict[str, Any]) -> TransportFactory | Transport:
-    if isinstance(target, Transport):
-        return target
-    if isinstance(target, TransportFactory) and not isinstance(target, (str, bytes)):
+    """Turn ``target`` into a transport factory, applying the transport options given."""
+
+    def check(kind: str, allowed: frozenset[str]) -> None:
+        wrong = sorted(set(options) - allowed)
+        if wrong:
+            raise TypeError(
+                f"open_mcp_session(): option {', '.join(map(repr, wrong))} does not apply to "
+                f"{kind} (it takes {', '.join(sorted(allowed))})"
+            )
+
+    if isinstance(target, Transport) or (
+        isinstance(target, TransportFactory) and not isinstance(target, (str, bytes))
+    ):
+        check("an open transport or a parameters object (set them on the object)", frozenset())
         return target
     if isinstance(target, str):
         lowered = target.lower()
         if lowered.startswith(("http://", "https://")):
+            check("an http(s):// target", _HTTP_OPTIONS)
             from ._transports._http import StreamableHTTPParameters
 
             return StreamableHTTPParameters(target, **options)
         if lowered.startswith(("ws://", "wss://")):
+            check("a ws(s):// target", _WS_OPTIONS)
             from ._transports._websocket import WebSocketParameters
 
             return WebSocketParameters(target, **options)
@@ -1529,40 +1506,151 @@ def _resolve_target(target: Target, options: dict[str, Any]) -> TransportFactory
 
     argv: Any = target
     if isinstance(argv, str) or (
-        isinstance(argv, Sequence) and all(isinstance(part, str) for part in argv)  # pyright: ignore[reportUnknownVariableType]
+        isinstance(argv, Sequence)
+        and not isinstance(argv, bytes)
+        and all(isinstance(part, str) for part in argv)  # pyright: ignore[reportUnknownVariableType]
     ):
+        check("a stdio command", _STDIO_OPTIONS)
         return StdioParameters(cast("Sequence[str] | str", argv), **options)
     raise TypeError(
-        f"cannot connect to {target!r}: give an argv list, a command line, a URL or parameters"
+        f"open_mcp_session(): cannot connect to {target!r}: give an argv list, a command "
+        "line, an http(s):// or ws(s):// URL, or a parameters object"
     )
 
 
-_SESSION_OPTIONS: Final = frozenset(inspect.signature(ClientSession.__init__).parameters) - {
-    "self",
-    "nursery",
-    "transport",
-    "handlers",
-}
+_NOT_GIVEN: Any = object()
 
 
-@asynccontextmanager
-async def open_mcp_session(
+@overload
+def open_mcp_session(
     nursery: trio.Nursery,
     target: Target,
+    /,
     *,
     sampling: SamplingHandler | None = None,
     elicitation: ElicitationHandler | None = None,
     roots: RootsHandler | None = None,
-    **options: Any,
-) -> AsyncGenerator[ClientSession, None]:
+    client_info: t.Implementation | None = None,
+    protocol: str = "auto",
+    default_timeout: float | None = None,
+    progress_resets_timeout: bool = False,
+    max_timeout: float | None = None,
+    probe_timeout: float = 3.0,
+    init_timeout: float | None = 60.0,
+    cancel_notice_timeout: float = 1.0,
+    cache: bool = True,
+    max_input_rounds: int = 10,
+    max_pages: int = 1000,
+    notification_buffer: int = 1000,
+    listen_ack_timeout: float = 10.0,
+    max_server_requests: int = 32,
+    era_cache: EraCache | None = None,
+    env: Mapping[str, str] | None = ...,
+    cwd: Any = ...,
+    inherit_env: bool = ...,
+    max_message_size: int = ...,
+    on_stderr: Callable[[str], None] | None = ...,
+    shutdown_timeout: float = ...,
+    headers: Mapping[str, str] | None = ...,
+    auth: Any = ...,
+    client: Any = ...,
+    timeout: float = ...,
+    retry: Any = ...,
+    breaker: Any = ...,
+    sse_fallback: bool = ...,
+    ssl_context: Any = ...,
+) -> AbstractAsyncContextManager[ClientSession]: ...
+@overload
+def open_mcp_session(
+    target: Target,
+    /,
+    *,
+    sampling: SamplingHandler | None = None,
+    elicitation: ElicitationHandler | None = None,
+    roots: RootsHandler | None = None,
+    client_info: t.Implementation | None = None,
+    protocol: str = "auto",
+    default_timeout: float | None = None,
+    progress_resets_timeout: bool = False,
+    max_timeout: float | None = None,
+    probe_timeout: float = 3.0,
+    init_timeout: float | None = 60.0,
+    cancel_notice_timeout: float = 1.0,
+    cache: bool = True,
+    max_input_rounds: int = 10,
+    max_pages: int = 1000,
+    notification_buffer: int = 1000,
+    listen_ack_timeout: float = 10.0,
+    max_server_requests: int = 32,
+    era_cache: EraCache | None = None,
+    env: Mapping[str, str] | None = ...,
+    cwd: Any = ...,
+    inherit_env: bool = ...,
+    max_message_size: int = ...,
+    on_stderr: Callable[[str], None] | None = ...,
+    shutdown_timeout: float = ...,
+    headers: Mapping[str, str] | None = ...,
+    auth: Any = ...,
+    client: Any = ...,
+    timeout: float = ...,
+    retry: Any = ...,
+    breaker: Any = ...,
+    sse_fallback: bool = ...,
+    ssl_context: Any = ...,
+) -> AbstractAsyncContextManager[ClientSession]: ...
+def open_mcp_session(
+    *args: Any,
+    sampling: SamplingHandler | None = None,
+    elicitation: ElicitationHandler | None = None,
+    roots: RootsHandler | None = None,
+    client_info: t.Implementation | None = None,
+    protocol: str = "auto",
+    default_timeout: float | None = None,
+    progress_resets_timeout: bool = False,
+    max_timeout: float | None = None,
+    probe_timeout: float = 3.0,
+    init_timeout: float | None = 60.0,
+    cancel_notice_timeout: float = 1.0,
+    cache: bool = True,
+    max_input_rounds: int = 10,
+    max_pages: int = 1000,
+    notification_buffer: int = 1000,
+    listen_ack_timeout: float = 10.0,
+    max_server_requests: int = 32,
+    era_cache: EraCache | None = None,
+    env: Mapping[str, str] | None = _NOT_GIVEN,
+    cwd: Any = _NOT_GIVEN,
+    inherit_env: bool = _NOT_GIVEN,
+    max_message_size: int = _NOT_GIVEN,
+    on_stderr: Callable[[str], None] | None = _NOT_GIVEN,
+    shutdown_timeout: float = _NOT_GIVEN,
+    headers: Mapping[str, str] | None = _NOT_GIVEN,
+    auth: Any = _NOT_GIVEN,
+    client: Any = _NOT_GIVEN,
+    timeout: float = _NOT_GIVEN,
+    retry: Any = _NOT_GIVEN,
+    breaker: Any = _NOT_GIVEN,
+    sse_fallback: bool = _NOT_GIVEN,
+    ssl_context: Any = _NOT_GIVEN,
+) -> AbstractAsyncContextManager[ClientSession]:
     """Connect to an MCP server and yield a ready :class:`ClientSession`.
 
-    The session's reader task, the tasks serving server-to-client requests and any transport
-    tasks run in ``nursery``; leaving the block closes the session and its transport
-    (shielded, bounded graceful steps, then force), also when the block is cancelled.
+    Two forms, as trio-websocket's ``open_websocket`` and ``connect_websocket`` have:
+
+    * ``open_mcp_session(nursery, target)``: the session's reader task, the tasks serving
+      server-to-client requests and any transport tasks run in ``nursery`` (yours). An
+      exception raised in your block reaches you through that nursery, so as an
+      ``ExceptionGroup`` when the nursery wraps it.
+    * ``open_mcp_session(target)``: the session owns a nursery of its own around your
+      block; an exception from your block propagates bare, never as an ``ExceptionGroup``.
+
+    Leaving the block closes the session and its transport (shielded, bounded graceful
+    steps, then force), also when the block is cancelled. None of the session's tasks ever
+    raises into the nursery: a failure is recorded (:attr:`ClientSession.failure`) and
+    every caller gets an exception of its own.
 
     Args:
-        nursery: The nursery that owns the session's tasks.
+        nursery: The nursery that owns the session's tasks (first form only).
         target: What to connect to: an argv list (a stdio server process), a command line
             string (split like a POSIX shell does, no shell runs), an ``http(s)://`` URL
             (Streamable HTTP, with legacy HTTP+SSE fallback), a ``ws(s)://`` URL (WebSocket),
@@ -1571,30 +1659,181 @@ async def open_mcp_session(
         sampling: Handles ``sampling/createMessage`` requests from the server.
         elicitation: Handles ``elicitation/create`` requests from the server.
         roots: Handles ``roots/list``: an async callable, or a static list of roots/URIs.
-        **options: Session options (``protocol``, ``default_timeout``, ``client_info``,
-            ``probe_timeout``, ``cache``, ...; see the docs) and transport options for a
-            plain target (``env``, ``cwd``, ``max_message_size``, ``headers``, ...).
+        client_info: The name and version sent to the server (default: trio-mcp's).
+        protocol: ``"auto"`` (probe, then pick the era), ``"legacy"`` (``initialize``
+            handshake only) or a modern revision such as ``"2026-07-28"``.
+        default_timeout: The ``timeout=`` of every call that gives none (seconds, whole
+            call); None: no timeout but the caller's cancel scope.
+        progress_resets_timeout: Progress notifications from the server extend a call's
+            timeout (both eras).
+        max_timeout: The hard limit, from the start of a call, that progress cannot extend.
+        probe_timeout: How long ``auto`` waits for ``server/discover`` before also sending
+            ``initialize`` (the probe stays pending: a slow server still answers it).
+        init_timeout: Bound on the handshake (``initialize`` or a pinned
+            ``server/discover``); None: only your cancel scope.
+        cancel_notice_timeout: Bound on sending ``notifications/cancelled``.
+        cache: Cache modern results while their ``ttlMs`` says they are fresh.
+        max_input_rounds: How many multi-round-trip input rounds one call may take.
+        max_pages: How many pages ``list_*`` follows before giving up.
+        notification_buffer: How many notifications a subscriber channel holds unread.
+        listen_ack_timeout: How long :meth:`ClientSession.listen` waits for the modern
+            server's acknowledgement.
+        max_server_requests: How many server-to-client requests may run at once.
+        era_cache: Where eras are remembered per origin / command (default: one cache
+            shared by the process; pass ``EraCache()`` to isolate).
+        env: stdio: extra environment variables for the server process.
+        cwd: stdio: the server's working directory.
+        inherit_env: stdio: pass this process's whole environment.
+        max_message_size: The largest message accepted from the server, in bytes.
+        on_stderr: stdio: called with each line the server writes to stderr.
+        shutdown_timeout: stdio: seconds each shutdown step waits.
+        headers: HTTP/WebSocket: extra headers on every request.
+        auth: HTTP: an ``httpx.Auth``.
+        client: HTTP: your own ``httpx.AsyncClient`` (not closed by the session).
+        timeout: HTTP/WebSocket: network timeout in seconds for connecting and each read.
+        retry: HTTP: a :class:`RetryPolicy` for requests that surely did not arrive.
+        breaker: HTTP: a :class:`CircuitBreaker`.
+        sse_fallback: HTTP: fall back to the legacy HTTP+SSE transport.
+        ssl_context: WebSocket: TLS settings for ``wss://``.
 
     Yields:
         The session, with the era negotiated and the handshake (if any) done.
 
     Raises:
+        TypeError: Wrong arguments, or an option that does not apply to the target.
         ConnectionClosed: The server could not be started or went away during start-up.
         ProtocolError: The server speaks no protocol revision trio_mcp supports.
     """
-    session_options = {key: options.pop(key) for key in list(options) if key in _SESSION_OPTIONS}
-    resolved = _resolve_target(target, options)
+    if len(args) == 2 and isinstance(args[0], trio.Nursery):
+        nursery: trio.Nursery | None = args[0]
+        target = args[1]
+    elif len(args) == 1 and not isinstance(args[0], trio.Nursery):
+        nursery = None
+        target = args[0]
+    else:
+        raise TypeError(
+            "open_mcp_session() takes (nursery, target) or (target), not "
+            f"{len(args)} positional argument(s)"
+        )
+    given = {
+        "env": env, "cwd": cwd, "inherit_env": inherit_env,
+        "max_message_size": max_message_size, "on_stderr": on_stderr,
+        "shutdown_timeout": shutdown_timeout, "headers": headers, "auth": auth,
+        "client": client, "timeout": timeout, "retry": retry, "breaker": breaker,
+        "sse_fallback": sse_fallback, "ssl_context": ssl_context,
+    }  # fmt: skip
+    transport_options = {key: value for key, value in given.items() if value is not _NOT_GIVEN}
+    options = _Options(
+        client_info=client_info, protocol=protocol, default_timeout=default_timeout,
+        progress_resets_timeout=progress_resets_timeout, max_timeout=max_timeout,
+        probe_timeout=probe_timeout, init_timeout=init_timeout,
+        cancel_notice_timeout=cancel_notice_timeout, cache=cache,
+        max_input_rounds=max_input_rounds, max_pages=max_pages,
+        notification_buffer=notification_buffer, listen_ack_timeout=listen_ack_timeout,
+        max_server_requests=max_server_requests, era_cache=era_cache,
+    )  # fmt: skip
+    resolved = _resolve_target(target, transport_options)
     handlers = ServerRequestHandlers(sampling=sampling, elicitation=elicitation, roots=roots)
+    if nursery is None:
+        return _own_nursery_session(resolved, options, handlers)
+    return _open_session(nursery, resolved, options, handlers)
+
+
+@asynccontextmanager
+async def _open_session(
+    nursery: trio.Nursery,
+    resolved: TransportFactory | Transport,
+    options: _Options,
+    handlers: ServerRequestHandlers,
+) -> AsyncGenerator[ClientSession, None]:
     if isinstance(resolved, Transport):
-        if options:
-            raise TypeError(f"unexpected options for an open transport: {sorted(options)}")
-        session = ClientSession(nursery, resolved, handlers=handlers, **session_options)
-        async with session:
-            await session._start()
+        async with _started(nursery, resolved, options, handlers, restartable=False) as session:
             yield session
         return
+    try:
+        async with resolved.open_transport(nursery) as transport:
+            async with _started(nursery, transport, options, handlers, restartable=True) as session:
+                yield session
+        return
+    except _ProbeCrashedError as crashed:
+        # The server died on the era probe, as servers on old SDKs do: start it again and
+        # speak the legacy handshake only (remembered per command for next time).
+        logger.info("the MCP server died on the era probe (%s); restarting it", crashed.error)
+    legacy = _replace_protocol(options, "legacy")
     async with resolved.open_transport(nursery) as transport:
-        session = ClientSession(nursery, transport, handlers=handlers, **session_options)
-        async with session:
-            await session._start()
+        async with _started(nursery, transport, legacy, handlers, restartable=False) as session:
+            key = transport.era_key
+            if key is not None:
+                session._era_cache.put(key, "legacy")  # pyright: ignore[reportPrivateUsage]
             yield session
+
+
+def _replace_protocol(options: _Options, protocol: str) -> _Options:
+    from dataclasses import replace
+
+    return replace(options, protocol=protocol)
+
+
+@asynccontextmanager
+async def _started(
+    nursery: trio.Nursery,
+    transport: Transport,
+    options: _Options,
+    handlers: ServerRequestHandlers,
+    *,
+    restartable: bool,
+) -> AsyncGenerator[ClientSession, None]:
+    session: ClientSession = ClientSession._create(nursery, transport, options, handlers)  # pyright: ignore[reportPrivateUsage, reportAttributeAccessIssue]
+    async with session:
+        try:
+            await session._start()  # pyright: ignore[reportPrivateUsage]
+        except _ProbeCrashedError as crashed:
+            if restartable:
+                raise
+            raise crashed.error from None
+        yield session
+
+
+@asynccontextmanager
+async def _own_nursery_session(
+    resolved: TransportFactory | Transport, options: _Options, handlers: ServerRequestHandlers
+) -> AsyncGenerator[ClientSession, None]:
+    """The nursery-less form: the session's nursery wraps the user's block, errors bare."""
+    user_error: BaseException | None = None
+    try:
+        async with trio.open_nursery() as nursery:
+            async with _open_session(nursery, resolved, options, handlers) as session:
+                try:
+                    yield session
+                except BaseException as exc:
+                    user_error = exc
+                    raise
+    except BaseExceptionGroup as group:
+        error = _only_error(group, user_error)
+        if error is None:
+            raise
+        raise error from error.__cause__ if error.__cause__ is not None else None
+
+
+def _only_error(
+    group: BaseExceptionGroup[Any], user_error: BaseException | None
+) -> BaseException | None:
+    """The one real exception in ``group`` (the user's, or start-up's), if there is one."""
+    leaves: list[BaseException] = []
+
+    def walk(exc: BaseException) -> None:
+        if isinstance(exc, BaseExceptionGroup):
+            for inner in cast("BaseExceptionGroup[BaseException]", exc).exceptions:
+                walk(inner)
+        else:
+            leaves.append(exc)
+
+    walk(group)
+    if user_error is not None and any(leaf is user_error for leaf in leaves):
+        if all(leaf is user_error or isinstance(leaf, trio.Cancelled) for leaf in leaves):
+            return user_error
+        return None
+    real = [leaf for leaf in leaves if not isinstance(leaf, trio.Cancelled)]
+    if len(real) == 1:
+        return real[0]
+    return None

@@ -9,24 +9,33 @@ A transport turns a target into a bidirectional channel of whole JSON-RPC messag
 
 Rules every transport follows (checked by ``tests/test_transport_contract.py``):
 
-* ``send`` never blocks the caller for longer than it takes to hand the bytes over; it
-  raises :class:`trio.ClosedResourceError` after ``aclose`` and
-  :class:`~trio_mcp.ConnectionClosed` once the peer is gone.
-* ``receive`` returns the next whole message, or a :class:`RequestFailed` when a
-  transport-level failure (an HTTP error, a stream that ended early) belongs to one request.
-  It raises :class:`trio.EndOfChannel` when the peer ended the stream cleanly and
-  :class:`~trio_mcp.ConnectionClosed` (or another :class:`~trio_mcp.TransportError`) when
-  the connection broke. End of stream and broken peer are distinct.
+* ``send`` is a checkpoint. It waits while the transport's bounded write queue is full
+  (backpressure) and returns once the message is handed over; a message handed over is
+  written whole even if the caller is cancelled afterwards (no partial frames). It raises
+  :class:`trio.ClosedResourceError` after ``aclose`` and :class:`~trio_mcp.ConnectionClosed`
+  (or another :class:`~trio_mcp.TransportError`) once the peer is gone.
+* ``receive`` returns the next whole message. It raises :class:`trio.EndOfChannel` when the
+  peer ended the stream cleanly and :class:`~trio_mcp.ConnectionClosed` (or another
+  :class:`~trio_mcp.TransportError`) when the connection broke. End of stream and broken
+  peer are distinct. Nothing else escapes: foreign errors are converted at the transport.
+* A failure that belongs to exactly one request (an HTTP error status, a response stream
+  that ended early) is reported through the callback given to :meth:`Transport.attach`,
+  never through ``receive``; a JSON-RPC error response found in an HTTP error body is such a
+  failure, reported as the matching :class:`~trio_mcp.ServerError`.
 * ``cancel_request`` lets a transport cancel a request natively (closing its HTTP response
   stream); it returns False when the session must send ``notifications/cancelled``.
 * ``aclose`` is idempotent and closes even when cancelled.
-* Any background task a transport needs runs in the nursery it was opened with.
+* Any background task a transport needs runs in the nursery it was opened with, never
+  raises into it, and ends when the transport closes.
+
+The session tells the transport what it negotiated with :meth:`Transport.negotiated`, and
+reads the declared attributes below; nothing else is read or written from outside.
 """
 
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
@@ -36,9 +45,12 @@ if TYPE_CHECKING:
 
     from .._exceptions import MCPError
 
-__all__ = ["MessageInfo", "RequestFailed", "Transport", "TransportFactory"]
+__all__ = ["MessageInfo", "RequestFailure", "Transport", "TransportFactory"]
 
 RequestId = int | str
+
+#: The callback a transport calls when one request failed below JSON-RPC.
+RequestFailure = Callable[[RequestId, "MCPError"], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,30 +72,65 @@ class MessageInfo:
     idempotent: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class RequestFailed:
-    """A transport-level failure that belongs to exactly one outgoing request.
-
-    Returned by :meth:`Transport.receive` instead of a message; the session fails that
-    request (and only that request) with ``error``.
-    """
-
-    request_id: RequestId
-    error: MCPError
+def _drop_failure(request_id: RequestId, error: MCPError) -> None:
+    del request_id, error
 
 
 class Transport(abc.ABC):
     """A connection carrying whole JSON-RPC messages to and from one MCP server."""
 
-    #: The protocol version the session speaks, set by the session once it is known.
+    #: The protocol version the session speaks (set through :meth:`negotiated`).
     #: HTTP transports send it as the ``MCP-Protocol-Version`` header.
     protocol_version: str | None = None
 
-    #: Whether the transport wants modern per-request HTTP headers (Mcp-Method, ...).
+    #: Whether the session speaks the modern (2026-07-28) era (set through
+    #: :meth:`negotiated`); HTTP transports then send per-request headers.
     modern: bool = False
 
     #: Whether ``send`` uses its ``info`` argument; a byte pipe sets False and gets None.
     needs_info: bool = True
+
+    #: Whether ``protocol="auto"`` may probe this transport with ``server/discover``.
+    #: False for transports that only legacy servers speak (HTTP+SSE).
+    can_probe: bool = True
+
+    _fail_request: RequestFailure = staticmethod(_drop_failure)
+
+    @property
+    def era_key(self) -> str | None:
+        """The key the session remembers this server's era under (origin or command)."""
+        return None
+
+    @property
+    def wants_param_headers(self) -> bool:
+        """Whether tool calls should carry ``Mcp-Param-*`` headers (modern HTTP)."""
+        return False
+
+    def attach(self, fail_request: RequestFailure) -> None:
+        """Register the callback for per-request failures. The session calls it once.
+
+        Args:
+            fail_request: Called with a request id and the error that ends that request.
+        """
+        self._fail_request = fail_request
+
+    def negotiated(self, *, modern: bool, protocol_version: str | None) -> None:
+        """Learn the era and protocol version the session speaks from now on.
+
+        Args:
+            modern: True for the stateless 2026-07-28 era, False for the handshake era.
+            protocol_version: The revision in use, or None while negotiating.
+        """
+        self.modern = modern
+        self.protocol_version = protocol_version
+
+    async def fallback(self) -> bool:
+        """Switch to an older transport flavour after a legacy ``initialize`` failed.
+
+        Returns:
+            True if the transport switched (the session retries ``initialize``).
+        """
+        return False
 
     @abc.abstractmethod
     async def send(self, data: bytes, info: MessageInfo | None = None) -> None:
@@ -95,8 +142,8 @@ class Transport(abc.ABC):
         """
 
     @abc.abstractmethod
-    async def receive(self) -> bytes | RequestFailed:
-        """Receive the next whole JSON-RPC message, or a per-request failure.
+    async def receive(self) -> bytes:
+        """Receive the next whole JSON-RPC message.
 
         Raises:
             trio.EndOfChannel: The peer ended the stream cleanly.
@@ -151,3 +198,11 @@ class TransportFactory(Protocol):
             nursery: The nursery that owns the transport's tasks.
         """
         ...
+
+
+class RequestFailed:  # TEMPORARY-SHIM: removed once every transport uses attach()
+    """Transitional placeholder; not part of the contract."""
+
+    def __init__(self, request_id: RequestId, error: MCPError) -> None:
+        self.request_id = request_id
+        self.error = error

@@ -1,0 +1,695 @@
+"""The JSON-RPC engine under every session: ids, the pending table, the reader, dispatch.
+
+:class:`RPCConnection` owns one transport and keeps three invariants:
+
+1. **One trust boundary.** Every byte the peer sends goes through ``_jsonrpc``'s decode
+   functions, which return a message or raise :class:`~trio_mcp.ProtocolError`. A message
+   that cannot be decoded is dropped and logged; when it can be told to be the answer to a
+   pending request, that request (and only that one) fails with ``ProtocolError``. Routing
+   is total: peer values are type-checked before they are used as keys. JSON-RPC batches
+   are split here, for every transport, when the negotiated revision allows them.
+2. **Background tasks never raise into the owner's nursery.** Every task started here runs
+   under :meth:`RPCConnection.spawn`'s guard, which logs and records an unexpected failure
+   instead of raising it. The reader ends in ``finally: fail_all(...)``: whatever stops it
+   (end of stream, a broken connection, a bug, the nursery being cancelled), every pending
+   caller is failed and the reason is kept in :attr:`RPCConnection.failure`.
+3. **Per-request transport failures** reach exactly that request, as typed exceptions,
+   through :meth:`RPCConnection.fail_request` (the transport's ``attach`` callback).
+
+Every caller gets an exception object of its own (:func:`~trio_mcp._exceptions.fresh_copy`).
+Work started by the server is bounded: at most ``max_server_requests`` handler tasks, a
+bounded queue of quick replies (``ping``, method not found), bounded progress per request.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import math
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final, cast
+
+import msgspec
+import trio
+from msgspec import UNSET
+
+from . import _types as t
+from ._exceptions import (
+    ConnectionClosed,
+    MCPError,
+    ProtocolError,
+    fresh_copy,
+    server_error_from_wire,
+)
+from ._jsonrpc import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    Envelope,
+    RequestId,
+    decode_envelope,
+    decode_payload,
+    encode_error_response,
+    encode_notification,
+    encode_request,
+    encode_response,
+    is_batch,
+    salvage_head,
+    split_batch,
+)
+from ._transports._base import MessageInfo, Transport
+
+__all__ = ["PendingCall", "RPCConnection", "RequestHandler"]
+
+logger = logging.getLogger("trio_mcp")
+
+#: Serves one server-to-client request: ``(request_id, method, params, meta)`` to the result
+#: in wire form; raising ``HandlerError`` answers with that error.
+RequestHandler = Callable[[RequestId, str, msgspec.Raw], Awaitable[Any]]
+ProgressCallback = Callable[[t.ProgressNotificationParams], "Awaitable[None] | None"]
+
+_CHANNEL_POOL_SIZE: Final = 1024
+_MAX_QUEUED_PROGRESS: Final = 64
+_REPLY_QUEUE: Final = 256
+_NO_HEADERS: Final[Mapping[str, str]] = {}
+_Channels = tuple["trio.MemorySendChannel[Any]", "trio.MemoryReceiveChannel[Any]"]
+_open_channel: Final = cast(
+    "Callable[[float], _Channels]", trio.open_memory_channel
+)  # unsubscripted: no typing work per call
+
+
+class PendingCall:
+    """One request on the wire whose answer has not been collected yet.
+
+    Made by :meth:`RPCConnection.start_request`. :meth:`wait` collects the answer; a call
+    that is no longer wanted is dropped with :meth:`abandon` (or announced as cancelled with
+    :meth:`RPCConnection.cancel`).
+    """
+
+    __slots__ = ("_channels", "_conn", "_on_progress", "done", "method", "request_id")
+
+    def __init__(
+        self,
+        conn: RPCConnection,
+        request_id: RequestId,
+        method: str,
+        channels: _Channels,
+        on_progress: ProgressCallback | None,
+    ) -> None:
+        self._conn = conn
+        self.request_id = request_id
+        self.method = method
+        self._channels = channels
+        self._on_progress = on_progress
+        self.done = False
+
+    def _finish(self, item: Envelope) -> msgspec.Raw:
+        self.done = True
+        self._conn._recycle(self._channels)  # pyright: ignore[reportPrivateUsage]
+        if item.error is not UNSET:
+            error = item.error
+            raise server_error_from_wire(error.code, error.message, error.data, method=self.method)
+        return item.result
+
+    async def wait(self) -> msgspec.Raw:
+        """Wait for the answer; return its raw ``result``.
+
+        Cancelling the wait leaves the request pending (see :meth:`abandon`).
+
+        Raises:
+            ServerError: The server answered with an error.
+            ProtocolError: The answer could not be decoded.
+            ConnectionClosed: The connection ended first.
+            trio.ClosedResourceError: The session was closed by its owner.
+        """
+        receive = self._channels[1]
+        while True:
+            item = await receive.receive()
+            if type(item) is Envelope:
+                return self._finish(item)
+            if isinstance(item, BaseException):
+                self.done = True
+                raise item
+            callback = self._on_progress
+            if callback is not None:
+                outcome = callback(item)
+                if inspect.isawaitable(outcome):
+                    await outcome
+
+    def poll(self) -> msgspec.Raw | None:
+        """The answer if it has arrived (progress is skipped), else None. Never blocks.
+
+        Raises:
+            The same as :meth:`wait`, when the answer has arrived and is a failure.
+        """
+        receive = self._channels[1]
+        while True:
+            try:
+                item = receive.receive_nowait()
+            except trio.WouldBlock:
+                return None
+            if type(item) is Envelope:
+                return self._finish(item)
+            if isinstance(item, BaseException):
+                self.done = True
+                raise item
+
+    def abandon(self) -> None:
+        """Forget the request: a late answer is dropped; the transport may close its stream.
+
+        No ``notifications/cancelled`` is sent (use :meth:`RPCConnection.cancel` for that).
+        """
+        if not self.done:
+            self.done = True
+            self._conn._forget(self.request_id)  # pyright: ignore[reportPrivateUsage]
+
+
+class RPCConnection:
+    """JSON-RPC 2.0 over one transport, for the client side of MCP.
+
+    Args:
+        transport: The connection to the server; its per-request failures are routed here.
+        nursery: Where the reader and every other task runs (the session owner's nursery).
+        on_notification: Called in the reader for each notification other than progress
+            (``method``, raw params); must be quick and must not raise (it is guarded).
+        handle_request: Serves a server-to-client request (in a task of its own).
+        can_handle: Whether ``handle_request`` serves a method (else ``-32601``).
+        on_failure: Called once when the connection stops working, with the reason.
+        batches_allowed: Whether JSON-RPC batches are valid now (revision 2025-03-26).
+        cancel_notice_timeout: Bound on sending ``notifications/cancelled``.
+        max_server_requests: How many server-to-client requests may run at once; more are
+            answered with an error at once.
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        nursery: trio.Nursery,
+        *,
+        on_notification: Callable[[str, msgspec.Raw], None],
+        handle_request: RequestHandler,
+        can_handle: Callable[[str], bool],
+        on_failure: Callable[[], None],
+        batches_allowed: Callable[[], bool],
+        cancel_notice_timeout: float = 1.0,
+        max_server_requests: int = 32,
+    ) -> None:
+        self.transport = transport
+        self.nursery = nursery
+        self._on_notification = on_notification
+        self._handle_request = handle_request
+        self._can_handle = can_handle
+        self._on_failure = on_failure
+        self._batches_allowed = batches_allowed
+        self._cancel_notice_timeout = cancel_notice_timeout
+        self._max_server_requests = max_server_requests
+        self._next_id = 1
+        self._pending: dict[RequestId, trio.MemorySendChannel[Any]] = {}
+        self._pool: list[_Channels] = []
+        self._incoming: dict[RequestId, trio.CancelScope] = {}
+        self._replies_send, self._replies_receive = trio.open_memory_channel[bytes](_REPLY_QUEUE)
+        self._reader_scope = trio.CancelScope()
+        self.failure: MCPError | None = None  #: why the connection stopped working
+        self.closed = False  #: whether the owner closed it
+        transport.attach(self.fail_request)
+
+    # -- state ---------------------------------------------------------------------------
+
+    @property
+    def usable(self) -> bool:
+        """Whether requests can still be sent."""
+        return not self.closed and self.failure is None
+
+    def error_for_caller(self) -> BaseException:
+        """A fresh exception telling one caller why the connection is not usable."""
+        if self.closed:
+            return trio.ClosedResourceError("the MCP session is closed")
+        assert self.failure is not None
+        return fresh_copy(self.failure)
+
+    def check_usable(self) -> None:
+        """Raise :meth:`error_for_caller` unless the connection is usable."""
+        if not self.usable:
+            raise self.error_for_caller()
+
+    @property
+    def pending_count(self) -> int:
+        """How many requests wait for an answer."""
+        return len(self._pending)
+
+    # -- tasks ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the reader and the reply writer in the nursery."""
+        self.spawn(self._reader, name="trio_mcp reader")
+        self.spawn(self._reply_writer, name="trio_mcp replies")
+
+    def spawn(self, fn: Callable[..., Awaitable[object]], *args: Any, name: str) -> bool:
+        """Start ``fn(*args)`` in the nursery under the guard; False if that is impossible.
+
+        The guard logs and records any exception instead of letting it into the nursery.
+        If the nursery no longer takes tasks, the connection fails (its owner is gone).
+        """
+        try:
+            self.nursery.start_soon(self._guard, fn, args, name, name=name)
+        except RuntimeError as exc:  # the nursery is closed to new tasks
+            error = ConnectionClosed(
+                "the nursery that owns the MCP session has exited; open the session in a "
+                "nursery that outlives it"
+            )
+            error.__cause__ = exc
+            self.fail_all(error)
+            return False
+        return True
+
+    async def _guard(
+        self, fn: Callable[..., Awaitable[object]], args: tuple[Any, ...], name: str
+    ) -> None:
+        try:
+            await fn(*args)
+        except Exception as exc:
+            logger.error("%s failed (a bug in trio_mcp): %r", name, exc, exc_info=True)
+        else:
+            logger.debug("%s ended", name)
+
+    # -- the request path ----------------------------------------------------------------
+
+    def new_id(self) -> int:
+        """Allocate the next request id."""
+        request_id = self._next_id
+        self._next_id += 1
+        return request_id
+
+    async def start_request(
+        self,
+        method: str,
+        params: Any,
+        *,
+        request_id: RequestId | None = None,
+        on_progress: ProgressCallback | None = None,
+        name: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        idempotent: bool = False,
+    ) -> PendingCall:
+        """Send a request and return its :class:`PendingCall` (the answer is not awaited).
+
+        ``params`` gets ``_meta.progressToken`` (the request id) when ``on_progress`` is
+        given. The request is registered only once it is encoded, and unregistered if the
+        send fails or is cancelled before the message was handed over.
+
+        Raises:
+            TypeError: ``params`` cannot be encoded as JSON.
+            trio.ClosedResourceError: The session was closed.
+            ConnectionClosed: The connection is broken.
+        """
+        if not self.usable:
+            await trio.lowlevel.checkpoint()
+            raise self.error_for_caller()
+        if request_id is None:
+            request_id = self._next_id
+            self._next_id += 1
+        if on_progress is not None:
+            params = dict(params) if params else {}
+            meta = dict(params.get("_meta") or {})
+            meta["progressToken"] = request_id
+            params["_meta"] = meta
+        data = encode_request(request_id, method, params)  # TypeError before any state
+        pool = self._pool
+        channels = pool.pop() if pool else _open_channel(math.inf)
+        pending = self._pending
+        pending[request_id] = channels[0]
+        call = PendingCall(self, request_id, method, channels, on_progress)
+        transport = self.transport
+        sent = False
+        try:
+            if len(pending) > 1 or not transport.try_send_now(data):
+                info = (
+                    MessageInfo(method, request_id, name, headers or _NO_HEADERS, idempotent)
+                    if transport.needs_info
+                    else None
+                )
+                await transport.send(data, info)
+            else:
+                await trio.lowlevel.checkpoint()
+            sent = True
+        except MCPError:
+            call.done = True
+            pending.pop(request_id, None)
+            raise
+        except (trio.ClosedResourceError, trio.BrokenResourceError) as exc:
+            call.done = True
+            pending.pop(request_id, None)
+            if self.usable:
+                self.fail_all(ConnectionClosed(f"the connection to the server broke: {exc!r}"))
+            raise self.error_for_caller() from exc
+        finally:
+            if not sent and not call.done:
+                call.done = True
+                pending.pop(request_id, None)
+        return call
+
+    async def request(
+        self,
+        method: str,
+        params: Any,
+        *,
+        request_id: RequestId | None = None,
+        on_progress: ProgressCallback | None = None,
+        name: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        idempotent: bool = False,
+        announce_cancel: bool = True,
+    ) -> msgspec.Raw:
+        """Send a request and wait for its raw ``result``.
+
+        When the wait is cancelled (the caller's scope), the request is removed from the
+        pending table and the server is told (``notifications/cancelled``, shielded and
+        bounded, or the transport's native cancellation); with ``announce_cancel`` false
+        (``initialize``, the era probe) only the transport's stream is closed.
+
+        Raises:
+            ServerError: The server answered with an error.
+            ProtocolError: The answer could not be decoded.
+            ConnectionClosed: The connection ended first.
+            TransportError: The transport failed this request.
+            trio.ClosedResourceError: The session was closed by its owner.
+        """
+        call = await self.start_request(
+            method, params, request_id=request_id, on_progress=on_progress, name=name,
+            headers=headers, idempotent=idempotent,
+        )  # fmt: skip
+        try:
+            return await call.wait()
+        finally:
+            if not call.done:
+                if announce_cancel:
+                    await self.cancel(call)
+                else:
+                    call.abandon()
+
+    async def cancel(self, call: PendingCall) -> None:
+        """Forget ``call`` and tell the server it was cancelled (shielded, bounded)."""
+        if call.done:
+            await trio.lowlevel.checkpoint()
+            return
+        call.done = True
+        request_id = call.request_id
+        self._pending.pop(request_id, None)
+        if not self.usable or self.transport.cancel_request(request_id):
+            return
+        with trio.move_on_after(self._cancel_notice_timeout, shield=True):
+            await self._send_quietly(
+                encode_notification(
+                    "notifications/cancelled",
+                    {"requestId": request_id, "reason": "cancelled by the client"},
+                ),
+                "notifications/cancelled",
+            )
+
+    def _forget(self, request_id: RequestId) -> None:
+        self._pending.pop(request_id, None)
+        if self.usable:
+            self.transport.cancel_request(request_id)
+
+    def _recycle(self, channels: _Channels) -> None:
+        if len(self._pool) < _CHANNEL_POOL_SIZE:
+            self._pool.append(channels)
+
+    async def notify(self, method: str, params: Any = None) -> None:
+        """Send a notification.
+
+        Raises:
+            TypeError: ``params`` cannot be encoded as JSON.
+            trio.ClosedResourceError: The session was closed.
+            ConnectionClosed: The connection is broken.
+        """
+        data = encode_notification(method, params)
+        if not self.usable:
+            await trio.lowlevel.checkpoint()
+            raise self.error_for_caller()
+        try:
+            await self.transport.send(data, MessageInfo(method))
+        except (trio.ClosedResourceError, trio.BrokenResourceError) as exc:
+            if self.usable:
+                self.fail_all(ConnectionClosed(f"the connection to the server broke: {exc!r}"))
+            raise self.error_for_caller() from exc
+
+    async def _send_quietly(self, data: bytes, method: str | None = None) -> None:
+        if not self.usable:
+            await trio.lowlevel.checkpoint()
+            return
+        try:
+            await self.transport.send(data, MessageInfo(method))
+        except (MCPError, trio.ClosedResourceError, trio.BrokenResourceError) as exc:
+            logger.debug("could not send %s to the server: %r", method or "a response", exc)
+
+    # -- failing requests ----------------------------------------------------------------
+
+    def fail_request(self, request_id: RequestId, error: MCPError) -> None:
+        """Fail one pending request with ``error`` (the transport's callback).
+
+        A failure for a request that is no longer pending is logged and dropped.
+        """
+        key = cast("object", request_id)  # transports are code too: check anyway
+        if isinstance(key, bool) or not isinstance(key, (int, str)):
+            logger.warning("transport failure for an invalid request id %r: %s", key, error)
+            return
+        entry = self._pending.pop(key, None)
+        if entry is None:
+            logger.debug("transport failure for unknown request %r: %s", request_id, error)
+            return
+        entry.send_nowait(error)
+
+    def fail_all(self, reason: MCPError) -> None:
+        """Stop: fail every pending request (each with its own exception), cancel handlers.
+
+        The first reason is kept in :attr:`failure`; later calls only fail what is pending.
+        """
+        first = self.failure is None and not self.closed
+        if self.failure is None:
+            self.failure = reason
+        pending, self._pending = self._pending, {}
+        for entry in pending.values():
+            entry.send_nowait(self.error_for_caller())
+        for scope in self._incoming.values():
+            scope.cancel()
+        self._replies_send.close()
+        if first:
+            try:
+                self._on_failure()
+            except Exception:  # pragma: no cover - the session's callback is total
+                logger.exception("trio_mcp on_failure callback raised")
+
+    # -- the reader ----------------------------------------------------------------------
+
+    async def _reader(self) -> None:
+        reason: MCPError | None = None
+        transport = self.transport
+        try:
+            with self._reader_scope:
+                while True:
+                    data = await transport.receive()
+                    self._dispatch(data)
+        except trio.EndOfChannel:
+            reason = transport.closed_error()
+        except MCPError as exc:
+            reason = exc
+        except (trio.ClosedResourceError, trio.BrokenResourceError) as exc:
+            reason = ConnectionClosed(f"the connection to the server broke: {exc!r}")
+            reason.__cause__ = exc
+        except Exception as exc:  # a bug in a transport: never let it into the nursery
+            logger.error("the trio_mcp reader failed: %r", exc, exc_info=True)
+            reason = ConnectionClosed(f"the session's reader failed: {exc!r}")
+            reason.__cause__ = exc
+        finally:
+            if reason is None:
+                reason = ConnectionClosed(
+                    "the MCP session stopped: the nursery that runs its tasks was cancelled"
+                    if not self.closed
+                    else "the MCP session was closed"
+                )
+            self.fail_all(reason)
+
+    def _dispatch(self, data: bytes) -> None:
+        """Route one transport message; total: nothing raised here stops the reader."""
+        try:
+            if is_batch(data):
+                if not self._batches_allowed():
+                    logger.warning(
+                        "dropping a JSON-RPC batch: the negotiated revision does not allow them"
+                    )
+                    return
+                for part in split_batch(data):
+                    self._dispatch_one(part)
+                return
+            self._dispatch_one(data)
+        except ProtocolError as exc:
+            logger.warning("dropping an invalid message from the server: %s", exc)
+        except Exception:
+            logger.exception("trio_mcp failed to route a message (a bug); dropped it")
+
+    def _dispatch_one(self, data: bytes) -> None:
+        try:
+            message = decode_envelope(data)
+        except ProtocolError as exc:
+            self._on_malformed(data, exc)
+            return
+        method = message.method
+        if method is UNSET:
+            request_id = message.id
+            entry = (
+                self._pending.pop(request_id, None) if isinstance(request_id, (int, str)) else None
+            )
+            if entry is None:
+                logger.debug("dropping a response for unknown or cancelled request %r", request_id)
+                return
+            entry.send_nowait(message)
+            return
+        request_id = message.id
+        if request_id is UNSET or request_id is None:
+            self._on_any_notification(method, message.params)
+        else:
+            self._on_request(request_id, method, message.params)
+
+    def _on_malformed(self, data: bytes, exc: ProtocolError) -> None:
+        request_id, method = salvage_head(data)
+        if request_id is not None and method is None:
+            entry = self._pending.pop(request_id, None)
+            if entry is not None:
+                error = ProtocolError(f"the server's answer could not be decoded: {exc}")
+                error.__cause__ = exc
+                entry.send_nowait(error)
+                return
+        if request_id is not None and method is not None:
+            self._reply(
+                encode_error_response(request_id, INVALID_REQUEST, f"invalid request: {exc}")
+            )
+            return
+        logger.warning("dropping an invalid message from the server: %s", exc)
+
+    # -- notifications and server requests -----------------------------------------------
+
+    def _on_any_notification(self, method: str, params: msgspec.Raw) -> None:
+        if method == "notifications/progress":
+            self._on_progress(params)
+        elif method == "notifications/cancelled":
+            self._on_cancelled(params)
+        self._on_notification(method, params)
+
+    def _on_progress(self, params: msgspec.Raw) -> None:
+        try:
+            progress = decode_payload(params, t.ProgressNotificationParams, "progress params")
+        except ProtocolError as exc:
+            logger.debug("dropping a malformed progress notification: %s", exc)
+            return
+        token = progress.progress_token  # an int or a str: decode_payload checked it
+        entry = self._pending.get(token)
+        if entry is None:
+            return
+        if entry.statistics().current_buffer_used >= _MAX_QUEUED_PROGRESS:
+            logger.debug("progress for request %r arrives faster than it is handled", token)
+            return
+        entry.send_nowait(progress)
+
+    def _on_cancelled(self, params: msgspec.Raw) -> None:
+        try:
+            decoded = decode_payload(params, dict[str, Any], "cancellation params")
+        except ProtocolError:
+            return
+        cancelled: object = decoded.get("requestId")
+        if isinstance(cancelled, bool) or not isinstance(cancelled, (int, str)):
+            return
+        scope = self._incoming.get(cancelled)
+        if scope is not None:
+            scope.cancel()
+
+    def _on_request(self, request_id: RequestId, method: str, params: msgspec.Raw) -> None:
+        if method == "ping":
+            self._reply(encode_response(request_id, {}))
+            return
+        if not self._can_handle(method):
+            self._reply(
+                encode_error_response(
+                    request_id, METHOD_NOT_FOUND, f"the client does not support {method}"
+                )
+            )
+            return
+        if request_id in self._incoming:
+            logger.warning(
+                "dropping a server request that reuses the id %r (%s)", request_id, method
+            )
+            return
+        if len(self._incoming) >= self._max_server_requests:
+            self._reply(
+                encode_error_response(
+                    request_id,
+                    INTERNAL_ERROR,
+                    f"the client is busy: {self._max_server_requests} requests of the server "
+                    "are already running",
+                )
+            )
+            return
+        scope = trio.CancelScope()
+        self._incoming[request_id] = scope
+        if not self.spawn(
+            self._serve_request, request_id, method, params, scope, name=f"trio_mcp {method}"
+        ):
+            self._incoming.pop(request_id, None)
+
+    async def _serve_request(
+        self, request_id: RequestId, method: str, params: msgspec.Raw, scope: trio.CancelScope
+    ) -> None:
+        from ._handlers import HandlerError
+
+        response: bytes | None = None
+        try:
+            with scope:
+                try:
+                    result = await self._handle_request(request_id, method, params)
+                    response = encode_response(request_id, result if result is not None else {})
+                except HandlerError as exc:
+                    response = encode_error_response(request_id, exc.code, exc.message, exc.data)
+                except Exception as exc:
+                    logger.warning("handler for %s raised %r", method, exc, exc_info=True)
+                    response = encode_error_response(
+                        request_id, INTERNAL_ERROR, f"{method} failed: {exc}"
+                    )
+        finally:
+            self._incoming.pop(request_id, None)
+        if scope.cancelled_caught:
+            logger.debug("server cancelled its request %r (%s)", request_id, method)
+            return
+        if response is not None:
+            await self._send_quietly(response)
+
+    def _reply(self, data: bytes) -> None:
+        """Queue a quick reply without blocking the reader (dropped when the queue is full)."""
+        try:
+            self._replies_send.send_nowait(data)
+        except trio.WouldBlock:
+            logger.warning("dropping a reply to the server: too many replies are queued")
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            pass
+
+    async def _reply_writer(self) -> None:
+        async with self._replies_receive:
+            async for data in self._replies_receive:
+                await self._send_quietly(data)
+
+    # -- closing -------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Close: fail pending callers with ``ClosedResourceError``, close the transport.
+
+        Idempotent; shielded, so it completes even when cancelled.
+        """
+        if self.closed:
+            await trio.lowlevel.checkpoint()
+            return
+        self.closed = True
+        with trio.CancelScope(shield=True):
+            for scope in list(self._incoming.values()):
+                scope.cancel()
+            self.fail_all(ConnectionClosed("the MCP session was closed"))
+            self._reader_scope.cancel()
+            await self.transport.aclose()
