@@ -9,6 +9,9 @@ Sessions (``nox -l`` lists them; ``nox -s NAME -- ARGS`` passes ARGS on):
 * ``tests``: the whole pytest suite, interop tests included (real peers come from
   ``scripts/install-peers.sh``).
 * ``interop``: only ``pytest -m interop``.
+* ``fuzz``: the property suite ``tests/test_fuzz.py`` with a large budget
+  (``TRIO_MCP_FUZZ_EXAMPLES`` examples per property, default 3000: over 100,000 generated
+  messages, whose total is printed at the end).
 * ``lint``: ``ruff check`` and ``ruff format --check``.
 * ``typecheck``: ``mypy --strict``, ``pyright`` and ``pyright --verifytypes``.
 * ``docs``: ``mkdocs build --strict``.
@@ -47,8 +50,11 @@ SHARED = Path(os.environ.get("TRIO_MCP_SHARED", ROOT.parent / "shared")).resolve
 
 # Pinned tools. Runtime dependencies come from pyproject.toml.
 RUFF = ["ruff==0.17.6"]
-TYPECHECK = ["mypy==2.4.1", "pyright==1.1.414"]
-PYTEST = ["pytest==9.2.0", "pytest-trio==0.8.0", "pytest-timeout==2.4.0"]
+TYPECHECK = ["mypy==2.4.1", "pyright==1.1.414", "exceptiongroup==1.3.0"]  # 3.10 branch types
+PYTEST = ["pytest==9.2.0", "pytest-trio==0.8.0", "pytest-timeout==2.4.0", "hypothesis==6.170.15"]
+# Examples per property for ``nox -s fuzz``: summed over tests/test_fuzz.py's properties an
+# example feeds about 47 generated messages, so 3000 feed some 140,000 (the run prints the total).
+FUZZ_EXAMPLES = "3000"
 DOCS = [
     "mkdocs==1.6.1",
     "mkdocs-material==9.8.1",
@@ -232,6 +238,30 @@ def interop(session: nox.Session) -> None:
     _install_project(session, *PYTEST, *MCP_SDK)
     _install_peers(session)
     _run_steps(session, [("interop", lambda s: _pytest(s, "-m", "interop"))])
+
+
+@nox.session
+def fuzz(session: nox.Session) -> None:
+    """Run the property suite (tests/test_fuzz.py) with a large budget of generated inputs."""
+    _install_project(session, *PYTEST)
+    examples = os.environ.get("TRIO_MCP_FUZZ_EXAMPLES", FUZZ_EXAMPLES)
+    session.log(f"{examples} examples per property (TRIO_MCP_FUZZ_EXAMPLES)")
+    _run_steps(
+        session,
+        [
+            (
+                "fuzz",
+                lambda s: s.run(
+                    "pytest",
+                    "tests/test_fuzz.py",
+                    "-o",
+                    "timeout=0",
+                    *s.posargs,
+                    env={"TRIO_MCP_FUZZ_EXAMPLES": examples},
+                ),
+            )
+        ],
+    )
 
 
 @nox.session

@@ -34,6 +34,7 @@ __all__ = [
 ]
 
 logger = logging.getLogger("trio_mcp")
+_any_decoder = msgspec.json.Decoder()
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,8 +118,14 @@ class ServerRequestHandlers:
         sampling: SamplingHandler | None = None,
         elicitation: ElicitationHandler | None = None,
         roots: RootsHandler | None = None,
-        elicitation_modes: Sequence[str] = ("form", "url"),
+        elicitation_modes: Sequence[str] = ("form",),
     ) -> None:
+        unknown = set(elicitation_modes) - {"form", "url"}
+        if unknown or not elicitation_modes:
+            raise ValueError(
+                f"elicitation_modes must be a non-empty subset of ('form', 'url'), not "
+                f"{tuple(elicitation_modes)!r}"
+            )
         self.sampling: SamplingHandler | None = sampling
         self.elicitation: ElicitationHandler | None = elicitation
         self.roots: RootsHandler | None = roots
@@ -126,14 +133,18 @@ class ServerRequestHandlers:
         self.extra: dict[str, Callable[[Any, RequestContext], Awaitable[Any]]] = {}
 
     def capabilities(self) -> dict[str, Any]:
-        """The client capabilities these handlers support, in wire form."""
+        """The client capabilities these handlers support, in wire form.
+
+        Only what the client really does is claimed: URL-mode elicitation only when asked
+        for, and no ``roots.listChanged`` (the roots are static).
+        """
         caps: dict[str, Any] = {}
         if self.sampling is not None:
             caps["sampling"] = {}
         if self.elicitation is not None:
             caps["elicitation"] = {mode: {} for mode in self.elicitation_modes}
         if self.roots is not None:
-            caps["roots"] = {"listChanged": True}
+            caps["roots"] = {}
         return caps
 
     def can_handle(self, method: str) -> bool:
@@ -155,7 +166,7 @@ class ServerRequestHandlers:
         raw = bytes(params) if params else b"{}"
         try:
             if method in self.extra:
-                return _to_wire(await self.extra[method](msgspec.json.decode(raw), ctx))
+                return _to_wire(await self.extra[method](_any_decoder.decode(raw), ctx))
             if method == "sampling/createMessage" and self.sampling is not None:
                 typed = t.decoder_for(t.CreateMessageRequestParams).decode(raw)
                 return _to_wire(await self.sampling(typed, ctx))
@@ -163,7 +174,7 @@ class ServerRequestHandlers:
                 return await self._elicit(raw, ctx)
             if method == "roots/list" and self.roots is not None:
                 return await self._roots(ctx)
-        except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError) as exc:
+        except (msgspec.MsgspecError, ValueError, RecursionError) as exc:  # peer input
             raise HandlerError(INVALID_PARAMS, f"invalid params for {method}: {exc}") from exc
         except HandlerError:
             raise
@@ -176,12 +187,16 @@ class ServerRequestHandlers:
 
     async def _elicit(self, raw: bytes, ctx: RequestContext) -> Any:
         assert self.elicitation is not None
-        probe: object = msgspec.json.decode(raw)
+        probe: object = _any_decoder.decode(raw)
         mode = (
             cast("dict[str, Any]", probe).get("mode", "form") if isinstance(probe, dict) else "form"
         )
         typed: t.ElicitRequestFormParams | t.ElicitRequestURLParams
         if mode == "url":
+            if "url" not in self.elicitation_modes:
+                raise HandlerError(
+                    INVALID_PARAMS, "this client did not declare URL-mode elicitation"
+                )
             typed = t.decoder_for(t.ElicitRequestURLParams).decode(raw)
         else:
             typed = t.decoder_for(t.ElicitRequestFormParams).decode(raw)

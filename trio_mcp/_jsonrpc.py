@@ -171,7 +171,7 @@ class MessageHead(msgspec.Struct):
     """What can be salvaged from a malformed message: its ``id`` and ``method``."""
 
     id: Any = None
-    method: Any = None
+    method: Any = UNSET
 
 
 _head_decoder: Final = msgspec.json.Decoder(MessageHead)
@@ -180,21 +180,86 @@ _head_decoder: Final = msgspec.json.Decoder(MessageHead)
 def salvage_head(data: bytes) -> tuple[RequestId | None, str | None]:
     """Best effort: the usable ``id`` and ``method`` of a message that failed to decode.
 
-    Used to fail the one request a malformed response was meant for. Never raises.
+    Used to fail the one request a malformed response was meant for. It scans the top
+    level of the object without recursion, so nesting of any depth elsewhere does not stop
+    it. Never raises.
 
     Returns:
-        ``(id, method)``, each None when absent or unusable (an id must be a string or a
-        non-boolean integer; a method a string).
+        ``(id, method)``: the id is None when absent or unusable (it must be a string or a
+        non-boolean integer); the method is None when the message has none (a response)
+        and ``""`` when it has one that is not a usable string.
     """
     try:
         head = _head_decoder.decode(data)
+        found: dict[str, Any] = {"id": head.id}
+        if head.method is not UNSET:
+            found["method"] = head.method
     except Exception:
-        return None, None
-    request_id = head.id
+        found = _scan_top_level(data, ("id", "method"))
+    request_id = found.get("id")
     if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
         request_id = None
-    method = head.method if isinstance(head.method, str) else None
-    return request_id, method
+    if "method" not in found:
+        return request_id, None
+    method = found["method"]
+    return request_id, method if isinstance(method, str) else ""
+
+
+def _scan_top_level(data: bytes, keys: tuple[str, ...]) -> dict[str, Any]:
+    """The scalar values of ``keys`` at the top level of a JSON object, found iteratively."""
+    found: dict[str, Any] = {}
+    depth = 0
+    i, n = 0, len(data)
+    key: bytes | None = None
+    expect_key = False
+    while i < n:
+        c = data[i]
+        if c == 0x22:  # a string
+            j = i + 1
+            while j < n and data[j] != 0x22:
+                j += 2 if data[j] == 0x5C else 1
+            if depth == 1 and expect_key:
+                key = data[i + 1 : j]
+                expect_key = False
+            elif depth == 1 and key is not None:
+                _take(found, keys, key, data[i : j + 1])
+                key = None
+            i = j + 1
+            continue
+        if c in b"{[":
+            depth += 1
+            expect_key = depth == 1 and c == 0x7B
+            key = None if depth > 1 else key
+        elif c in b"}]":
+            depth -= 1
+        elif depth == 1 and c == 0x2C:  # ","
+            expect_key, key = True, None
+        elif depth == 1 and key is not None and c in b"-0123456789":
+            j = i
+            while j < n and data[j] in b"-+.eE0123456789":
+                j += 1
+            _take(found, keys, key, data[i:j])
+            key = None
+            i = j
+            continue
+        i += 1
+    return found
+
+
+def _take(found: dict[str, Any], keys: tuple[str, ...], key: bytes, value: bytes) -> None:
+    try:
+        name = key.decode()
+    except UnicodeDecodeError:
+        return
+    if name in keys and name not in found:
+        try:
+            found[name] = _any_decoder_small.decode(value)
+        except Exception:
+            found[name] = _UNUSABLE
+
+
+_any_decoder_small: Final = msgspec.json.Decoder()
+_UNUSABLE: Final = object()
 
 
 def decode_payload(raw: msgspec.Raw | bytes, tp: type[T], what: str, *, empty: bytes = b"{}") -> T:
@@ -233,13 +298,29 @@ def decode_json(raw: msgspec.Raw | bytes, what: str, *, empty: bytes = b"{}") ->
 
 
 def encode_request(request_id: RequestId, method: str, params: Any = None) -> bytes:
-    """Encode a request; ``params`` may be a dict, a Struct, or ``None`` (omitted)."""
-    return _encoder.encode(_Request("2.0", request_id, method, params))
+    """Encode a request; ``params`` may be a dict, a Struct, or ``None`` (omitted).
+
+    Raises:
+        TypeError: A value in ``params`` has no JSON form.
+        ValueError: ``params`` is nested too deeply or holds an unencodable string.
+    """
+    try:
+        return _encoder.encode(_Request("2.0", request_id, method, params))
+    except RecursionError as exc:
+        raise ValueError(f"cannot encode the params of {method}: nested too deeply") from exc
 
 
 def encode_notification(method: str, params: Any = None) -> bytes:
-    """Encode a notification; ``params`` may be a dict, a Struct, or ``None`` (omitted)."""
-    return _encoder.encode(_Notification("2.0", method, params))
+    """Encode a notification; ``params`` may be a dict, a Struct, or ``None`` (omitted).
+
+    Raises:
+        TypeError: A value in ``params`` has no JSON form.
+        ValueError: ``params`` is nested too deeply or holds an unencodable string.
+    """
+    try:
+        return _encoder.encode(_Notification("2.0", method, params))
+    except RecursionError as exc:
+        raise ValueError(f"cannot encode the params of {method}: nested too deeply") from exc
 
 
 def encode_response(request_id: RequestId | None, result: Any) -> bytes:

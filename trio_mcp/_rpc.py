@@ -560,7 +560,7 @@ class RPCConnection:
                 error.__cause__ = exc
                 entry.send_nowait(error)
                 return
-        if request_id is not None and method is not None:
+        if request_id is not None and method:
             self._reply(
                 encode_error_response(request_id, INVALID_REQUEST, f"invalid request: {exc}")
             )

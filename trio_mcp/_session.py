@@ -408,6 +408,13 @@ class ClientSession(metaclass=_NoPublicConstructor):
             discovered = decode_payload(raw, t.DiscoverResult, "result of server/discover")
         except ProtocolError:
             return None
+        return self._modern_in(discovered)
+
+    @staticmethod
+    def _modern_in(discovered: t.DiscoverResult | None) -> tuple[t.DiscoverResult, str] | None:
+        """``(result, version)`` when a discover result names a modern version we speak."""
+        if discovered is None:
+            return None
         verdict = classify_probe(discovered, None, MODERN_VERSIONS, LEGACY_VERSIONS)
         if verdict.kind != ProbeVerdict.MODERN or verdict.version is None:
             return None
@@ -473,9 +480,11 @@ class ClientSession(metaclass=_NoPublicConstructor):
                 raise
             # A server that read the probe first (it was slow to start) has committed to
             # the modern era and rejects initialize: its answer to the probe decides.
+            discovered: t.DiscoverResult | None = None
             with trio.move_on_after(self._opts.init_timeout or self._opts.probe_timeout):
-                await self._probe_outcome(probe)
-            late = self._late_discover(probe)
+                discovered, _ = await self._probe_outcome(probe)
+            probe.abandon()
+            late = self._modern_in(discovered)
             if late is None:
                 raise
             self._adopt_modern_late(*late)
@@ -632,6 +641,8 @@ class ClientSession(metaclass=_NoPublicConstructor):
             if head.input_requests is not UNSET and head.input_requests:
                 extra["inputResponses"] = await self._gather_inputs(head.input_requests)
             if head.request_state is not UNSET:
+                # echoed byte for byte, so it must be valid JSON (UTF-8 included) first
+                decode_json(head.request_state, f"requestState of {method}")
                 extra["requestState"] = head.request_state
 
     async def _gather_inputs(self, requests: Mapping[str, msgspec.Raw]) -> dict[str, Any]:
@@ -1530,6 +1541,7 @@ def open_mcp_session(
     sampling: SamplingHandler | None = None,
     elicitation: ElicitationHandler | None = None,
     roots: RootsHandler | None = None,
+    elicitation_modes: Sequence[str] = ("form",),
     client_info: t.Implementation | None = None,
     protocol: str = "auto",
     default_timeout: float | None = None,
@@ -1568,6 +1580,7 @@ def open_mcp_session(
     sampling: SamplingHandler | None = None,
     elicitation: ElicitationHandler | None = None,
     roots: RootsHandler | None = None,
+    elicitation_modes: Sequence[str] = ("form",),
     client_info: t.Implementation | None = None,
     protocol: str = "auto",
     default_timeout: float | None = None,
@@ -1603,6 +1616,7 @@ def open_mcp_session(
     sampling: SamplingHandler | None = None,
     elicitation: ElicitationHandler | None = None,
     roots: RootsHandler | None = None,
+    elicitation_modes: Sequence[str] = ("form",),
     client_info: t.Implementation | None = None,
     protocol: str = "auto",
     default_timeout: float | None = None,
@@ -1659,6 +1673,8 @@ def open_mcp_session(
         sampling: Handles ``sampling/createMessage`` requests from the server.
         elicitation: Handles ``elicitation/create`` requests from the server.
         roots: Handles ``roots/list``: an async callable, or a static list of roots/URIs.
+        elicitation_modes: The elicitation modes ``elicitation`` handles and the client
+            declares: ``("form",)`` (default) or with ``"url"``.
         client_info: The name and version sent to the server (default: trio-mcp's).
         protocol: ``"auto"`` (probe, then pick the era), ``"legacy"`` (``initialize``
             handshake only) or a modern revision such as ``"2026-07-28"``.
@@ -1733,7 +1749,10 @@ def open_mcp_session(
         max_server_requests=max_server_requests, era_cache=era_cache,
     )  # fmt: skip
     resolved = _resolve_target(target, transport_options)
-    handlers = ServerRequestHandlers(sampling=sampling, elicitation=elicitation, roots=roots)
+    handlers = ServerRequestHandlers(
+        sampling=sampling, elicitation=elicitation, roots=roots,
+        elicitation_modes=elicitation_modes,
+    )  # fmt: skip
     if nursery is None:
         return _own_nursery_session(resolved, options, handlers)
     return _open_session(nursery, resolved, options, handlers)
