@@ -68,22 +68,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-_EXPECTED_ERRORS = (MCPError, trio.TooSlowError, OSError, ValueError)
+_EXPECTED_ERRORS = (MCPError, trio.TooSlowError, OSError, ValueError, TypeError)
 
 
 async def _run(args: argparse.Namespace) -> Any:
-    # Errors are caught inside the nursery, so they leave it bare, not in an ExceptionGroup.
-    error: BaseException | None = None
-    async with trio.open_nursery() as nursery:
-        try:
-            async with open_mcp_session(
-                nursery, args.target, protocol=args.protocol, default_timeout=args.timeout
-            ) as session:
-                return await _command(session, args)
-        except _EXPECTED_ERRORS as exc:
-            error = exc
-    assert error is not None
-    raise error
+    # The nursery-less form: errors from the block arrive bare, never as an ExceptionGroup.
+    async with open_mcp_session(
+        args.target, protocol=args.protocol, default_timeout=args.timeout
+    ) as session:
+        return await _command(session, args)
 
 
 async def _command(session: ClientSession, args: argparse.Namespace) -> Any:
@@ -122,6 +115,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         result = trio.run(_run, args)
+    except argparse.ArgumentTypeError as exc:
+        print(f"trio-mcp: {exc}", file=sys.stderr)
+        return 2
     except _EXPECTED_ERRORS as exc:
         print(f"trio-mcp: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1

@@ -18,21 +18,20 @@ __all__ = ["main"]
 async def run_demo() -> None:
     """Run the demo session and print what happens."""
     command = [sys.executable, "-m", "trio_mcp.testing"]
-    async with trio.open_nursery() as nursery:
-        async with trio_mcp.open_mcp_session(nursery, command) as session:
-            info = session.server_info
-            print(f"connected to {info.name if info else '?'} ", end="")
-            print(f"({session.era} era, protocol {session.protocol_version})")
-            tools = await session.list_tools()
-            print("tools:", ", ".join(tool.name for tool in tools))
-            result = await session.call_tool("echo", {"text": "hello from trio_mcp"})
-            print("echo ->", result.raise_for_error().text)
-            total = await session.call_tool("add", {"a": 2, "b": 3})
-            print("add(2, 3) ->", total.text)
-            try:
-                await session.call_tool("slow", {"seconds": 10}, timeout=0.5)
-            except trio.TooSlowError:
-                print("slow(10) with timeout=0.5 -> cancelled (the server was told)")
+    async with trio_mcp.open_mcp_session(command) as session:
+        info = session.server_info
+        print(f"connected to {info.name if info else '?'} ", end="")
+        print(f"({session.era} era, protocol {session.protocol_version})")
+        tools = await session.list_tools()
+        print("tools:", ", ".join(tool.name for tool in tools))
+        result = await session.call_tool("echo", {"text": "hello from trio_mcp"})
+        print("echo ->", result.raise_for_error().text)
+        total = await session.call_tool("add", {"a": 2, "b": 3})
+        print("add(2, 3) ->", total.text)
+        try:
+            await session.call_tool("slow", {"seconds": 10}, timeout=0.5)
+        except trio.TooSlowError:
+            print("slow(10) with timeout=0.5 -> cancelled (the server was told)")
 
 
 def main() -> None:
