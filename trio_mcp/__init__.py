@@ -43,7 +43,7 @@ from ._resilience import CircuitState as CircuitState
 from ._resilience import RetryPolicy as RetryPolicy
 from ._session import ClientSession as ClientSession
 from ._session import Notification as Notification
-from ._session import open_mcp_session as open_mcp_session
+from ._connect import open_mcp_session as open_mcp_session
 from ._transports._base import MessageInfo as MessageInfo
 from ._transports._base import RequestFailure as RequestFailure
 from ._transports._base import Transport as Transport

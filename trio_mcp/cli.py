@@ -25,8 +25,9 @@ from typing import Any, cast
 import trio
 
 from . import _types as t
+from ._connect import open_mcp_session
 from ._exceptions import MCPError
-from ._session import ClientSession, open_mcp_session
+from ._session import ClientSession
 
 __all__ = ["main"]
 

@@ -1,0 +1,410 @@
+"""Opening sessions: ``open_mcp_session`` in both forms, its options, target resolution.
+
+``open_mcp_session(nursery, target)`` runs the session's tasks in your nursery;
+``open_mcp_session(target)`` gives the session a nursery of its own around your block and
+unwraps what that nursery raises, so your exceptions arrive bare. Both resolve the target
+(argv, command line, URL or parameters object) into a transport, start a
+:class:`~trio_mcp.ClientSession` on it, negotiate the era, and restart a stdio server once
+when it died on the era probe (old SDKs do).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import replace
+from typing import Any, Final, cast, overload
+
+import trio
+
+from . import _types as t
+from ._eras import EraCache
+from ._handlers import ElicitationHandler, RootsHandler, SamplingHandler, ServerRequestHandlers
+from ._session import ClientSession, _Options, _ProbeCrashedError
+from ._transports._base import Transport, TransportFactory
+
+if sys.version_info < (3, 11):  # pragma: no cover
+    from exceptiongroup import BaseExceptionGroup
+
+__all__ = ["Target", "open_mcp_session"]
+
+logger = logging.getLogger("trio_mcp")
+
+Target = TransportFactory | Transport | Sequence[str] | str
+
+_STDIO_OPTIONS: Final = frozenset(
+    {"env", "cwd", "inherit_env", "max_message_size", "on_stderr", "shutdown_timeout"}
+)
+_HTTP_OPTIONS: Final = frozenset(
+    {"headers", "auth", "client", "timeout", "max_message_size", "retry", "breaker", "sse_fallback"}
+)
+_WS_OPTIONS: Final = frozenset({"headers", "max_message_size", "timeout", "ssl_context"})
+
+
+def _resolve_target(target: Target, options: dict[str, Any]) -> TransportFactory | Transport:
+    """Turn ``target`` into a transport factory, applying the transport options given."""
+
+    def check(kind: str, allowed: frozenset[str]) -> None:
+        wrong = sorted(set(options) - allowed)
+        if wrong:
+            raise TypeError(
+                f"open_mcp_session(): option {', '.join(map(repr, wrong))} does not apply to "
+                f"{kind} (it takes {', '.join(sorted(allowed))})"
+            )
+
+    if isinstance(target, Transport) or (
+        isinstance(target, TransportFactory) and not isinstance(target, (str, bytes))
+    ):
+        check("an open transport or a parameters object (set them on the object)", frozenset())
+        return target
+    if isinstance(target, str):
+        lowered = target.lower()
+        if lowered.startswith(("http://", "https://")):
+            check("an http(s):// target", _HTTP_OPTIONS)
+            from ._transports._http import StreamableHTTPParameters
+
+            return StreamableHTTPParameters(target, **options)
+        if lowered.startswith(("ws://", "wss://")):
+            check("a ws(s):// target", _WS_OPTIONS)
+            from ._transports._websocket import WebSocketParameters
+
+            return WebSocketParameters(target, **options)
+    from ._transports._stdio import StdioParameters
+
+    argv: Any = target
+    if isinstance(argv, str) or (
+        isinstance(argv, Sequence)
+        and not isinstance(argv, bytes)
+        and all(isinstance(part, str) for part in argv)  # pyright: ignore[reportUnknownVariableType]
+    ):
+        check("a stdio command", _STDIO_OPTIONS)
+        return StdioParameters(cast("Sequence[str] | str", argv), **options)
+    raise TypeError(
+        f"open_mcp_session(): cannot connect to {target!r}: give an argv list, a command "
+        "line, an http(s):// or ws(s):// URL, or a parameters object"
+    )
+
+
+_NOT_GIVEN: Any = object()
+
+
+@overload
+def open_mcp_session(
+    nursery: trio.Nursery,
+    target: Target,
+    /,
+    *,
+    sampling: SamplingHandler | None = None,
+    elicitation: ElicitationHandler | None = None,
+    roots: RootsHandler | None = None,
+    elicitation_modes: Sequence[str] = ("form",),
+    client_info: t.Implementation | None = None,
+    protocol: str = "auto",
+    default_timeout: float | None = None,
+    progress_resets_timeout: bool = False,
+    max_timeout: float | None = None,
+    probe_timeout: float = 3.0,
+    init_timeout: float | None = 60.0,
+    cancel_notice_timeout: float = 1.0,
+    cache: bool = True,
+    max_input_rounds: int = 10,
+    max_pages: int = 1000,
+    notification_buffer: int = 1000,
+    listen_ack_timeout: float = 10.0,
+    max_server_requests: int = 32,
+    era_cache: EraCache | None = None,
+    env: Mapping[str, str] | None = ...,
+    cwd: Any = ...,
+    inherit_env: bool = ...,
+    max_message_size: int = ...,
+    on_stderr: Callable[[str], None] | None = ...,
+    shutdown_timeout: float = ...,
+    headers: Mapping[str, str] | None = ...,
+    auth: Any = ...,
+    client: Any = ...,
+    timeout: float = ...,
+    retry: Any = ...,
+    breaker: Any = ...,
+    sse_fallback: bool = ...,
+    ssl_context: Any = ...,
+) -> AbstractAsyncContextManager[ClientSession]: ...
+@overload
+def open_mcp_session(
+    target: Target,
+    /,
+    *,
+    sampling: SamplingHandler | None = None,
+    elicitation: ElicitationHandler | None = None,
+    roots: RootsHandler | None = None,
+    elicitation_modes: Sequence[str] = ("form",),
+    client_info: t.Implementation | None = None,
+    protocol: str = "auto",
+    default_timeout: float | None = None,
+    progress_resets_timeout: bool = False,
+    max_timeout: float | None = None,
+    probe_timeout: float = 3.0,
+    init_timeout: float | None = 60.0,
+    cancel_notice_timeout: float = 1.0,
+    cache: bool = True,
+    max_input_rounds: int = 10,
+    max_pages: int = 1000,
+    notification_buffer: int = 1000,
+    listen_ack_timeout: float = 10.0,
+    max_server_requests: int = 32,
+    era_cache: EraCache | None = None,
+    env: Mapping[str, str] | None = ...,
+    cwd: Any = ...,
+    inherit_env: bool = ...,
+    max_message_size: int = ...,
+    on_stderr: Callable[[str], None] | None = ...,
+    shutdown_timeout: float = ...,
+    headers: Mapping[str, str] | None = ...,
+    auth: Any = ...,
+    client: Any = ...,
+    timeout: float = ...,
+    retry: Any = ...,
+    breaker: Any = ...,
+    sse_fallback: bool = ...,
+    ssl_context: Any = ...,
+) -> AbstractAsyncContextManager[ClientSession]: ...
+def open_mcp_session(
+    *args: Any,
+    sampling: SamplingHandler | None = None,
+    elicitation: ElicitationHandler | None = None,
+    roots: RootsHandler | None = None,
+    elicitation_modes: Sequence[str] = ("form",),
+    client_info: t.Implementation | None = None,
+    protocol: str = "auto",
+    default_timeout: float | None = None,
+    progress_resets_timeout: bool = False,
+    max_timeout: float | None = None,
+    probe_timeout: float = 3.0,
+    init_timeout: float | None = 60.0,
+    cancel_notice_timeout: float = 1.0,
+    cache: bool = True,
+    max_input_rounds: int = 10,
+    max_pages: int = 1000,
+    notification_buffer: int = 1000,
+    listen_ack_timeout: float = 10.0,
+    max_server_requests: int = 32,
+    era_cache: EraCache | None = None,
+    env: Mapping[str, str] | None = _NOT_GIVEN,
+    cwd: Any = _NOT_GIVEN,
+    inherit_env: bool = _NOT_GIVEN,
+    max_message_size: int = _NOT_GIVEN,
+    on_stderr: Callable[[str], None] | None = _NOT_GIVEN,
+    shutdown_timeout: float = _NOT_GIVEN,
+    headers: Mapping[str, str] | None = _NOT_GIVEN,
+    auth: Any = _NOT_GIVEN,
+    client: Any = _NOT_GIVEN,
+    timeout: float = _NOT_GIVEN,
+    retry: Any = _NOT_GIVEN,
+    breaker: Any = _NOT_GIVEN,
+    sse_fallback: bool = _NOT_GIVEN,
+    ssl_context: Any = _NOT_GIVEN,
+) -> AbstractAsyncContextManager[ClientSession]:
+    """Connect to an MCP server and yield a ready :class:`ClientSession`.
+
+    Two forms, as trio-websocket's ``open_websocket`` and ``connect_websocket`` have:
+
+    * ``open_mcp_session(nursery, target)``: the session's reader task, the tasks serving
+      server-to-client requests and any transport tasks run in ``nursery`` (yours). An
+      exception raised in your block reaches you through that nursery, so as an
+      ``ExceptionGroup`` when the nursery wraps it.
+    * ``open_mcp_session(target)``: the session owns a nursery of its own around your
+      block; an exception from your block propagates bare, never as an ``ExceptionGroup``.
+
+    Leaving the block closes the session and its transport (shielded, bounded graceful
+    steps, then force), also when the block is cancelled. None of the session's tasks ever
+    raises into the nursery: a failure is recorded (:attr:`ClientSession.failure`) and
+    every caller gets an exception of its own.
+
+    Args:
+        nursery: The nursery that owns the session's tasks (first form only).
+        target: What to connect to: an argv list (a stdio server process), a command line
+            string (split like a POSIX shell does, no shell runs), an ``http(s)://`` URL
+            (Streamable HTTP, with legacy HTTP+SSE fallback), a ``ws(s)://`` URL (WebSocket),
+            or a parameters object such as :class:`StdioParameters` or
+            ``trio_mcp.testing.MockServer``.
+        sampling: Handles ``sampling/createMessage`` requests from the server.
+        elicitation: Handles ``elicitation/create`` requests from the server.
+        roots: Handles ``roots/list``: an async callable, or a static list of roots/URIs.
+        elicitation_modes: The elicitation modes ``elicitation`` handles and the client
+            declares: ``("form",)`` (default) or with ``"url"``.
+        client_info: The name and version sent to the server (default: trio-mcp's).
+        protocol: ``"auto"`` (probe, then pick the era), ``"legacy"`` (``initialize``
+            handshake only) or a modern revision such as ``"2026-07-28"``.
+        default_timeout: The ``timeout=`` of every call that gives none (seconds, whole
+            call); None: no timeout but the caller's cancel scope.
+        progress_resets_timeout: Progress notifications from the server extend a call's
+            timeout (both eras).
+        max_timeout: The hard limit, from the start of a call, that progress cannot extend.
+        probe_timeout: How long ``auto`` waits for ``server/discover`` before also sending
+            ``initialize`` (the probe stays pending: a slow server still answers it).
+        init_timeout: Bound on the handshake (``initialize`` or a pinned
+            ``server/discover``); None: only your cancel scope.
+        cancel_notice_timeout: Bound on sending ``notifications/cancelled``.
+        cache: Cache modern results while their ``ttlMs`` says they are fresh.
+        max_input_rounds: How many multi-round-trip input rounds one call may take.
+        max_pages: How many pages ``list_*`` follows before giving up.
+        notification_buffer: How many notifications a subscriber channel holds unread.
+        listen_ack_timeout: How long :meth:`ClientSession.listen` waits for the modern
+            server's acknowledgement.
+        max_server_requests: How many server-to-client requests may run at once.
+        era_cache: Where eras are remembered per origin / command (default: one cache
+            shared by the process; pass ``EraCache()`` to isolate).
+        env: stdio: extra environment variables for the server process.
+        cwd: stdio: the server's working directory.
+        inherit_env: stdio: pass this process's whole environment.
+        max_message_size: The largest message accepted from the server, in bytes.
+        on_stderr: stdio: called with each line the server writes to stderr.
+        shutdown_timeout: stdio: seconds each shutdown step waits.
+        headers: HTTP/WebSocket: extra headers on every request.
+        auth: HTTP: an ``httpx.Auth``.
+        client: HTTP: your own ``httpx.AsyncClient`` (not closed by the session).
+        timeout: HTTP/WebSocket: network timeout in seconds for connecting and each read.
+        retry: HTTP: a :class:`RetryPolicy` for requests that surely did not arrive.
+        breaker: HTTP: a :class:`CircuitBreaker`.
+        sse_fallback: HTTP: fall back to the legacy HTTP+SSE transport.
+        ssl_context: WebSocket: TLS settings for ``wss://``.
+
+    Yields:
+        The session, with the era negotiated and the handshake (if any) done.
+
+    Raises:
+        TypeError: Wrong arguments, or an option that does not apply to the target.
+        ConnectionClosed: The server could not be started or went away during start-up.
+        ProtocolError: The server speaks no protocol revision trio_mcp supports.
+    """
+    if len(args) == 2 and isinstance(args[0], trio.Nursery):
+        nursery: trio.Nursery | None = args[0]
+        target = args[1]
+    elif len(args) == 1 and not isinstance(args[0], trio.Nursery):
+        nursery = None
+        target = args[0]
+    else:
+        raise TypeError(
+            "open_mcp_session() takes (nursery, target) or (target), not "
+            f"{len(args)} positional argument(s)"
+        )
+    given = {
+        "env": env, "cwd": cwd, "inherit_env": inherit_env,
+        "max_message_size": max_message_size, "on_stderr": on_stderr,
+        "shutdown_timeout": shutdown_timeout, "headers": headers, "auth": auth,
+        "client": client, "timeout": timeout, "retry": retry, "breaker": breaker,
+        "sse_fallback": sse_fallback, "ssl_context": ssl_context,
+    }  # fmt: skip
+    transport_options = {key: value for key, value in given.items() if value is not _NOT_GIVEN}
+    options = _Options(
+        client_info=client_info, protocol=protocol, default_timeout=default_timeout,
+        progress_resets_timeout=progress_resets_timeout, max_timeout=max_timeout,
+        probe_timeout=probe_timeout, init_timeout=init_timeout,
+        cancel_notice_timeout=cancel_notice_timeout, cache=cache,
+        max_input_rounds=max_input_rounds, max_pages=max_pages,
+        notification_buffer=notification_buffer, listen_ack_timeout=listen_ack_timeout,
+        max_server_requests=max_server_requests, era_cache=era_cache,
+    )  # fmt: skip
+    resolved = _resolve_target(target, transport_options)
+    handlers = ServerRequestHandlers(
+        sampling=sampling, elicitation=elicitation, roots=roots,
+        elicitation_modes=elicitation_modes,
+    )  # fmt: skip
+    if nursery is None:
+        return _own_nursery_session(resolved, options, handlers)
+    return _open_session(nursery, resolved, options, handlers)
+
+
+@asynccontextmanager
+async def _open_session(
+    nursery: trio.Nursery,
+    resolved: TransportFactory | Transport,
+    options: _Options,
+    handlers: ServerRequestHandlers,
+) -> AsyncGenerator[ClientSession, None]:
+    if isinstance(resolved, Transport):
+        async with _started(nursery, resolved, options, handlers, restartable=False) as session:
+            yield session
+        return
+    try:
+        async with resolved.open_transport(nursery) as transport:
+            async with _started(nursery, transport, options, handlers, restartable=True) as session:
+                yield session
+        return
+    except _ProbeCrashedError as crashed:
+        # The server died on the era probe, as servers on old SDKs do: start it again and
+        # speak the legacy handshake only (remembered per command for next time).
+        logger.info("the MCP server died on the era probe (%s); restarting it", crashed.error)
+    legacy = replace(options, protocol="legacy")
+    async with resolved.open_transport(nursery) as transport:
+        async with _started(nursery, transport, legacy, handlers, restartable=False) as session:
+            key = transport.era_key
+            if key is not None:
+                session._era_cache.put(key, "legacy")  # pyright: ignore[reportPrivateUsage]
+            yield session
+
+
+@asynccontextmanager
+async def _started(
+    nursery: trio.Nursery,
+    transport: Transport,
+    options: _Options,
+    handlers: ServerRequestHandlers,
+    *,
+    restartable: bool,
+) -> AsyncGenerator[ClientSession, None]:
+    session: ClientSession = ClientSession._create(nursery, transport, options, handlers)  # pyright: ignore[reportPrivateUsage, reportAttributeAccessIssue]
+    async with session:
+        try:
+            await session._start()  # pyright: ignore[reportPrivateUsage]
+        except _ProbeCrashedError as crashed:
+            if restartable:
+                raise
+            raise crashed.error from None
+        yield session
+
+
+@asynccontextmanager
+async def _own_nursery_session(
+    resolved: TransportFactory | Transport, options: _Options, handlers: ServerRequestHandlers
+) -> AsyncGenerator[ClientSession, None]:
+    """The nursery-less form: the session's nursery wraps the user's block, errors bare."""
+    user_error: BaseException | None = None
+    try:
+        async with trio.open_nursery() as nursery:
+            async with _open_session(nursery, resolved, options, handlers) as session:
+                try:
+                    yield session
+                except BaseException as exc:
+                    user_error = exc
+                    raise
+    except BaseExceptionGroup as group:
+        error = _only_error(group, user_error)
+        if error is None:
+            raise
+        raise error from error.__cause__ if error.__cause__ is not None else None
+
+
+def _only_error(
+    group: BaseExceptionGroup[Any], user_error: BaseException | None
+) -> BaseException | None:
+    """The one real exception in ``group`` (the user's, or start-up's), if there is one."""
+    leaves: list[BaseException] = []
+
+    def walk(exc: BaseException) -> None:
+        if isinstance(exc, BaseExceptionGroup):
+            for inner in cast("BaseExceptionGroup[BaseException]", exc).exceptions:
+                walk(inner)
+        else:
+            leaves.append(exc)
+
+    walk(group)
+    if user_error is not None and any(leaf is user_error for leaf in leaves):
+        if all(leaf is user_error or isinstance(leaf, trio.Cancelled) for leaf in leaves):
+            return user_error
+        return None
+    real = [leaf for leaf in leaves if not isinstance(leaf, trio.Cancelled)]
+    if len(real) == 1:
+        return real[0]
+    return None
