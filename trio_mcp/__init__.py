@@ -188,6 +188,7 @@ from ._types import UnsubscribeRequestParams as UnsubscribeRequestParams
 from ._types import UntitledEnumItems as UntitledEnumItems
 from ._types import UntitledMultiSelectEnumSchema as UntitledMultiSelectEnumSchema
 from ._types import UntitledSingleSelectEnumSchema as UntitledSingleSelectEnumSchema
+from ._types import to_builtins as to_builtins
 
 if TYPE_CHECKING:
     from ._transports._http import StreamableHTTPParameters as StreamableHTTPParameters
@@ -387,6 +388,7 @@ __all__ = [
     "UntitledSingleSelectEnumSchema",
     "WebSocketParameters",
     "open_mcp_session",
+    "to_builtins",
 ]
 
 

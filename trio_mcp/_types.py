@@ -1379,7 +1379,7 @@ PrimitiveSchemaDefinition: TypeAlias = (
     | LegacyTitledEnumSchema
 )
 """A field of an elicitation form. Type-only: ``requested_schema`` stays a plain dict;
-build one with ``to_builtins(StringSchema(...))`` and friends."""
+build one with ``trio_mcp.to_builtins(StringSchema(...))`` and friends."""
 
 
 class ElicitRequestFormParams(RequestParams, kw_only=True):
