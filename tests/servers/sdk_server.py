@@ -3,7 +3,7 @@
 Run it as a separate process::
 
     python tests/servers/sdk_server.py --transport stdio|http|sse [--port N]
-        [--mode dual|legacy|modern] [--json-response]
+        [--mode dual|legacy|modern] [--json-response] [--start-delay SECONDS]
 
 ``--mode`` picks which protocol era(s) the server speaks:
 
@@ -21,6 +21,10 @@ Run it as a separate process::
   dropped so the request meets the legacy transport, which answers 400).
 * ``modern``: 2026-07-28 only; ``initialize`` is answered with
   ``-32022 UnsupportedProtocolVersion`` naming the served versions.
+
+``--start-delay SECONDS`` sleeps before the server starts (on stdio: before it reads
+stdin, so whatever a client sends meanwhile waits in the pipe and is then processed in
+order): a stand-in for a slow start such as an SDK server's imports on a loaded machine.
 
 HTTP binds 127.0.0.1 only (``--port 0`` lets the kernel pick; the bound address
 is printed on stderr as ``TRIO_MCP_PEER_LISTENING 127.0.0.1:<port>``). The MCP
@@ -45,6 +49,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 import warnings
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Annotated, Any
@@ -385,7 +390,16 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="HTTP: answer POSTs with application/json instead of an SSE stream",
     )
+    parser.add_argument(
+        "--start-delay",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="sleep this long before serving (stdio: before reading stdin, so requests queue up)",
+    )
     args = parser.parse_args(argv)
+    if args.start_delay > 0:
+        time.sleep(args.start_delay)  # a slow start (imports, a loaded machine): input waits
     mcp = build_server()
     if args.transport == "stdio":
         anyio.run(run_stdio, mcp, args.mode)
