@@ -17,7 +17,9 @@ from __future__ import annotations
 import inspect
 from typing import TYPE_CHECKING, Any
 
+from ._connect import open_mcp_session as open_mcp_session
 from ._eras import EraCache as EraCache
+from ._exceptions import CircuitOpenError as CircuitOpenError
 from ._exceptions import ConnectionClosed as ConnectionClosed
 from ._exceptions import HeaderMismatchError as HeaderMismatchError
 from ._exceptions import HTTPStatusError as HTTPStatusError
@@ -38,12 +40,10 @@ from ._handlers import RootsHandler as RootsHandler
 from ._handlers import SamplingHandler as SamplingHandler
 from ._resilience import Backoff as Backoff
 from ._resilience import CircuitBreaker as CircuitBreaker
-from ._resilience import CircuitOpenError as CircuitOpenError
 from ._resilience import CircuitState as CircuitState
 from ._resilience import RetryPolicy as RetryPolicy
 from ._session import ClientSession as ClientSession
 from ._session import Notification as Notification
-from ._connect import open_mcp_session as open_mcp_session
 from ._transports._base import MessageInfo as MessageInfo
 from ._transports._base import RequestFailure as RequestFailure
 from ._transports._base import Transport as Transport

@@ -31,11 +31,15 @@ tracebacks never mix across tasks.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+if TYPE_CHECKING:
+    from ._resilience import CircuitState
 
 _E = TypeVar("_E", bound=BaseException)
 
 __all__ = [
+    "CircuitOpenError",
     "ConnectionClosed",
     "HTTPStatusError",
     "HeaderMismatchError",
@@ -192,6 +196,22 @@ class InputRequestError(MCPError):
     Raised when an input request has no handler, its handler failed or declined, or the
     server kept asking for input past the configured round limit.
     """
+
+
+class CircuitOpenError(MCPError):
+    """A :class:`~trio_mcp.CircuitBreaker` refused a call without making it.
+
+    Attributes:
+        retry_at: The earliest trio time (:func:`trio.current_time`) at which the breaker
+            may admit a call again. For a half-open breaker whose trial calls are all in
+            flight it is the current time: retry once they finish.
+        state: The breaker's state when it refused the call.
+    """
+
+    def __init__(self, message: str, *, retry_at: float, state: CircuitState):
+        self.retry_at = retry_at
+        self.state = state
+        super().__init__(message)
 
 
 class ToolError(MCPError):

@@ -26,7 +26,7 @@ from typing import TypeAlias, TypeVar
 
 import trio
 
-from ._exceptions import HTTPStatusError, MCPError, TransportError
+from ._exceptions import CircuitOpenError, HTTPStatusError, TransportError
 
 __all__ = ["Backoff", "CircuitBreaker", "CircuitOpenError", "CircuitState", "RetryPolicy"]
 
@@ -267,22 +267,6 @@ class CircuitState(enum.Enum):
     OPEN = "open"
     #: A limited number of trial calls go through to probe whether the service recovered.
     HALF_OPEN = "half_open"
-
-
-class CircuitOpenError(MCPError):
-    """A :class:`CircuitBreaker` refused a call without making it.
-
-    Attributes:
-        retry_at: The earliest trio time (:func:`trio.current_time`) at which the breaker
-            may admit a call again. For a half-open breaker whose trial calls are all in
-            flight it is the current time: retry once they finish.
-        state: The breaker's state when it refused the call.
-    """
-
-    def __init__(self, message: str, *, retry_at: float, state: CircuitState):
-        self.retry_at = retry_at
-        self.state = state
-        super().__init__(message)
 
 
 class CircuitBreaker:
