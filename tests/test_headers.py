@@ -11,6 +11,7 @@ from trio_mcp._transports._headers import (
     decode_header_value,
     encode_header_value,
     header_parameters,
+    is_plain_header_value,
     param_headers,
     request_name,
     validate_tool_headers,
@@ -20,6 +21,28 @@ from trio_mcp._transports._headers import (
 def tool(properties: dict[str, Any], **extra: Any) -> dict[str, Any]:
     schema: dict[str, Any] = {"type": "object", "properties": properties, **extra}
     return {"name": "t", "inputSchema": schema}
+
+
+# -- plain header values (Mcp-Method has no encoding) ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "plain"),
+    [
+        ("tools/call", True),
+        ("notifications/roots/list_changed", True),
+        ("a b", True),
+        ("", False),
+        (" tools/call", False),
+        ("tools/call ", False),
+        ("t\u00f6ols/call", False),
+        ("tools/call\r\nX-Evil: 1", False),
+        ("tools\tcall", False),
+        ("tools\x00", False),
+    ],
+)
+def test_is_plain_header_value(value: str, plain: bool) -> None:
+    assert is_plain_header_value(value) is plain
 
 
 # -- value encoding: the spec's examples, exactly -----------------------------------------------

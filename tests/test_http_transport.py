@@ -5,30 +5,42 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import ssl
 import subprocess
 import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import h11
 import httpx
 import pytest
 import trio
+import trio.testing
 
 from trio_mcp._exceptions import (
     ConnectionClosed,
+    HeaderMismatchError,
     HTTPStatusError,
+    MCPError,
     MessageTooLargeError,
+    ProtocolError,
+    ResourceNotFoundError,
+    ServerError,
     TransportError,
+    UnsupportedProtocolVersionError,
 )
 from trio_mcp._resilience import Backoff, CircuitBreaker, CircuitOpenError, RetryPolicy
-from trio_mcp._transports._base import MessageInfo, RequestFailed, TransportFactory
+from trio_mcp._transports._base import MessageInfo, Transport, TransportFactory
 from trio_mcp._transports._http import (
-    SSEDecoder,
+    GET_STREAM_WAIT,
     StreamableHTTPParameters,
     StreamableHTTPTransport,
     origin_of,
+)
+from trio_mcp._transports._httpcore import (
+    INCOMING_QUEUE_SIZE,
     oversized_response_id,
     parse_retry_after,
 )
@@ -101,6 +113,36 @@ def json_response(message: Any, headers: dict[str, str] | None = None) -> httpx.
     return httpx.Response(200, json=message, headers=headers)
 
 
+@dataclass(frozen=True)
+class Failure:
+    request_id: int | str
+    error: MCPError
+
+
+class FailureLog:
+    """The session's side of ``Transport.attach``: records every per-request failure."""
+
+    def __init__(self) -> None:
+        self.all: list[Failure] = []
+        self._send, self.receive = trio.open_memory_channel[Failure](1000)
+
+    def __call__(self, request_id: int | str, error: MCPError) -> None:
+        failure = Failure(request_id, error)
+        self.all.append(failure)
+        self._send.send_nowait(failure)
+
+
+def failure_log(transport: Transport) -> FailureLog:
+    log = transport._fail_request  # what open_http attached
+    assert isinstance(log, FailureLog)
+    return log
+
+
+async def next_failure(transport: Transport) -> Failure:
+    """The next request failure the transport reported to its session."""
+    return await failure_log(transport).receive.receive()
+
+
 @asynccontextmanager
 async def open_http(
     handler: Handler, **options: Any
@@ -116,16 +158,17 @@ async def open_http(
             async with trio.open_nursery() as nursery:
                 params = StreamableHTTPParameters(URL, client=client, **options)
                 async with params.open_transport(nursery) as transport:
+                    transport.attach(FailureLog())
                     yield transport, seen
             assert not client.is_closed  # the user's client is not ours to close
 
 
 async def legacy_session(transport: StreamableHTTPTransport) -> None:
     """Run the legacy handshake the way the session does."""
-    transport.modern = False
+    transport.negotiated(modern=False, protocol_version=None)
     await transport.send(request(1, "initialize", {}), MessageInfo("initialize", 1))
     assert json.loads(await transport.receive()) == result(1)
-    transport.protocol_version = "2025-11-25"
+    transport.negotiated(modern=False, protocol_version="2025-11-25")
     await transport.send(
         notification("notifications/initialized"), MessageInfo("notifications/initialized")
     )
@@ -275,24 +318,65 @@ async def test_messages_without_info_are_classified() -> None:
 # -- failures that belong to one request ------------------------------------------------------
 
 
-@pytest.mark.parametrize("status", [400, 401, 404, 500])
-async def test_http_error_fails_the_request(status: int) -> None:
-    error_body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "bad"}}
-
+@pytest.mark.parametrize(
+    ("status", "content"),
+    [
+        (400, b"not json"),
+        (401, b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"bad"}}'),
+        (403, b'{"jsonrpc":"2.0","id":9,"error":{"code":-32600,"message":"bad"}}'),
+        (404, b'{"error": "not JSON-RPC"}'),
+        (500, b'{"jsonrpc":"2.0","id":9,"error":{"code":-32603,"message":"bad"}}'),
+    ],
+)
+async def test_http_error_fails_the_request(status: int, content: bytes) -> None:
     async def handler(req: httpx.Request) -> httpx.Response:
-        return httpx.Response(status, json=error_body, headers={"retry-after": "3"})
+        return httpx.Response(status, content=content, headers={"retry-after": "3"})
 
     async with open_http(handler) as (transport, _):
         await transport.send(request(9, "server/discover"), MessageInfo("server/discover", 9))
-        failure = await transport.receive()
-    assert isinstance(failure, RequestFailed)
+        failure = await next_failure(transport)
     assert failure.request_id == 9
     error = failure.error
     assert isinstance(error, HTTPStatusError)
     assert error.status_code == status
-    assert json.loads(error.body) == error_body
+    assert error.body == content.decode()
     assert error.url == URL
     assert error.retry_after == 3.0  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("status", "code", "expected"),
+    [
+        (400, -32020, HeaderMismatchError),
+        (404, -32601, ServerError),
+        (400, -32022, UnsupportedProtocolVersionError),
+        (422, -32602, ResourceNotFoundError),  # -32602 on resources/read: not found
+    ],
+)
+async def test_json_rpc_error_in_an_http_4xx_body_is_the_answer(
+    status: int, code: int, expected: type[ServerError]
+) -> None:
+    error_body = {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": code, "message": "no", "data": {"supported": ["2026-07-28"]}},
+    }
+
+    async def handler(req: httpx.Request) -> httpx.Response:
+        return httpx.Response(status, json=error_body)
+
+    async with open_http(handler) as (transport, _):
+        await transport.send(request(9, "resources/read"), MessageInfo("resources/read", 9))
+        failure = await next_failure(transport)
+        await trio.testing.wait_all_tasks_blocked()
+    assert failure.request_id == 9
+    error = failure.error
+    assert type(error) is expected
+    assert (error.code, error.message, error.method) == (code, "no", "resources/read")
+    assert error.data == {"supported": ["2026-07-28"]}
+    assert isinstance(error.__cause__, HTTPStatusError)
+    assert error.__cause__.status_code == status
+    assert len(failure_log(transport).all) == 1
 
 
 async def test_error_body_is_truncated() -> None:
@@ -301,8 +385,7 @@ async def test_error_body_is_truncated() -> None:
 
     async with open_http(handler) as (transport, _):
         await transport.send(request(1, "a"), MessageInfo("a", 1))
-        failure = await transport.receive()
-    assert isinstance(failure, RequestFailed)
+        failure = await next_failure(transport)
     assert isinstance(failure.error, HTTPStatusError)
     assert len(failure.error.body) == 64 * 1024
 
@@ -313,8 +396,7 @@ async def test_connection_refused() -> None:
 
     async with open_http(handler) as (transport, _):
         await transport.send(request(1, "a"), MessageInfo("a", 1))
-        failure = await transport.receive()
-    assert isinstance(failure, RequestFailed)
+        failure = await next_failure(transport)
     assert isinstance(failure.error, TransportError)
     assert "could not connect" in str(failure.error)
     assert isinstance(failure.error.__cause__, httpx.ConnectError)
@@ -330,8 +412,7 @@ async def test_connection_reset_mid_stream() -> None:
     async with open_http(handler) as (transport, _):
         await transport.send(request(2, "a"), MessageInfo("a", 2))
         assert json.loads(await transport.receive()) == progress(1)
-        failure = await transport.receive()
-    assert isinstance(failure, RequestFailed)
+        failure = await next_failure(transport)
     assert failure.request_id == 2
     assert isinstance(failure.error, ConnectionClosed)
     assert "broke before the response to request 2" in str(failure.error)
@@ -348,12 +429,11 @@ async def test_stream_ending_before_the_response() -> None:
         return sse_response(event(progress(1), id="e1"))
 
     async with open_http(handler) as (transport, seen):
-        transport.modern = True  # modern streams are not resumable, even with event ids
-        transport.protocol_version = "2026-07-28"
+        # modern streams are not resumable, even with event ids
+        transport.negotiated(modern=True, protocol_version="2026-07-28")
         await transport.send(request(2, "a"), MessageInfo("a", 2))
         assert json.loads(await transport.receive()) == progress(1)
-        failure = await transport.receive()
-    assert isinstance(failure, RequestFailed)
+        failure = await next_failure(transport)
     assert type(failure.error) is TransportError
     assert "ended before the response to request 2" in str(failure.error)
     assert [r.method for r in seen] == ["POST"]
@@ -366,8 +446,7 @@ async def test_json_answer_that_is_not_the_response() -> None:
     async with open_http(handler) as (transport, _):
         await transport.send(request(1, "a"), MessageInfo("a", 1))
         assert json.loads(await transport.receive()) == result(999)
-        failure = await transport.receive()
-    assert isinstance(failure, RequestFailed)
+        failure = await next_failure(transport)
     assert "is not its response" in str(failure.error)
 
 
@@ -384,8 +463,7 @@ async def test_request_without_an_answer(response: httpx.Response) -> None:
 
     async with open_http(handler) as (transport, _):
         await transport.send(request(1, "a"), MessageInfo("a", 1))
-        failure = await transport.receive()
-    assert isinstance(failure, RequestFailed)
+        failure = await next_failure(transport)
     assert isinstance(failure.error, TransportError)
 
 
@@ -405,8 +483,7 @@ async def test_message_too_large_json() -> None:
 
     async with open_http(handler, max_message_size=200) as (transport, _):
         await transport.send(request(1, "a"), MessageInfo("a", 1))
-        failure = await transport.receive()
-    assert isinstance(failure, RequestFailed)
+        failure = await next_failure(transport)
     assert isinstance(failure.error, MessageTooLargeError)
     assert failure.error.limit == 200
 
@@ -419,8 +496,7 @@ async def test_message_too_large_sse() -> None:
     async with open_http(handler, max_message_size=200) as (transport, _):
         await transport.send(request(1, "a"), MessageInfo("a", 1))
         assert json.loads(await transport.receive()) == progress(1)
-        failure = await transport.receive()
-    assert isinstance(failure, RequestFailed)
+        failure = await next_failure(transport)
     assert isinstance(failure.error, MessageTooLargeError)
     assert failure.error.size > 500
 
@@ -476,8 +552,8 @@ async def test_non_idempotent_request_is_not_retried_after_500(
 
     async with open_http(handler, retry=RetryPolicy(max_attempts=5)) as (transport, _):
         await transport.send(request(1, "tools/call"), MessageInfo("tools/call", 1))
-        failure = await transport.receive()
-    assert isinstance(failure, RequestFailed)
+        failure = await next_failure(transport)
+    assert isinstance(failure.error, HTTPStatusError)
     assert calls == 1
 
 
@@ -509,8 +585,7 @@ async def test_circuit_breaker_opens(autojump_clock: trio.abc.Clock) -> None:
     async with open_http(handler, breaker=breaker) as (transport, _):
         for rid in (1, 2, 3):
             await transport.send(request(rid, "a"), MessageInfo("a", rid))
-            failure = await transport.receive()
-            assert isinstance(failure, RequestFailed)
+            failure = await next_failure(transport)
             assert failure.request_id == rid
         assert isinstance(failure.error, CircuitOpenError)
     assert calls == 2
@@ -668,8 +743,7 @@ async def test_resumption_is_bounded(autojump_clock: trio.abc.Clock) -> None:
         start = trio.current_time()
         await transport.send(request(2, "tools/call"), MessageInfo("tools/call", 2))
         assert json.loads(await transport.receive()) == progress(1)
-        failure = await transport.receive()
-    assert isinstance(failure, RequestFailed)
+        failure = await next_failure(transport)
     assert failure.request_id == 2
     assert "3 attempts to resume it failed" in str(failure.error)
     assert isinstance(failure.error.__cause__, HTTPStatusError)
@@ -727,11 +801,93 @@ async def test_request_is_replayed_only_once() -> None:
     async with open_http(handler) as (transport, seen):
         await legacy_session(transport)
         await transport.send(request(2, "tools/list"), MessageInfo("tools/list", 2))
-        failure = await transport.receive()
-    assert isinstance(failure, RequestFailed)
+        failure = await next_failure(transport)
     assert isinstance(failure.error, HTTPStatusError)
     assert failure.error.status_code == 404
     assert [body(r).get("method") for r in seen if r.method == "POST"].count("tools/list") == 2
+
+
+async def test_requests_during_a_session_renewal_wait_for_the_new_id() -> None:
+    # M8: request A hits 404 and re-initializes slowly; request B, sent meanwhile, must not
+    # go out without Mcp-Session-Id (a spec-following server answers 400 to that).
+    sessions = iter(["s1", "s2"])
+    renewing = trio.Event()
+    finish_renewal = trio.Event()
+    log: list[tuple[str, str | None]] = []
+
+    async def handler(req: httpx.Request) -> httpx.Response:
+        if req.method != "POST":
+            return httpx.Response(405)
+        sid = req.headers.get("mcp-session-id")
+        message = body(req)
+        method = message.get("method", "response")
+        log.append((method, sid))
+        if method == "initialize":
+            if log.count(("initialize", None)) == 2:
+                renewing.set()
+                await finish_renewal.wait()
+            return json_response(result(message["id"]), {"mcp-session-id": next(sessions)})
+        if sid is None:
+            return httpx.Response(400, text="missing Mcp-Session-Id")
+        if sid == "s1" and method != "notifications/initialized":
+            return httpx.Response(404)
+        if "id" not in message:
+            return httpx.Response(202)
+        return json_response(result(message["id"], {"session": sid}))
+
+    async with open_http(handler) as (transport, _):
+        await legacy_session(transport)
+        await transport.send(request(2, "tools/list"), MessageInfo("tools/list", 2))
+        await renewing.wait()
+        assert transport.session_id == "s1"  # kept until the new one arrives
+        await transport.send(request(3, "prompts/list"), MessageInfo("prompts/list", 3))
+        await trio.testing.wait_all_tasks_blocked()
+        finish_renewal.set()
+        answers = {json.loads(await transport.receive())["id"] for _ in range(2)}
+        assert answers == {2, 3}
+        assert failure_log(transport).all == []
+        assert transport.session_id == "s2"
+    assert ("prompts/list", None) not in log
+    assert ("prompts/list", "s2") in log
+    assert log.count(("initialize", None)) == 2  # one renewal for both requests
+
+
+async def test_notification_sent_during_a_session_renewal_waits_for_it() -> None:
+    sessions = iter(["s1", "s2"])
+    renewing = trio.Event()
+    finish_renewal = trio.Event()
+    log: list[tuple[str, str | None]] = []
+
+    async def handler(req: httpx.Request) -> httpx.Response:
+        if req.method != "POST":
+            return httpx.Response(405)
+        sid = req.headers.get("mcp-session-id")
+        message = body(req)
+        method = message.get("method", "response")
+        log.append((method, sid))
+        if method == "initialize":
+            if log.count(("initialize", None)) == 2:
+                renewing.set()
+                await finish_renewal.wait()
+            return json_response(result(message["id"]), {"mcp-session-id": next(sessions)})
+        if sid is None:
+            return httpx.Response(400)
+        if sid == "s1" and method not in ("notifications/initialized",):
+            return httpx.Response(404)
+        if "id" not in message:
+            return httpx.Response(202)
+        return json_response(result(message["id"]))
+
+    async with open_http(handler) as (transport, _), trio.open_nursery() as nursery:
+        await legacy_session(transport)
+        await transport.send(request(2, "tools/list"), MessageInfo("tools/list", 2))
+        await renewing.wait()
+        nursery.start_soon(transport.send, notification("notifications/roots/list_changed"), None)
+        await trio.testing.wait_all_tasks_blocked()
+        finish_renewal.set()
+        assert json.loads(await transport.receive()) == result(2)
+    assert ("notifications/roots/list_changed", "s2") in log
+    assert ("notifications/roots/list_changed", None) not in log
 
 
 async def test_404_without_a_session_is_just_an_error() -> None:
@@ -740,8 +896,7 @@ async def test_404_without_a_session_is_just_an_error() -> None:
 
     async with open_http(handler) as (transport, seen):
         await transport.send(request(1, "initialize", {}), MessageInfo("initialize", 1))
-        failure = await transport.receive()
-    assert isinstance(failure, RequestFailed)
+        failure = await next_failure(transport)
     assert isinstance(failure.error, HTTPStatusError)
     assert len(seen) == 1
 
@@ -773,6 +928,225 @@ async def test_cancel_request_is_false_in_the_legacy_era() -> None:
         assert json.loads(await transport.receive()) == result(3)
 
 
+# -- the transport contract ---------------------------------------------------------------------
+
+
+async def test_declared_api() -> None:
+    handler, _ = legacy_sse_server()
+    async with open_http(handler) as (transport, _):
+        assert transport.era_key == transport.origin == "http://mcp.test:80"
+        assert transport.can_probe is True
+        assert transport.wants_param_headers is False
+        transport.negotiated(modern=True, protocol_version="2026-07-28")
+        assert (transport.modern, transport.protocol_version) == (True, "2026-07-28")
+        assert transport.wants_param_headers is True
+        assert await transport.fallback() is True
+        assert transport.modern is False
+        transport.negotiated(modern=True, protocol_version="2026-07-28")
+        assert transport.modern is False  # HTTP+SSE stays legacy
+        assert transport.wants_param_headers is False
+
+
+async def test_send_is_a_checkpoint() -> None:
+    async def handler(req: httpx.Request) -> httpx.Response:
+        return json_response(result(body(req)["id"]))
+
+    async with open_http(handler) as (transport, _):
+        with trio.testing.assert_checkpoints():
+            await transport.send(request(1, "ping"), MessageInfo("ping", 1))
+        assert json.loads(await transport.receive()) == result(1)
+
+
+async def test_incoming_queue_is_bounded() -> None:
+    produced = 0
+
+    async def handler(req: httpx.Request) -> httpx.Response:
+        rid = body(req)["id"]
+
+        async def stream() -> AsyncIterator[bytes]:
+            nonlocal produced
+            for n in range(100):
+                produced += 1
+                yield event(progress(n))
+            yield event(result(rid))
+
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=stream())
+
+    async with open_http(handler) as (transport, _):
+        await transport.send(request(1, "tools/call"), MessageInfo("tools/call", 1))
+        await trio.testing.wait_all_tasks_blocked()
+        # the reading task waits for the queue instead of buffering the whole stream
+        assert produced <= INCOMING_QUEUE_SIZE + 2
+        for n in range(100):
+            assert json.loads(await transport.receive()) == progress(n)
+        assert json.loads(await transport.receive()) == result(1)
+
+
+async def test_failure_is_not_reported_after_the_response_was_delivered() -> None:
+    # The GET stream carries an oversized copy of the response to request 2 while the real
+    # response waits in the queue: the request gets its response, and no failure.
+    get_open = trio.Event()
+    gets: list[bytes] = []
+    get_send, get_receive = trio.open_memory_channel[bytes](10)
+
+    async def on_get(req: httpx.Request) -> httpx.Response:
+        async def stream() -> AsyncIterator[bytes]:
+            get_open.set()
+            async for chunk in get_receive:
+                gets.append(chunk)
+                yield chunk
+
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=stream())
+
+    async def on_request(req: httpx.Request, message: dict[str, Any]) -> httpx.Response:
+        return json_response(result(message["id"]))
+
+    async with open_http(legacy_server(on_request, on_get=on_get), max_message_size=100) as (
+        transport,
+        _,
+    ):
+        await legacy_session(transport)
+        await get_open.wait()
+        await transport.send(request(2, "tools/list"), MessageInfo("tools/list", 2))
+        await trio.testing.wait_all_tasks_blocked()  # the response to 2 is queued
+        await get_send.send(event(result(2, {"blob": "x" * 500})))
+        await trio.testing.wait_all_tasks_blocked()
+        assert len(gets) == 1
+        assert json.loads(await transport.receive()) == result(2)
+        await transport.send(request(3, "ping"), MessageInfo("ping", 3))
+        assert json.loads(await transport.receive()) == result(3)  # nothing else came
+        assert failure_log(transport).all == []
+
+
+async def test_unencodable_header_is_a_transport_error(caplog: pytest.LogCaptureFixture) -> None:
+    async def handler(req: httpx.Request) -> httpx.Response:  # pragma: no cover
+        return json_response(result(body(req)["id"]))
+
+    async with open_http(handler, headers={"X-User": "J\u00fcrgen"}) as (transport, seen):
+        await transport.send(request(1, "ping"), MessageInfo("ping", 1))
+        failure = await next_failure(transport)
+        with pytest.raises(TransportError) as info:
+            await transport.send(notification("notifications/x"), MessageInfo("notifications/x"))
+    assert type(failure.error) is TransportError
+    assert "could not build a valid HTTP request" in str(failure.error)
+    assert isinstance(failure.error.__cause__, UnicodeError)
+    assert isinstance(info.value.__cause__, UnicodeError)
+    assert seen == []
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
+
+
+@pytest.mark.parametrize("method", ["t\u00f6ols/list", "tools/list\r\nX-Evil: 1", " tools/list"])
+async def test_method_that_is_no_plain_header_value_fails_its_request(
+    method: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def handler(req: httpx.Request) -> httpx.Response:  # pragma: no cover
+        return json_response(result(body(req)["id"]))
+
+    async with open_http(handler) as (transport, seen):
+        transport.negotiated(modern=True, protocol_version="2026-07-28")
+        await transport.send(request(1, method), MessageInfo(method, 1))
+        failure = await next_failure(transport)
+        with pytest.raises(ProtocolError, match="Mcp-Method"):
+            await transport.send(notification(method), MessageInfo(method))
+    assert failure.request_id == 1
+    assert type(failure.error) is ProtocolError
+    assert "cannot be sent in the Mcp-Method header" in str(failure.error)
+    assert seen == []
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]  # no internal crash
+
+
+async def test_endless_sse_line_fails_the_request_at_once(autojump_clock: trio.abc.Clock) -> None:
+    async def handler(req: httpx.Request) -> httpx.Response:
+        async def stream() -> AsyncIterator[bytes]:
+            yield event(progress(1))
+            yield b'data: {"jsonrpc":"2.0","id":1,"result":{"blob":"'
+            while True:
+                yield b"x" * 100
+                await trio.sleep(1)
+
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=stream())
+
+    async with open_http(handler, max_message_size=1000) as (transport, _):
+        start = trio.current_time()
+        await transport.send(request(1, "tools/call"), MessageInfo("tools/call", 1))
+        assert json.loads(await transport.receive()) == progress(1)
+        failure = await next_failure(transport)
+        # the line passed 1000 bytes (+ room for the field name) with its 11th chunk
+        assert trio.current_time() - start == 10.0
+    assert failure.request_id == 1
+    assert isinstance(failure.error, MessageTooLargeError)
+    assert failure.error.limit == 1000
+
+
+@pytest.mark.parametrize("modern_at_cancel", [True, False])
+async def test_cancel_request_stops_a_pending_post_without_a_failure(
+    modern_at_cancel: bool,
+) -> None:
+    # m1: the session cancels a timed-out era probe (maybe after it went on to the legacy
+    # handshake); its POST, still waiting for the server, must stop at once.
+    started = trio.Event()
+    stopped = trio.Event()
+
+    async def handler(req: httpx.Request) -> httpx.Response:
+        started.set()
+        try:
+            await trio.sleep_forever()
+        finally:
+            stopped.set()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async with open_http(handler) as (transport, _):
+        transport.negotiated(modern=True, protocol_version="2026-07-28")
+        await transport.send(request(1, "server/discover"), MessageInfo("server/discover", 1))
+        await started.wait()
+        if not modern_at_cancel:
+            transport.negotiated(modern=False, protocol_version=None)
+        assert transport.cancel_request(1) is modern_at_cancel
+        await stopped.wait()
+        await trio.testing.wait_all_tasks_blocked()
+        assert failure_log(transport).all == []
+        assert transport.cancel_request(1) is modern_at_cancel  # unknown by now: harmless
+
+
+async def test_initialized_waits_only_briefly_for_the_get_stream(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    async def on_get(req: httpx.Request) -> httpx.Response:
+        await trio.sleep(100)  # a server that answers the GET only with its first event
+        return sse_response(event(progress(7)))
+
+    async def on_request(req: httpx.Request, message: dict[str, Any]) -> httpx.Response:
+        return json_response(result(message["id"]))
+
+    async with open_http(legacy_server(on_request, on_get=on_get)) as (transport, _):
+        start = trio.current_time()
+        await legacy_session(transport)
+        assert trio.current_time() - start == GET_STREAM_WAIT == 1.0
+        # what the server sends on it later still arrives
+        assert json.loads(await transport.receive()) == progress(7)
+
+
+async def test_transports_share_one_ssl_context(monkeypatch: pytest.MonkeyPatch) -> None:
+    # m9: creating an httpx client loads the CA bundle (~30 ms) unless given a context.
+    created: list[object] = []
+    real = ssl.create_default_context
+
+    def counting(*args: Any, **kwargs: Any) -> ssl.SSLContext:
+        created.append(args or kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ssl, "create_default_context", counting)
+    async with trio.open_nursery() as nursery:
+        for url in ("http://a.test/mcp", "http://b.test:8000/mcp"):
+            async with StreamableHTTPParameters(url).open_transport(nursery):
+                pass
+        assert created == []  # plain HTTP loads no certificates at all
+        for url in ("https://a.test/mcp", "https://b.test/mcp", "https://c.test/mcp"):
+            async with StreamableHTTPParameters(url).open_transport(nursery):
+                pass
+    assert len(created) <= 1  # once per process
+
+
 # -- the modern era -----------------------------------------------------------------------------
 
 
@@ -782,8 +1156,7 @@ async def test_modern_headers() -> None:
         return json_response(result(body(req)["id"]), {"mcp-session-id": "nope"})
 
     async with open_http(handler, headers={"X-Api-Key": "k"}) as (transport, seen):
-        transport.modern = True
-        transport.protocol_version = "2026-07-28"
+        transport.negotiated(modern=True, protocol_version="2026-07-28")
         assert transport.wants_param_headers is True
         info = MessageInfo(
             "tools/call", 1, name="Hello, 世界", headers={"Mcp-Param-Region": "us-west1"}
@@ -827,15 +1200,14 @@ async def test_modern_cancel_closes_the_stream() -> None:
         return sse_response(event(progress(1)), then=wait_forever)
 
     async with open_http(handler) as (transport, seen):
-        transport.modern = True
-        transport.protocol_version = "2026-07-28"
+        transport.negotiated(modern=True, protocol_version="2026-07-28")
         await transport.send(request(1, "tools/call"), MessageInfo("tools/call", 1))
         assert json.loads(await transport.receive()) == progress(1)
         assert transport.cancel_request(1) is True
         await closed.wait()
         assert transport.cancel_request(1) is True  # already gone: still nothing to send
         await transport.send(request(2, "ping"), MessageInfo("ping", 2))
-        # no RequestFailed for the cancelled request, and no notifications/cancelled
+        # no failure for the cancelled request, and no notifications/cancelled
         assert json.loads(await transport.receive()) == result(2)
     assert [body(r)["method"] for r in seen] == ["tools/call", "ping"]
 
@@ -927,15 +1299,14 @@ def legacy_sse_server(
 async def test_fallback_to_sse() -> None:
     handler, _ = legacy_sse_server()
     async with open_http(handler) as (transport, seen):
-        transport.modern = False
+        transport.negotiated(modern=False, protocol_version=None)
         await transport.send(request(1, "initialize", {}), MessageInfo("initialize", 1))
-        failure = await transport.receive()
-        assert isinstance(failure, RequestFailed)
+        failure = await next_failure(transport)
         assert isinstance(failure.error, HTTPStatusError)
         assert failure.error.status_code == 405
-        assert await transport.fallback_to_sse() is True
+        assert await transport.fallback() is True
         assert transport.using_sse
-        assert await transport.fallback_to_sse() is True  # idempotent
+        assert await transport.fallback() is True  # idempotent
         await transport.send(request(2, "initialize", {}), MessageInfo("initialize", 2))
         assert json.loads(await transport.receive()) == result(2, {"via": "sse"})
         await transport.send(
@@ -967,14 +1338,14 @@ async def test_fallback_to_sse_refused(answer: httpx.Response) -> None:
         return answer
 
     async with open_http(handler) as (transport, _):
-        assert await transport.fallback_to_sse() is False
+        assert await transport.fallback() is False
         assert not transport.using_sse
 
 
 async def test_fallback_to_sse_can_be_disabled() -> None:
     handler, _ = legacy_sse_server()
     async with open_http(handler, sse_fallback=False) as (transport, seen):
-        assert await transport.fallback_to_sse() is False
+        assert await transport.fallback() is False
     assert seen == []
 
 
@@ -984,14 +1355,14 @@ async def test_fallback_to_sse_without_endpoint_event(autojump_clock: trio.abc.C
 
     async with open_http(handler, timeout=5.0) as (transport, _):
         start = trio.current_time()
-        assert await transport.fallback_to_sse() is False
+        assert await transport.fallback() is False
         assert trio.current_time() - start == 5.0
 
 
 async def test_sse_stream_end_ends_the_transport() -> None:
     handler, server = legacy_sse_server()
     async with open_http(handler) as (transport, _):
-        assert await transport.fallback_to_sse() is True
+        assert await transport.fallback() is True
         await server.send(event(progress(1)))
         server.close()
         assert json.loads(await transport.receive()) == progress(1)
@@ -1001,51 +1372,7 @@ async def test_sse_stream_end_ends_the_transport() -> None:
             await transport.send(request(3, "ping"), MessageInfo("ping", 3))
 
 
-# -- SSE parsing --------------------------------------------------------------------------------
-
-
-def test_decoder_line_endings_split_anywhere() -> None:
-    stream = b"\xef\xbb\xbfdata: a\r\ndata: b\rdata:c\n\n: comment\r\n\r\nevent: e\ndata:  d\n\n"
-    expected = [(b"message", b"a\nb\nc"), (b"e", b" d")]
-    for size in (1, 2, 3, 7, len(stream)):
-        decoder = SSEDecoder()
-        events = []
-        for i in range(0, len(stream), size):
-            events.extend(decoder.feed(stream[i : i + size]))
-        assert [(e.event.encode(), e.data) for e in events] == expected
-
-
-def test_decoder_ids_and_retry() -> None:
-    decoder = SSEDecoder()
-    events = decoder.feed(b"id: 1\ndata: x\n\nretry: 1500\nid: 2\n\ndata: y\n\n")
-    assert [(e.data, e.id) for e in events] == [(b"x", "1"), (b"y", "2")]
-    assert decoder.last_event_id == "2"  # set by the event without data too
-    assert decoder.retry == 1500
-    decoder.feed(b"retry: 1e3\nretry: -5\nretry:\nid: bad\x00id\n\n")
-    assert decoder.retry == 1500  # only ASCII digits count
-    assert decoder.last_event_id == "2"  # an id with NUL is ignored
-    decoder.feed(b"id\n\n")  # an empty id resets it
-    assert decoder.last_event_id == ""
-
-
-def test_decoder_skips_events_without_data() -> None:
-    decoder = SSEDecoder()
-    assert decoder.feed(b"event: x\n\n\n\n: hi\n\n") == []
-    assert decoder.feed(b"data: not yet\n") == []  # no blank line: not an event yet
-    assert [e.data for e in decoder.feed(b"\ndata:\n\n")] == [b"not yet", b""]
-
-
-def test_decoder_size_cap() -> None:
-    decoder = SSEDecoder(max_event_size=10)
-    events = decoder.feed(b"data: 12345\ndata: 67890\n\ndata: ok\n\n")
-    assert [(e.data, e.too_large) for e in events] == [(b"12345\n67890", 11), (b"ok", None)]
-    # an endless line is not buffered
-    events = decoder.feed(b"data: " + b"x" * 1000)
-    assert events == []
-    events = decoder.feed(b"y" * 1000 + b"\n\ndata: next\n\n")
-    assert events[0].too_large is not None
-    assert events[0].too_large > 1000
-    assert events[1].data == b"next"
+# -- helpers of the HTTP core -------------------------------------------------------------------
 
 
 def test_oversized_response_id() -> None:
@@ -1058,6 +1385,11 @@ def test_oversized_response_id() -> None:
     result_first = json.dumps({"result": {"blob": "x" * 100}, "id": 4}).encode()
     assert oversized_response_id(result_first[:50]) is None
     assert oversized_response_id(b"[1, 2") is None
+    # an id cut by the end of the prefix may go on (12 -> 123): unknown
+    assert oversized_response_id(b'{"jsonrpc":"2.0","result":{},"id":12') is None
+    assert oversized_response_id(b'{"jsonrpc":"2.0","result":{},"id":12,') == 12
+    # bytes that are not JSON never raise
+    assert oversized_response_id(b'{"result":1,"id":"\xff\xfe"') is None
 
 
 # -- a real loopback server (trio + h11): timeouts and disconnects on real sockets -------------
@@ -1139,8 +1471,7 @@ async def test_cancel_disconnects_on_a_real_socket() -> None:
         async with loopback(server) as url, trio.open_nursery() as nursery:
             params = StreamableHTTPParameters(url)
             async with params.open_transport(nursery) as transport:
-                transport.modern = True
-                transport.protocol_version = "2026-07-28"
+                transport.negotiated(modern=True, protocol_version="2026-07-28")
                 await transport.send(request(1, "tools/call"), MessageInfo("tools/call", 1))
                 assert json.loads(await transport.receive()) == progress(1)
                 assert transport.cancel_request(1)

@@ -5,20 +5,23 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import pytest
 import trio
+import trio.testing
 
 from trio_mcp._exceptions import (
     ConnectionClosed,
     HTTPStatusError,
     MCPError,
     MessageTooLargeError,
+    ProtocolError,
     TransportError,
 )
-from trio_mcp._transports._base import MessageInfo, RequestFailed, TransportFactory
+from trio_mcp._transports._base import MessageInfo, TransportFactory
 from trio_mcp._transports._sse import SSEParameters, SSETransport
 
 URL = "http://old.test/sse"
@@ -80,14 +83,35 @@ class OldServer:
         return httpx.Response(self.post_status, text="Accepted")
 
 
+@dataclass(frozen=True)
+class Failure:
+    request_id: int | str
+    error: MCPError
+
+
+class FailureLog:
+    """The session's side of ``Transport.attach``: records every per-request failure."""
+
+    def __init__(self) -> None:
+        self.all: list[Failure] = []
+        self._send, self.receive = trio.open_memory_channel[Failure](1000)
+
+    def __call__(self, request_id: int | str, error: MCPError) -> None:
+        self.all.append(Failure(request_id, error))
+        self._send.send_nowait(Failure(request_id, error))
+
+
 @asynccontextmanager
-async def open_sse(handler: Handler, **options: Any) -> AsyncGenerator[SSETransport, None]:
+async def open_sse(
+    handler: Handler, **options: Any
+) -> AsyncGenerator[tuple[SSETransport, FailureLog], None]:
     with trio.fail_after(120):
         async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
             async with trio.open_nursery() as nursery:
                 params = SSEParameters(URL, client=client, **options)
                 async with params.open_transport(nursery) as transport:
-                    yield transport
+                    transport.attach(log := FailureLog())
+                    yield transport, log
 
 
 async def open_fails(handler: Handler, **options: Any) -> MCPError:
@@ -107,7 +131,7 @@ def test_parameters() -> None:
 
 async def test_round_trip() -> None:
     server = OldServer()
-    async with open_sse(server, headers={"Authorization": "Bearer t"}) as transport:
+    async with open_sse(server, headers={"Authorization": "Bearer t"}) as (transport, failures):
         assert transport.endpoint == "http://old.test/messages/?session_id=abc"
         assert transport.origin == "http://old.test:80"
         await transport.send(request(1, "initialize"), MessageInfo("initialize", 1))
@@ -130,7 +154,7 @@ async def test_round_trip() -> None:
 
 async def test_absolute_endpoint_on_the_same_origin() -> None:
     server = OldServer(endpoint="http://old.test:80/post")
-    async with open_sse(server) as transport:
+    async with open_sse(server) as (transport, failures):
         assert transport.endpoint == "http://old.test:80/post"
 
 
@@ -138,6 +162,34 @@ async def test_endpoint_on_another_origin_is_refused() -> None:
     error = await open_fails(OldServer(endpoint="https://evil.test/steal"))
     assert type(error) is TransportError
     assert "another origin" in str(error)
+
+
+async def test_malformed_endpoint_is_a_protocol_error() -> None:
+    # M2: urljoin/origin_of raised a bare ValueError here
+    error = await open_fails(OldServer(endpoint="http://[::1"))
+    assert type(error) is ProtocolError
+    assert "malformed endpoint 'http://[::1'" in str(error)
+
+
+async def test_malformed_url_is_a_transport_error() -> None:
+    async with trio.open_nursery() as nursery:
+        with pytest.raises(TransportError, match="invalid MCP server URL"):
+            async with SSEParameters("http://[::1/sse").open_transport(nursery):
+                pass  # pragma: no cover
+
+
+async def test_declared_api() -> None:
+    server = OldServer()
+    async with open_sse(server) as (transport, _):
+        assert transport.era_key == transport.origin == "http://old.test:80"
+        assert transport.can_probe is False  # never probe an explicit HTTP+SSE target
+        assert transport.wants_param_headers is False
+        assert await transport.fallback() is False
+        transport.negotiated(modern=True, protocol_version="2024-11-05")
+        assert (transport.modern, transport.protocol_version) == (False, "2024-11-05")
+        with trio.testing.assert_checkpoints():
+            await transport.send(request(1, "ping"), MessageInfo("ping", 1))
+        assert json.loads(await transport.receive()) == result(1, {"echo": "ping"})
 
 
 async def test_get_refused() -> None:
@@ -174,7 +226,7 @@ async def test_stream_ending_before_the_endpoint() -> None:
 
 async def test_clean_end_of_stream() -> None:
     server = OldServer()
-    async with open_sse(server) as transport:
+    async with open_sse(server) as (transport, failures):
         server.push(event(result(5)))
         server.events.close()
         assert json.loads(await transport.receive()) == result(5)
@@ -187,7 +239,7 @@ async def test_clean_end_of_stream() -> None:
 
 async def test_broken_stream() -> None:
     server = OldServer()
-    async with open_sse(server) as transport:
+    async with open_sse(server) as (transport, failures):
         server.push(httpx.ReadError("connection reset"))
         with pytest.raises(ConnectionClosed, match="broke"):
             await transport.receive()
@@ -196,11 +248,10 @@ async def test_broken_stream() -> None:
 
 async def test_rejected_post_fails_the_request() -> None:
     server = OldServer()
-    async with open_sse(server) as transport:
+    async with open_sse(server) as (transport, failures):
         server.post_status = 400
         await transport.send(request(3, "tools/list"), MessageInfo("tools/list", 3))
-        failure = await transport.receive()
-        assert isinstance(failure, RequestFailed)
+        failure = await failures.receive.receive()
         assert failure.request_id == 3
         assert isinstance(failure.error, HTTPStatusError)
         assert failure.error.status_code == 400
@@ -212,21 +263,43 @@ async def test_rejected_post_fails_the_request() -> None:
 
 async def test_oversized_response_fails_its_request() -> None:
     server = OldServer()
-    async with open_sse(server, max_message_size=100) as transport:
+    async with open_sse(server, max_message_size=100) as (transport, failures):
         server.push(event(result(8, {"blob": "x" * 500})))
         server.push(event({"jsonrpc": "2.0", "method": "n", "params": {"blob": "y" * 500}}))
         server.push(event(result(9)))
-        failure = await transport.receive()
-        assert isinstance(failure, RequestFailed)
+        failure = await failures.receive.receive()
         assert failure.request_id == 8
         assert isinstance(failure.error, MessageTooLargeError)
         # the oversized notification is dropped (and logged); the stream goes on
         assert json.loads(await transport.receive()) == result(9)
 
 
+async def test_failure_after_a_delivered_response_is_dropped() -> None:
+    server = OldServer()
+    async with open_sse(server, max_message_size=100) as (transport, failures):
+        server.push(event(result(8)))
+        server.push(event(result(8, {"blob": "x" * 500})))  # a (bogus) oversized copy
+        server.push(event(result(9)))
+        assert json.loads(await transport.receive()) == result(8)
+        assert json.loads(await transport.receive()) == result(9)
+        assert failures.all == []
+
+
+async def test_every_receive_after_a_break_raises_a_new_exception() -> None:
+    server = OldServer()
+    async with open_sse(server) as (transport, _):
+        server.push(httpx.ReadError("connection reset"))
+        with pytest.raises(ConnectionClosed) as first:
+            await transport.receive()
+        with pytest.raises(ConnectionClosed) as second:
+            await transport.receive()
+    assert first.value is not second.value
+    assert str(first.value) == str(second.value)
+
+
 async def test_aclose_is_idempotent() -> None:
     server = OldServer()
-    async with open_sse(server) as transport:
+    async with open_sse(server) as (transport, failures):
         await transport.aclose()
         await transport.aclose()
         with pytest.raises(trio.ClosedResourceError):

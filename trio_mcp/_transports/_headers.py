@@ -30,6 +30,7 @@ __all__ = [
     "decode_header_value",
     "encode_header_value",
     "header_parameters",
+    "is_plain_header_value",
     "param_headers",
     "request_name",
     "validate_tool_headers",
@@ -89,6 +90,18 @@ def _needs_encoding(value: str) -> bool:
     if value != value.strip(" "):
         return True  # leading or trailing whitespace would be lost by HTTP parsers
     return value.startswith(_SENTINEL_PREFIX) and value.endswith(_SENTINEL_SUFFIX)
+
+
+def is_plain_header_value(value: str) -> bool:
+    """Whether ``value`` can be sent as a header value as it is, without encoding.
+
+    That is: not empty, visible ASCII and inner spaces only, no leading or trailing space.
+    ``Mcp-Method`` has no encoding in the spec, so a method name must be plain.
+
+    Args:
+        value: The would-be header value.
+    """
+    return bool(value) and _PLAIN_SAFE.fullmatch(value) is not None and value == value.strip(" ")
 
 
 def encode_header_value(value: str) -> str:

@@ -1,55 +1,59 @@
 """The deprecated HTTP+SSE transport of protocol version 2024-11-05.
 
 The client opens a Server-Sent Events stream with a GET; the server's first event,
-``endpoint``, names the URL to POST messages to. Every message from the server, responses
-included, arrives as a ``message`` event on that one stream, which lives as long as the
-connection: when it ends, the connection is over.
+``endpoint``, names the URL to POST messages to (it must be on the same origin). Every
+message from the server, responses included, arrives as a ``message`` event on that one
+stream, which lives as long as the connection: when it ends, the connection is over.
 
 It is deprecated since 2025-03-26; trio_mcp speaks it for old servers, either explicitly
-(:class:`SSEParameters`) or as the fallback of Streamable HTTP
-(:meth:`~trio_mcp._transports._http.StreamableHTTPTransport.fallback_to_sse`).
+(:class:`SSEParameters`, never probed for the 2026-07-28 era) or as the fallback of
+Streamable HTTP (:meth:`~trio_mcp._transports._http.StreamableHTTPTransport.fallback`).
+Redirects are handled as for Streamable HTTP: same origin only (see ``_httpcore.py``).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import KW_ONLY, dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TypeAlias
 from urllib.parse import urljoin
 
 import trio
 
-from .._exceptions import ConnectionClosed, MCPError, TransportError
-from .._resilience import CircuitBreaker, RetryPolicy
-from ._base import MessageInfo, RequestFailed, Transport
-from ._http import (
+from .._exceptions import ConnectionClosed, MCPError, ProtocolError, TransportError
+from ._base import MessageInfo, Transport
+from ._eventstream import ServerSentEvent
+from ._httpcore import (
     ACCEPT_BOTH,
     ACCEPT_SSE,
-    DEFAULT_MAX_MESSAGE_SIZE,
     HTTPCore,
-    ServerSentEvent,
+    HTTPOptions,
     StreamState,
+    close_response,
     content_type,
     core_for,
     infer_info,
     origin_of,
 )
 
-if TYPE_CHECKING:
-    import httpx
-
 __all__ = ["LegacySSEConnection", "SSEParameters", "SSETransport"]
 
 logger = logging.getLogger("trio_mcp.sse")
+
+RequestId: TypeAlias = "int | str"
 
 
 class LegacySSEConnection:
     """One HTTP+SSE connection: the event stream and the endpoint messages are POSTed to.
 
     Its reader task runs in the transport's nursery and feeds the transport's incoming
-    channel; when the stream ends, the transport's ``receive`` raises.
+    queue; when the stream ends, the transport's ``receive`` raises.
+
+    Args:
+        core: The HTTP machinery of the transport.
+        url: The URL of the event stream.
     """
 
     def __init__(self, core: HTTPCore, url: str) -> None:
@@ -63,6 +67,7 @@ class LegacySSEConnection:
 
         Raises:
             HTTPStatusError: The GET was refused.
+            ProtocolError: The ``endpoint`` event is not a URL.
             TransportError: No event stream, no ``endpoint`` event in time, or an endpoint
                 on another origin.
         """
@@ -75,6 +80,23 @@ class LegacySSEConnection:
             raise result
         self.endpoint = result
 
+    def _endpoint(self, base: str, event: ServerSentEvent) -> str | MCPError:
+        """The URL an ``endpoint`` event names, or why it cannot be used."""
+        named = event.data.decode("utf-8", "replace").strip()
+        try:
+            endpoint = urljoin(base, named)
+            same_origin = origin_of(endpoint) == origin_of(self._url)
+        except ValueError as exc:
+            return ProtocolError(
+                f"the server at {self._url} named a malformed endpoint {named!r}: {exc}"
+            )
+        if not same_origin:
+            return TransportError(
+                f"the server at {self._url} named an endpoint on another origin "
+                f"({endpoint}); refusing to send messages there"
+            )
+        return endpoint
+
     async def _read_events(self, task_status: trio.TaskStatus[str | MCPError]) -> None:
         core = self._core
         headers = dict(core.headers)
@@ -85,8 +107,9 @@ class LegacySSEConnection:
         except MCPError as exc:
             task_status.started(exc)
             return
+        base = str(response.url)  # relative endpoints resolve against the stream's URL
         started = False
-        refused: MCPError | None = None
+        refused = False
 
         def on_event(event: ServerSentEvent) -> bool:
             nonlocal started, refused
@@ -97,16 +120,10 @@ class LegacySSEConnection:
                 logger.debug("ignoring a repeated endpoint event")
                 return False
             started = True
-            endpoint = urljoin(self._url, event.data.decode("utf-8", "replace").strip())
-            if origin_of(endpoint) != origin_of(self._url):
-                refused = TransportError(
-                    f"the server at {self._url} named an endpoint on another origin "
-                    f"({endpoint}); refusing to send messages there"
-                )
-                task_status.started(refused)
-                return True
+            endpoint = self._endpoint(base, event)
             task_status.started(endpoint)
-            return False
+            refused = isinstance(endpoint, MCPError)
+            return refused
 
         error: MCPError | None = None
         try:
@@ -121,7 +138,7 @@ class LegacySSEConnection:
         except MCPError as exc:
             error = exc
         finally:
-            await response.aclose()
+            await close_response(response)
         if not started:
             task_status.started(
                 error
@@ -130,7 +147,7 @@ class LegacySSEConnection:
                 )
             )
             return
-        if refused is not None:
+        if refused:
             return
         if error is None:
             logger.info("the server ended the HTTP+SSE event stream of %s", self._url)
@@ -139,10 +156,17 @@ class LegacySSEConnection:
             core.end(ConnectionClosed(f"the HTTP+SSE event stream of {self._url} broke: {error}"))
 
     async def send(self, data: bytes, info: MessageInfo) -> None:
-        """POST one message to the endpoint; a request's POST runs as a task."""
+        """POST one message to the endpoint; a request's POST runs as a task.
+
+        Args:
+            data: The encoded message.
+            info: What the message is.
+        """
         if info.method is not None and info.request_id is not None:
+            await trio.lowlevel.checkpoint()
+            self._core.check_open()
             name = f"trio_mcp POST {info.method}"
-            self._core.spawn(info.request_id, self._post, data, info, name=name)
+            self._core.spawn(info.request_id, self._post, data, info, method=info.method, name=name)
         else:
             await self._post(data, info)
 
@@ -159,11 +183,11 @@ class LegacySSEConnection:
             idempotent=info.idempotent,
             read_timeout=True,
         )
-        await response.aclose()  # the answer arrives on the event stream
+        await close_response(response)  # the answer arrives on the event stream
 
 
 @dataclass(frozen=True, eq=False)
-class SSEParameters:
+class SSEParameters(HTTPOptions):
     """How to reach an MCP server over the deprecated HTTP+SSE transport (2024-11-05).
 
     Prefer :class:`~trio_mcp.StreamableHTTPParameters`, which falls back to HTTP+SSE by
@@ -181,16 +205,6 @@ class SSEParameters:
         breaker: A circuit breaker every HTTP request goes through.
     """
 
-    url: str
-    _: KW_ONLY
-    headers: Mapping[str, str] | None = None
-    auth: httpx.Auth | None = None
-    client: httpx.AsyncClient | None = None
-    timeout: float = 30.0
-    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
-    retry: RetryPolicy | None = None
-    breaker: CircuitBreaker | None = field(default=None, repr=False)
-
     def open_transport(self, nursery: trio.Nursery) -> AbstractAsyncContextManager[SSETransport]:
         """Open the event stream and wait for the ``endpoint`` event.
 
@@ -203,7 +217,8 @@ class SSEParameters:
 
         Raises:
             HTTPStatusError: The server refused the GET.
-            TransportError: The server does not speak HTTP+SSE.
+            ProtocolError: The server named a malformed endpoint.
+            TransportError: The server does not speak HTTP+SSE, or the URL is malformed.
         """
         return _open_sse(self, nursery)
 
@@ -224,7 +239,15 @@ async def _open_sse(
 class SSETransport(Transport):
     """A connection over the deprecated HTTP+SSE transport. Open it with
     :meth:`SSEParameters.open_transport`.
+
+    Args:
+        url: The URL of the event stream.
+        core: The HTTP machinery.
+        connection: The connection to speak through.
     """
+
+    #: Servers that speak only HTTP+SSE predate the 2026-07-28 era: never probe them.
+    can_probe = False
 
     def __init__(self, url: str, core: HTTPCore, connection: LegacySSEConnection) -> None:
         self.modern = False
@@ -233,10 +256,19 @@ class SSETransport(Transport):
         self._core = core
         self._connection = connection
         self._origin = origin_of(url)
+        core.fail_request = self._report_failure
+
+    def _report_failure(self, request_id: RequestId, error: MCPError) -> None:
+        self._fail_request(request_id, error)
+
+    @property
+    def era_key(self) -> str:
+        """``scheme://host:port`` of the server: the key the session caches eras under."""
+        return self._origin
 
     @property
     def origin(self) -> str:
-        """``scheme://host:port`` of the server."""
+        """The same as :attr:`era_key`."""
         return self._origin
 
     @property
@@ -244,12 +276,26 @@ class SSETransport(Transport):
         """The URL messages are POSTed to."""
         return self._connection.endpoint
 
+    def negotiated(self, *, modern: bool, protocol_version: str | None) -> None:
+        """Learn the protocol version; HTTP+SSE always stays in the legacy era.
+
+        Args:
+            modern: Ignored: HTTP+SSE servers are legacy.
+            protocol_version: The revision in use, or None while negotiating.
+        """
+        del modern
+        super().negotiated(modern=False, protocol_version=protocol_version)
+
     async def connect(self) -> None:
         """Open the event stream and wait for the ``endpoint`` event."""
         await self._connection.connect()
 
     async def send(self, data: bytes, info: MessageInfo | None = None) -> None:
         """POST one message to the endpoint; answers arrive on the event stream.
+
+        Args:
+            data: The encoded message.
+            info: What the message is (inferred from ``data`` when missing).
 
         Raises:
             trio.ClosedResourceError: The transport was closed.
@@ -259,8 +305,8 @@ class SSETransport(Transport):
         self._core.check_open()
         await self._connection.send(data, info if info is not None else infer_info(data))
 
-    async def receive(self) -> bytes | RequestFailed:
-        """Receive the next message from the event stream, or a request's failure.
+    async def receive(self) -> bytes:
+        """Receive the next message from the event stream.
 
         Raises:
             trio.EndOfChannel: The server ended the event stream.

@@ -1,0 +1,1142 @@
+"""What both HTTP transports share: the client, the incoming queue, the tasks, the errors.
+
+:class:`HTTPCore` is the machinery under :class:`~trio_mcp.StreamableHTTPParameters`'
+transport (``_http.py``) and the deprecated HTTP+SSE transport (``_sse.py``):
+
+* every HTTP request goes through :meth:`HTTPCore.open`: retries, the circuit breaker,
+  redirects and the conversion of httpx's exceptions (and ``OSError``, ``ValueError``) into
+  trio_mcp's own, at this one boundary (:func:`convert_httpx_error`);
+* every message read from any response is queued with :meth:`HTTPCore.deliver` into one
+  bounded channel that the transport's ``receive`` reads; a full queue makes the reading
+  task wait (backpressure, down to TCP);
+* a failure that belongs to one request is reported with :meth:`HTTPCore.fail` through the
+  callback the session registered (:meth:`~trio_mcp.Transport.attach`), unless that
+  request's response was already delivered: a request gets its response or one failure,
+  never both. An HTTP 4xx whose body is a JSON-RPC error response is the server's answer
+  and fails the request with the matching :class:`~trio_mcp.ServerError`.
+
+Redirects: trio_mcp never sends anything to an origin the caller did not name. A redirect
+to another origin (scheme, host or port) fails with a :class:`~trio_mcp.TransportError`
+that names both origins; use the final URL instead. Same-origin ``307``/``308`` redirects
+are followed with the same method, headers and body (and same-origin ``301``/``302``/``303``
+for a GET), at most :data:`MAX_REDIRECTS` in a row. This holds for a caller's own
+:class:`httpx.AsyncClient` too: every request is sent with ``follow_redirects=False`` and
+the redirect is handled here.
+
+Clients trio_mcp creates share one SSL context per process (made on the first ``https://``
+use), so opening a transport does not load the CA bundle again; a client for an
+``http://`` URL gets a context with no CA certificates at all (any TLS connection it tried
+would fail verification).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import functools
+import logging
+import re
+import ssl
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import nullcontext, suppress
+from dataclasses import KW_ONLY, dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from urllib.parse import urlsplit
+
+import msgspec
+import trio
+from msgspec import UNSET
+
+from .._exceptions import (
+    ConnectionClosed,
+    HTTPStatusError,
+    MCPError,
+    MessageTooLargeError,
+    ProtocolError,
+    TransportError,
+    fresh_copy,
+    server_error_from_wire,
+)
+from .._jsonrpc import decode_envelope
+from .._resilience import Backoff, CircuitBreaker, RetryPolicy
+from ._base import MessageInfo, RequestFailure
+from ._eventstream import ServerSentEvent, SSEDecoder
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = [
+    "ACCEPT_BOTH",
+    "ACCEPT_SSE",
+    "CLOSE_TIMEOUT",
+    "DEFAULT_MAX_MESSAGE_SIZE",
+    "DEFAULT_RECONNECT_POLICY",
+    "ERROR_BODY_LIMIT",
+    "INCOMING_QUEUE_SIZE",
+    "MAX_REDIRECTS",
+    "HTTPCore",
+    "HTTPOptions",
+    "Sink",
+    "StreamState",
+    "answer_in_body",
+    "close_response",
+    "content_type",
+    "convert_httpx_error",
+    "core_for",
+    "httpx_errors",
+    "infer_info",
+    "origin_of",
+    "oversized_response_id",
+    "parse_retry_after",
+    "peek",
+    "response_id",
+    "same_id",
+    "split_batch",
+    "ssl_context_for",
+    "status_error",
+]
+
+logger = logging.getLogger("trio_mcp.http")
+
+RequestId: TypeAlias = "int | str"
+
+#: Where a reader hands each message it read: the message, and the id of the request it
+#: answers (``None`` unless it is a response).
+Sink: TypeAlias = "Callable[[bytes, RequestId | None], Awaitable[None]]"
+
+#: The default maximum size of one incoming message (64 MiB).
+DEFAULT_MAX_MESSAGE_SIZE: Final = 64 * 1024 * 1024
+
+#: How SSE streams are re-opened when no ``retry`` policy is given: three attempts in a
+#: row without progress, 1 s apart and doubling (a server's ``retry`` field overrides the
+#: delay).
+DEFAULT_RECONNECT_POLICY: Final = RetryPolicy(
+    max_attempts=3, backoff=Backoff(initial=1.0, multiplier=2.0, maximum=30.0, jitter=0.1)
+)
+
+ACCEPT_BOTH: Final = "application/json, text/event-stream"
+ACCEPT_SSE: Final = "text/event-stream"
+#: How much of an HTTP error body is kept in :class:`~trio_mcp.HTTPStatusError`.
+ERROR_BODY_LIMIT: Final = 64 * 1024
+#: How long each graceful closing step (waiting for tasks, DELETE, closing the client) may take.
+CLOSE_TIMEOUT: Final = 5.0
+#: How many incoming messages wait for ``receive`` before the readers wait too.
+INCOMING_QUEUE_SIZE: Final = 16
+#: How many same-origin redirects in a row one request follows.
+MAX_REDIRECTS: Final = 5
+# How many answered request ids are remembered (request ids are never reused).
+_ANSWERED_MEMORY: Final = 1024
+
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+# Redirects that keep the method and body; the others turn any method but GET into a GET.
+_KEEP_METHOD: Final = frozenset({307, 308})
+_REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
+# What msgspec raises for bytes that are not the JSON asked for (invalid UTF-8 inside a
+# string is a UnicodeDecodeError, very deep nesting a RecursionError).
+_UNDECODABLE: Final = (msgspec.DecodeError, UnicodeDecodeError, RecursionError)
+
+
+# -- message helpers -------------------------------------------------------------------------
+
+
+class _Peek(msgspec.Struct):
+    """The members of a JSON-RPC message that routing needs."""
+
+    id: Any = None
+    method: Any = None
+    error: msgspec.Raw = msgspec.Raw()  # left undecoded: only its presence matters
+
+
+_peek_decoder: Final = msgspec.json.Decoder(_Peek)
+_batch_decoder: Final = msgspec.json.Decoder(list[msgspec.Raw])
+
+
+def split_batch(data: bytes) -> list[bytes]:
+    """Split a JSON-RPC batch (a JSON array, 2025-03-26) into single messages.
+
+    Args:
+        data: One message or a batch, as received.
+
+    Returns:
+        The messages; ``[data]`` when it is not a batch (or not JSON: the session reports
+        the undecodable message), ``[]`` for blank data.
+    """
+    stripped = data.lstrip()
+    if not stripped:
+        return []
+    if stripped[:1] != b"[":
+        return [data]
+    try:
+        return [bytes(raw) for raw in _batch_decoder.decode(data)]
+    except _UNDECODABLE:
+        return [data]
+
+
+def peek(data: bytes) -> _Peek:
+    """Decode the routing members of one message (all ``None`` if it is not JSON)."""
+    try:
+        return _peek_decoder.decode(data)
+    except _UNDECODABLE:
+        return _Peek()
+
+
+def same_id(a: object, b: object) -> bool:
+    """Whether two JSON-RPC ids are equal (``1`` and ``"1"`` are not, nor ``1`` and ``True``)."""
+    return type(a) is type(b) and a == b
+
+
+def response_id(data: bytes) -> RequestId | None:
+    """The id of the request ``data`` answers, or ``None`` if it is not a response."""
+    message = peek(data)
+    request_id: object = message.id
+    if message.method is not None or not isinstance(request_id, (int, str)):
+        return None
+    if isinstance(request_id, bool):
+        return None
+    return request_id
+
+
+_JSON_STRING: Final = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_JSON_SCALAR: Final = re.compile(rb"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null")
+_JSON_SPACE: Final = re.compile(rb"[ \t\r\n]*")
+
+
+def _skip_space(text: bytes, pos: int) -> int:
+    match = _JSON_SPACE.match(text, pos)
+    assert match is not None  # the pattern matches the empty string
+    return match.end()
+
+
+def _skip_json_value(text: bytes, pos: int) -> int | None:
+    """Return the end of the JSON value at ``pos``, or None if ``text`` ends first."""
+    if text[pos : pos + 1] == b'"':
+        match = _JSON_STRING.match(text, pos)
+        return match.end() if match else None
+    if text[pos : pos + 1] not in (b"{", b"["):
+        match = _JSON_SCALAR.match(text, pos)
+        if match is None or match.end() == len(text):
+            return None  # a scalar cut by the end of the text may go on (12 -> 123)
+        return match.end()
+    depth = 0
+    while pos < len(text):
+        char = text[pos : pos + 1]
+        if char == b'"':
+            match = _JSON_STRING.match(text, pos)
+            if match is None:
+                return None
+            pos = match.end()
+            continue
+        if char in (b"{", b"["):
+            depth += 1
+        elif char in (b"}", b"]"):
+            depth -= 1
+            if depth == 0:
+                return pos + 1
+        pos += 1
+    return None
+
+
+def oversized_response_id(prefix: bytes) -> RequestId | None:
+    """Find which request an oversized message answers, from its first bytes.
+
+    Scans the top-level members of the (truncated) JSON object: it is a response when a
+    ``result`` or ``error`` member starts before the prefix ends and there is no
+    ``method``; its ``id`` must end before the prefix ends too.
+
+    Args:
+        prefix: The first bytes of the message.
+
+    Returns:
+        The id of the request the message answers, or ``None`` if that is not known.
+    """
+    found: list[RequestId] = []
+    is_response = False
+    pos = _skip_space(prefix, 0)
+    if prefix[pos : pos + 1] != b"{":
+        return None
+    pos += 1
+    while True:
+        pos = _skip_space(prefix, pos)
+        key_match = _JSON_STRING.match(prefix, pos)
+        if key_match is None:
+            break
+        key = key_match.group()[1:-1]
+        pos = _skip_space(prefix, key_match.end())
+        if prefix[pos : pos + 1] != b":":
+            break
+        pos = _skip_space(prefix, pos + 1)
+        if key == b"method":
+            return None
+        if key in (b"result", b"error"):
+            is_response = True
+        end = _skip_json_value(prefix, pos)
+        if end is None:
+            break
+        if key == b"id":
+            try:
+                value: object = msgspec.json.decode(prefix[pos:end])
+            except _UNDECODABLE:
+                return None
+            if isinstance(value, (int, str)) and not isinstance(value, bool):
+                found.append(value)
+        pos = _skip_space(prefix, end)
+        if prefix[pos : pos + 1] != b",":
+            break
+        pos += 1
+    return found[0] if is_response and found else None
+
+
+def origin_of(url: str) -> str:
+    """The origin of a URL: ``scheme://host:port`` with the default port filled in.
+
+    It is the key the session caches a server's era under, and what redirects and the
+    HTTP+SSE endpoint must keep.
+
+    Args:
+        url: An absolute URL.
+
+    Raises:
+        ValueError: The URL cannot be parsed (e.g. ``http://[::1``).
+    """
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if port is None:
+        port = _DEFAULT_PORTS.get(scheme, 0)
+    return f"{scheme}://{host}:{port}"
+
+
+def content_type(response: httpx.Response) -> str:
+    """The media type of a response, lowercase, without parameters."""
+    value: str = response.headers.get("content-type", "")
+    return value.partition(";")[0].strip().lower()
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Parse a ``Retry-After`` header (delay seconds or an HTTP date) into seconds.
+
+    Args:
+        value: The header value, or ``None`` when there was none.
+
+    Returns:
+        The delay in seconds (0 for a date in the past), or ``None`` if there is none.
+    """
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+
+
+# -- errors ----------------------------------------------------------------------------------
+
+
+def status_error(response: httpx.Response, body: bytes) -> HTTPStatusError:
+    """Build the :class:`~trio_mcp.HTTPStatusError` for a failed response.
+
+    The error's ``retry_after`` is the server's ``Retry-After`` in seconds, or ``None``;
+    :class:`~trio_mcp.RetryPolicy` honours it.
+
+    Args:
+        response: The failed response.
+        body: Its (possibly truncated) body.
+    """
+    error = HTTPStatusError(
+        response.status_code, body.decode("utf-8", "replace"), str(response.request.url)
+    )
+    error.retry_after = parse_retry_after(response.headers.get("retry-after"))
+    return error
+
+
+def answer_in_body(error: MCPError, method: str | None) -> MCPError:
+    """The error a request fails with: the JSON-RPC error in an HTTP 4xx body, if there is one.
+
+    An HTTP 4xx (but 401 and 403, which are about credentials) whose body is a JSON-RPC
+    error response is the server's answer to the request: it becomes the matching
+    :class:`~trio_mcp.ServerError`, with the :class:`~trio_mcp.HTTPStatusError` as its
+    ``__cause__``. Any other error is returned as it is.
+
+    Args:
+        error: Why the request failed.
+        method: The request's method.
+    """
+    if not isinstance(error, HTTPStatusError):
+        return error
+    status = error.status_code
+    if not 400 <= status < 500 or status in (401, 403):
+        return error
+    if not error.body.lstrip().startswith("{"):
+        return error
+    try:
+        message = decode_envelope(error.body.encode())
+    except ProtocolError:
+        return error
+    if message.error is UNSET:
+        return error
+    wire = message.error
+    answer = server_error_from_wire(wire.code, wire.message, wire.data, method=method)
+    answer.__cause__ = error
+    return answer
+
+
+def httpx_errors() -> tuple[type[Exception], ...]:
+    """The exceptions sending a request or reading a response may raise, to be converted."""
+    import httpx
+
+    return (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError, OSError, ValueError)
+
+
+def convert_httpx_error(exc: Exception, url: str, doing: str) -> MCPError:
+    """Turn an httpx (or ``OSError``, ``ValueError``) exception into the library's own.
+
+    The caller raises the result ``from exc``.
+
+    Args:
+        exc: One of :func:`httpx_errors`.
+        url: The URL of the request.
+        doing: What was being done, e.g. ``"sending POST to"``.
+    """
+    import httpx
+
+    if isinstance(exc, httpx.TimeoutException):
+        return TransportError(f"timed out {doing} {url}: {type(exc).__name__}")
+    if isinstance(exc, (httpx.ConnectError, httpx.UnsupportedProtocol, httpx.InvalidURL)):
+        return TransportError(f"could not connect to {url}: {exc}")
+    if isinstance(exc, (httpx.LocalProtocolError, ValueError)):
+        return TransportError(f"could not build a valid HTTP request while {doing} {url}: {exc}")
+    return ConnectionClosed(f"the connection to {url} broke while {doing} it: {exc!r}")
+
+
+def _not_delivered(exc: MCPError) -> bool:
+    """Whether a failed attempt surely did not reach the server (so any request may retry)."""
+    import httpx
+
+    if isinstance(exc, HTTPStatusError):
+        return exc.status_code in (429, 503)
+    cause = exc.__cause__
+    return isinstance(cause, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout))
+
+
+async def close_response(response: httpx.Response) -> None:
+    """Close a response; a failure to close is only logged (nothing more can be lost)."""
+    try:
+        await response.aclose()
+    except httpx_errors() as exc:
+        logger.debug("closing the response from %s failed: %r", response.request.url, exc)
+
+
+# -- the shared parameters and the client ----------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class HTTPOptions:
+    """The options every HTTP transport takes (see the parameters classes built on it).
+
+    Args:
+        url: The URL of the server's endpoint.
+        headers: Extra headers sent with every HTTP request (e.g. an API key).
+        auth: Any :class:`httpx.Auth`.
+        client: An :class:`httpx.AsyncClient` to use; the caller owns (and closes) it.
+        timeout: Seconds to connect, to write a request, and to get a pooled connection.
+        max_message_size: The largest message accepted from the server, in bytes.
+        retry: Retries of failed connection attempts.
+        breaker: A circuit breaker every HTTP request goes through.
+    """
+
+    url: str
+    _: KW_ONLY
+    headers: Mapping[str, str] | None = None
+    auth: httpx.Auth | None = None
+    client: httpx.AsyncClient | None = None
+    timeout: float = 30.0
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+    retry: RetryPolicy | None = None
+    breaker: CircuitBreaker | None = field(default=None, repr=False)
+
+
+@functools.cache
+def _verified_context() -> ssl.SSLContext:
+    import httpx
+
+    return httpx.create_ssl_context()
+
+
+@functools.cache
+def _context_without_cas() -> ssl.SSLContext:
+    # Verification stays on, with nothing to verify against: TLS through it always fails.
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
+def ssl_context_for(url: str) -> ssl.SSLContext:
+    """The SSL context for a client trio_mcp creates for ``url``, shared process-wide.
+
+    An ``https://`` URL gets httpx's default verified context, created on first use; any
+    other URL gets a context without CA certificates (loading none; a TLS connection
+    through it would fail verification, never succeed unverified).
+
+    Args:
+        url: The URL the client is for.
+    """
+    if urlsplit(url).scheme.lower() == "https":
+        return _verified_context()
+    return _context_without_cas()
+
+
+def make_client(options: HTTPOptions) -> tuple[httpx.AsyncClient, bool]:
+    """The user's client (not ours to close), or a new one (ours).
+
+    Args:
+        options: The transport's parameters.
+
+    Returns:
+        The client, and whether the transport owns (closes) it.
+    """
+    if options.client is not None:
+        return options.client, False
+    import httpx
+
+    client = httpx.AsyncClient(
+        timeout=httpx.Timeout(options.timeout, read=None),
+        follow_redirects=False,
+        verify=ssl_context_for(options.url),
+    )
+    return client, True
+
+
+# -- the shared plumbing -------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class StreamState:
+    """What a reader knows about an SSE stream, for resuming it."""
+
+    last_event_id: str | None = None
+    retry_ms: int | None = None
+    progress: int = 0
+
+
+@dataclass(slots=True, eq=False)
+class _Request:
+    """A request whose HTTP exchange runs as a task."""
+
+    scope: trio.CancelScope
+    method: str | None
+    cancelled: bool = False  # the session cancelled it
+
+
+def _drop_failure(request_id: RequestId, error: MCPError) -> None:
+    logger.debug("no session to tell that request %r failed: %s", request_id, error)
+
+
+class HTTPCore:
+    """What every HTTP transport shares: the client, the incoming queue, the tasks.
+
+    :class:`~trio_mcp._transports._http.StreamableHTTPTransport` and the HTTP+SSE transport
+    are built on it. The transport sets :attr:`fail_request` to reach its session.
+
+    Args:
+        client: The httpx client every request goes through.
+        own_client: Whether :meth:`aclose` closes ``client``.
+        headers: Extra headers for every request.
+        auth: The httpx auth flow for every request.
+        timeout: Seconds to connect, write and get a pooled connection.
+        max_message_size: The largest incoming message, in bytes.
+        retry: The retry policy of requests (``None``: no retries).
+        breaker: The circuit breaker every request goes through.
+        nursery: Where the tasks run.
+    """
+
+    def __init__(
+        self,
+        *,
+        client: httpx.AsyncClient,
+        own_client: bool,
+        headers: Mapping[str, str] | None,
+        auth: httpx.Auth | None,
+        timeout: float,
+        max_message_size: int,
+        retry: RetryPolicy | None,
+        breaker: CircuitBreaker | None,
+        nursery: trio.Nursery,
+    ) -> None:
+        import httpx
+
+        self.client = client
+        self.own_client = own_client
+        self.headers = dict(headers or {})
+        self.timeout = timeout
+        self.max_message_size = max_message_size
+        self.retry = retry
+        self.reconnect = retry or DEFAULT_RECONNECT_POLICY
+        self.breaker = breaker
+        self.nursery = nursery
+        #: Called with a request id and the error that ends it (the session's callback).
+        self.fail_request: RequestFailure = _drop_failure
+        self._auth_kwargs: dict[str, Any] = {"auth": auth} if auth is not None else {}
+        self._stream_timeout = httpx.Timeout(timeout, read=None)
+        self._short_timeout = httpx.Timeout(timeout)
+        self._send, self._receive = trio.open_memory_channel[bytes](INCOMING_QUEUE_SIZE)
+        # the ids of the latest responses delivered: a later failure of those is dropped
+        self._answered: OrderedDict[RequestId, None] = OrderedDict()
+        self.requests: dict[RequestId, _Request] = {}
+        self._scopes: set[trio.CancelScope] = set()
+        self._running = 0
+        self._idle: trio.Event | None = None
+        self.closed = False
+        self.ended: MCPError | None = None  # why the server ended the connection
+        self._end_error: MCPError | None = None  # None: it ended the stream cleanly
+
+    # incoming side
+
+    async def deliver(self, message: bytes, answers: RequestId | None = None) -> None:
+        """Queue a message for :meth:`receive`; wait while the queue is full.
+
+        Args:
+            message: One whole JSON-RPC message.
+            answers: The id of the request it answers, if it is a response.
+        """
+        if self.closed or self.ended is not None:
+            return
+        if answers is not None:
+            self._answered[answers] = None
+            self._answered.move_to_end(answers)
+            if len(self._answered) > _ANSWERED_MEMORY:
+                self._answered.popitem(last=False)
+        with suppress(trio.ClosedResourceError, trio.BrokenResourceError):
+            await self._send.send(message)  # (closed or ended meanwhile: nobody will read it)
+
+    def fail(self, request_id: RequestId, error: MCPError) -> None:
+        """Fail one request through :attr:`fail_request`, unless it is already settled.
+
+        Nothing happens when a response to the request was delivered (whether or not the
+        session has read it yet), when the session cancelled it, or when the transport is
+        closed.
+
+        Args:
+            request_id: The request that failed.
+            error: Why it failed.
+        """
+        if self.closed or request_id in self._answered:
+            return
+        request = self.requests.get(request_id)
+        if request is not None and request.cancelled:
+            return
+        self.fail_request(request_id, error)
+
+    def cancel(self, request_id: RequestId) -> None:
+        """Stop a request's task (closing its response stream); it reports no failure.
+
+        Args:
+            request_id: The request to stop.
+        """
+        request = self.requests.get(request_id)
+        if request is not None:
+            request.cancelled = True
+            request.scope.cancel()
+
+    def end(self, error: MCPError | None) -> None:
+        """The server ended the connection: :meth:`receive` raises after queued messages.
+
+        Args:
+            error: Why (``None``: the server ended the stream cleanly).
+        """
+        if self.closed or self.ended is not None:
+            return
+        self.ended = error if error is not None else ConnectionClosed("the server ended the stream")
+        self._end_error = error
+        self._send.close()
+
+    async def receive(self) -> bytes:
+        """The next message; see :meth:`~trio_mcp.Transport.receive`."""
+        try:
+            return await self._receive.receive()
+        except trio.EndOfChannel:
+            if self._end_error is not None:
+                raise fresh_copy(self._end_error) from None
+            raise
+
+    def closed_error(self) -> MCPError:
+        """Why the connection ended."""
+        if self.ended is not None:
+            return fresh_copy(self.ended)
+        return ConnectionClosed("the HTTP transport was closed")
+
+    def check_open(self) -> None:
+        """Raise if messages can no longer be sent."""
+        if self.closed:
+            raise trio.ClosedResourceError("the transport is closed")
+        if self.ended is not None:
+            raise ConnectionClosed(f"the server ended the connection: {self.ended}")
+
+    # tasks
+
+    def spawn(
+        self,
+        request_id: RequestId | None,
+        fn: Callable[..., Awaitable[None]],
+        *args: Any,
+        method: str | None = None,
+        name: str = "trio_mcp http",
+    ) -> None:
+        """Run ``fn(*args)`` in the nursery; its failure fails ``request_id`` (or is logged).
+
+        Args:
+            request_id: The request the task exchanges, if any.
+            fn: The task.
+            *args: Its arguments.
+            method: The request's method (for the error a JSON-RPC error body becomes).
+            name: The task's name.
+        """
+        scope = trio.CancelScope()
+        request = _Request(scope, method) if request_id is not None else None
+        try:
+            self.nursery.start_soon(self._run, scope, request_id, request, fn, args, name=name)
+        except RuntimeError as exc:  # the nursery is closed
+            raise trio.ClosedResourceError(
+                "the nursery this transport was opened with has exited"
+            ) from exc
+        if request_id is not None and request is not None:
+            self.requests[request_id] = request
+        self._scopes.add(scope)
+        self._running += 1
+
+    async def _run(
+        self,
+        scope: trio.CancelScope,
+        request_id: RequestId | None,
+        request: _Request | None,
+        fn: Callable[..., Awaitable[None]],
+        args: tuple[Any, ...],
+    ) -> None:
+        try:
+            with scope:
+                try:
+                    await fn(*args)
+                except MCPError as exc:
+                    if request_id is not None and request is not None:
+                        self.fail(request_id, answer_in_body(exc, request.method))
+                    else:
+                        logger.warning("HTTP background task failed: %s", exc)
+                except Exception as exc:  # a bug: never let it into the user's nursery
+                    logger.exception("trio_mcp HTTP task failed")
+                    if request_id is not None:
+                        error = TransportError(f"internal error in the HTTP transport: {exc!r}")
+                        error.__cause__ = exc
+                        self.fail(request_id, error)
+        finally:
+            if request_id is not None and self.requests.get(request_id) is request:
+                del self.requests[request_id]
+            self._scopes.discard(scope)
+            self._task_done()
+
+    async def start(self, fn: Callable[[trio.TaskStatus[Any]], Awaitable[None]]) -> Any:
+        """Start ``fn`` in the nursery like :meth:`trio.Nursery.start`, tracked for closing.
+
+        ``fn`` must call ``task_status.started`` before it returns, and must not raise
+        after that.
+
+        Args:
+            fn: The task.
+
+        Returns:
+            What ``fn`` passed to ``task_status.started``.
+        """
+        scope = trio.CancelScope()
+        self._scopes.add(scope)
+        self._running += 1
+        return await self.nursery.start(self._run_started, scope, fn)
+
+    async def _run_started(
+        self,
+        scope: trio.CancelScope,
+        fn: Callable[[trio.TaskStatus[Any]], Awaitable[None]],
+        task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        try:
+            with scope:
+                await fn(task_status)
+        finally:
+            self._scopes.discard(scope)
+            self._task_done()
+
+    def _task_done(self) -> None:
+        self._running -= 1
+        if self._running == 0 and self._idle is not None:
+            self._idle.set()
+
+    # HTTP
+
+    async def open(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: Mapping[str, str],
+        content: bytes | None = None,
+        idempotent: bool = False,
+        retry: bool = True,
+        read_timeout: bool = False,
+    ) -> httpx.Response:
+        """Send one HTTP request and return the streaming response (the caller closes it).
+
+        Connection failures are retried per the retry policy (any request: nothing
+        reached the server); HTTP 5xx/408/429 only for idempotent requests (and 429/503
+        for any). Each attempt goes through the circuit breaker, where connection
+        failures and 5xx/408/429 count as failures. Redirects are handled as the module
+        docstring says.
+
+        Args:
+            method: The HTTP method.
+            url: The URL.
+            headers: The request's headers.
+            content: The request's body.
+            idempotent: Whether the request may be retried after reaching the server.
+            retry: Whether to apply the retry policy at all.
+            read_timeout: Whether reading the response is bounded by the timeout too.
+
+        Raises:
+            HTTPStatusError: The final status was 300 or more (the body is read, truncated).
+            TransportError: The request could not be made, or was redirected to another
+                origin.
+            CircuitOpenError: The circuit breaker refused the request.
+        """
+        policy = self.retry if retry else None
+        attempt = 0
+        while True:
+            attempt += 1
+            delay: float | None = None
+            try:
+                return await self._open_once(method, url, headers, content, read_timeout)
+            except MCPError as exc:
+                if policy is not None and (idempotent or _not_delivered(exc)):
+                    delay = policy.next_delay(attempt, exc)
+                if delay is None:
+                    raise
+            logger.debug("retrying %s %s in %.3fs (attempt %d)", method, url, delay, attempt + 1)
+            await trio.sleep(delay)
+
+    async def _open_once(
+        self,
+        method: str,
+        url: str,
+        headers: Mapping[str, str],
+        content: bytes | None,
+        read_timeout: bool,
+    ) -> httpx.Response:
+        guard = self.breaker.guard() if self.breaker is not None else nullcontext()
+        with guard:
+            response = await self._send_following(method, url, headers, content, read_timeout)
+            status = response.status_code
+            if status >= 500 or status in (408, 429):
+                raise await self._status_error(response)  # counts against the breaker
+        if status >= 300:
+            raise await self._status_error(response)
+        return response
+
+    async def _send_following(
+        self,
+        method: str,
+        url: str,
+        headers: Mapping[str, str],
+        content: bytes | None,
+        read_timeout: bool,
+    ) -> httpx.Response:
+        """Send a request, following same-origin redirects only."""
+        timeout = self._short_timeout if read_timeout else self._stream_timeout
+        target = url
+        for _hop in range(MAX_REDIRECTS + 1):
+            response = await self._send_one(method, target, headers, content, timeout)
+            status = response.status_code
+            location = response.headers.get("location")
+            if status not in _REDIRECTS or location is None:
+                return response
+            await close_response(response)
+            target = self._redirect_target(method, target, status, location)
+        raise TransportError(
+            f"{url} redirected {method} more than {MAX_REDIRECTS} times; use the final URL"
+        )
+
+    async def _send_one(
+        self,
+        method: str,
+        url: str,
+        headers: Mapping[str, str],
+        content: bytes | None,
+        timeout: httpx.Timeout,
+    ) -> httpx.Response:
+        try:
+            request = self.client.build_request(
+                method, url, headers=headers, content=content, timeout=timeout
+            )
+            return await self.client.send(
+                request, stream=True, follow_redirects=False, **self._auth_kwargs
+            )
+        except MCPError:
+            raise  # e.g. from an auth flow
+        except httpx_errors() as exc:
+            raise convert_httpx_error(exc, url, f"sending {method} to") from exc
+        except Exception as exc:  # a custom transport or auth flow failed
+            raise TransportError(f"sending {method} to {url} failed: {exc!r}") from exc
+
+    def _redirect_target(self, method: str, url: str, status: int, location: str) -> str:
+        """Where a redirect may be followed to; raise if it must not be."""
+        import httpx
+
+        try:
+            target = str(httpx.URL(url).join(location))
+            from_origin, to_origin = origin_of(url), origin_of(target)
+        except (httpx.InvalidURL, ValueError) as exc:
+            raise TransportError(
+                f"{url} answered {method} with HTTP {status} and a malformed Location "
+                f"{location!r}: {exc}"
+            ) from exc
+        if from_origin != to_origin:
+            raise TransportError(
+                f"{url} redirected {method} (HTTP {status}) to {target}, on another origin "
+                f"({from_origin} -> {to_origin}); trio_mcp does not follow cross-origin "
+                "redirects, so that headers, session ids and credentials never leave the "
+                f"origin you named. Use the final URL ({target}) instead."
+            )
+        if status not in _KEEP_METHOD and method != "GET":
+            raise TransportError(
+                f"{url} redirected {method} with HTTP {status}, which would turn it into a "
+                f"GET; trio_mcp follows only 307 and 308 redirects of a {method}. "
+                f"Use the final URL ({target}) instead."
+            )
+        logger.debug("following the HTTP %d redirect of %s %s to %s", status, method, url, target)
+        return target
+
+    async def _status_error(self, response: httpx.Response) -> HTTPStatusError:
+        try:
+            body = await self.read_body(response, ERROR_BODY_LIMIT, truncate=True)
+        except MCPError:
+            body = b""
+        finally:
+            await close_response(response)
+        return status_error(response, body)
+
+    async def consume(
+        self, response: httpx.Response, on_chunk: Callable[[bytes], Awaitable[bool]], doing: str
+    ) -> bool:
+        """Feed a response's body to ``on_chunk`` until it returns True or the body ends.
+
+        To stop early, a cancel scope around the iteration is cancelled, so the
+        cancellation unwinds httpx's chain of async generators from the innermost one and
+        none is left unfinished. An :class:`~trio_mcp.MCPError` from ``on_chunk`` stops
+        the reading the same way and is re-raised.
+
+        Args:
+            response: The streaming response.
+            on_chunk: Called with each chunk; returns True to stop reading.
+            doing: What is being done, for error messages.
+
+        Returns:
+            True if ``on_chunk`` stopped the reading, False if the body ended.
+
+        Raises:
+            ConnectionClosed: The connection broke while reading.
+        """
+        url = str(response.request.url)
+        stop = False
+        failure: MCPError | None = None
+        with trio.CancelScope() as scope:
+            try:
+                async for chunk in response.aiter_bytes():
+                    if stop:
+                        continue  # until the cancellation lands
+                    try:
+                        stop = await on_chunk(chunk)
+                    except MCPError as exc:
+                        failure, stop = exc, True
+                    if stop:
+                        scope.cancel()
+            except httpx_errors() as exc:
+                raise convert_httpx_error(exc, url, doing) from exc
+        if failure is not None:
+            raise failure
+        return stop
+
+    async def read_body(
+        self, response: httpx.Response, limit: int | None = None, *, truncate: bool = False
+    ) -> bytes:
+        """Read a response body, at most ``limit`` bytes (default: the message size limit).
+
+        Args:
+            response: The streaming response.
+            limit: The most bytes to read.
+            truncate: Whether to cut a longer body instead of failing.
+
+        Raises:
+            MessageTooLargeError: The body is larger than the limit (unless ``truncate``).
+            ConnectionClosed: The connection broke while reading.
+        """
+        cap = self.max_message_size if limit is None else limit
+        declared = response.headers.get("content-length", "")
+        if not truncate and declared.isdigit() and int(declared) > cap:
+            raise MessageTooLargeError(int(declared), cap)
+        body = bytearray()
+
+        async def on_chunk(chunk: bytes) -> bool:
+            body.extend(chunk)
+            if len(body) <= cap:
+                return False
+            if truncate:
+                del body[cap:]
+                return True
+            raise MessageTooLargeError(len(body), cap)
+
+        await self.consume(response, on_chunk, "reading the response from")
+        return bytes(body)
+
+    async def pump_sse(
+        self,
+        response: httpx.Response,
+        state: StreamState,
+        sink: Sink,
+        request_id: RequestId | None = None,
+        on_event: Callable[[ServerSentEvent], bool] | None = None,
+    ) -> bool:
+        """Read an SSE stream, handing each JSON-RPC message to ``sink``.
+
+        Only ``message`` events with data carry messages (priming events with empty data
+        are skipped; other event types go to ``on_event``, which returns True to stop
+        reading). Event ids and ``retry`` go into ``state``. An oversized event fails
+        ``request_id`` with :class:`~trio_mcp.MessageTooLargeError` as soon as it is
+        seen; on a stream of no request, the request it answered (if recognisable) is
+        failed, otherwise it is logged and dropped.
+
+        Args:
+            response: The streaming response.
+            state: The stream's resumption state, updated as events arrive.
+            sink: Where messages go.
+            request_id: The request whose answer this stream carries, if any.
+            on_event: Called with events of other types than ``message``.
+
+        Returns:
+            True once the response to ``request_id`` (or ``on_event``) ended the reading,
+            False when the stream ended.
+
+        Raises:
+            MessageTooLargeError: An event of ``request_id``'s stream was too large.
+            ConnectionClosed: The connection broke.
+        """
+        decoder = SSEDecoder(self.max_message_size, last_event_id=state.last_event_id)
+
+        async def on_chunk(chunk: bytes) -> bool:
+            done = False
+            events = decoder.feed(chunk)
+            try:
+                for event in events:
+                    state.progress += 1
+                    if event.too_large is not None:
+                        self._oversized(event, request_id)
+                    elif event.event != "message":
+                        done = (on_event is not None and on_event(event)) or done
+                    elif event.data:  # (empty data: a priming event, only its id matters)
+                        for message in split_batch(event.data):
+                            answers = response_id(message)
+                            await sink(message, answers)
+                            if request_id is not None and same_id(answers, request_id):
+                                done = True
+            finally:
+                last_event_id = decoder.last_event_id or None
+                if last_event_id != state.last_event_id:
+                    state.last_event_id = last_event_id
+                    state.progress += 1
+                if decoder.retry is not None:
+                    state.retry_ms = decoder.retry
+            return done
+
+        return await self.consume(response, on_chunk, "reading the event stream from")
+
+    def _oversized(self, event: ServerSentEvent, request_id: RequestId | None) -> None:
+        assert event.too_large is not None
+        error = MessageTooLargeError(event.too_large, self.max_message_size)
+        if request_id is not None:
+            raise error
+        answered = oversized_response_id(event.data)
+        if answered is not None:
+            self.fail(answered, error)
+        else:
+            logger.warning("dropped a message from the server's event stream: %s", error)
+
+    async def aclose(self, before_client_close: Callable[[], Awaitable[None]] | None) -> None:
+        """Cancel every task, run the graceful step, close the client. Idempotent.
+
+        Args:
+            before_client_close: A last exchange with the server (e.g. DELETE), bounded.
+        """
+        if self.closed:
+            return
+        self.closed = True
+        for scope in list(self._scopes):
+            scope.cancel()
+        with trio.CancelScope(shield=True):
+            if self._running:
+                self._idle = trio.Event()
+                with trio.move_on_after(CLOSE_TIMEOUT):
+                    await self._idle.wait()
+            if before_client_close is not None:
+                with trio.move_on_after(CLOSE_TIMEOUT):
+                    await before_client_close()
+            if self.own_client:
+                with trio.move_on_after(CLOSE_TIMEOUT):
+                    await self.client.aclose()
+        self._send.close()
+        self._receive.close()
+
+
+def core_for(options: HTTPOptions, nursery: trio.Nursery) -> HTTPCore:
+    """The shared HTTP machinery for a parameters object (Streamable HTTP or HTTP+SSE).
+
+    Args:
+        options: The transport's parameters.
+        nursery: Where its tasks run.
+
+    Raises:
+        TransportError: The URL is malformed.
+    """
+    try:
+        origin_of(options.url)
+    except ValueError as exc:
+        raise TransportError(f"invalid MCP server URL {options.url!r}: {exc}") from exc
+    client, own = make_client(options)
+    return HTTPCore(
+        client=client,
+        own_client=own,
+        headers=options.headers,
+        auth=options.auth,
+        timeout=options.timeout,
+        max_message_size=options.max_message_size,
+        retry=options.retry,
+        breaker=options.breaker,
+        nursery=nursery,
+    )
+
+
+def infer_info(data: bytes) -> MessageInfo:
+    """Describe a message the session sent without a :class:`MessageInfo`.
+
+    Args:
+        data: The encoded message.
+    """
+    message = peek(data)
+    method = message.method if isinstance(message.method, str) else None
+    request_id = message.id if isinstance(message.id, (int, str)) else None
+    if method is None:
+        return MessageInfo(None)
+    return MessageInfo(method, request_id)
