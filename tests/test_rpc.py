@@ -472,6 +472,7 @@ async def test_nursery_less_form_start_up_error_is_bare() -> None:
 async def test_nursery_less_form_session_failure_is_bare() -> None:
     client, server = memory_transport_pair()
     peer = RawPeer(server, tools__call=hang)
+
     async def body() -> None:
         async with trio_mcp.open_mcp_session(client, protocol="legacy") as session:
             await server.aclose()

@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from pathlib import Path
 
 import pytest
 import trio
+import trio.lowlevel
 import trio.testing
 
 import trio_mcp
-from trio_mcp._transports._stdio import StdioParameters, default_environment
+from trio_mcp._exceptions import ConnectionClosed
+from trio_mcp._transports._stdio import (
+    _WRITE_QUEUE_SIZE,
+    StdioParameters,
+    StdioTransport,
+    default_environment,
+)
 
 EDGE = [sys.executable, str(Path(__file__).parent / "servers" / "edge_server.py")]
 
@@ -68,11 +76,14 @@ async def test_crash_mid_call_fails_every_waiter_with_exit_code_and_stderr() -> 
             assert len(errors) == 3
 
 
-async def test_garbage_line_is_a_protocol_error() -> None:
+async def test_garbage_line_is_dropped_and_the_session_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     async with trio.open_nursery() as nursery:
         async with trio_mcp.open_mcp_session(nursery, EDGE) as session:
-            with pytest.raises(trio_mcp.ProtocolError, match="not json"):
-                await session.call_tool("garbage", {})
+            assert (await session.call_tool("garbage", {})).text == "after garbage"
+            assert (await session.call_tool("echo", {"text": "x"})).text == "x"
+    assert "not json" in caplog.text
 
 
 async def test_partial_last_line_is_reported() -> None:
@@ -181,7 +192,7 @@ async def test_user_env_and_cwd_reach_the_server(tmp_path: Path) -> None:
 async def test_invalid_utf8_is_a_protocol_error() -> None:
     async with trio.open_nursery() as nursery:
         async with trio_mcp.open_mcp_session(nursery, EDGE) as session:
-            with pytest.raises(trio_mcp.ProtocolError, match="invalid result for tools/call"):
+            with pytest.raises(trio_mcp.ProtocolError, match="invalid result of tools/call"):
                 await session.call_tool("badutf8", {})
 
 
@@ -225,16 +236,199 @@ BANNER_SERVER = (
 )
 
 
-async def test_stdout_banner_is_a_protocol_error_unless_tolerated(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
+async def test_stdout_banner_is_dropped(caplog: pytest.LogCaptureFixture) -> None:
     argv = [sys.executable, "-c", BANNER_SERVER, EDGE[1]]
     async with trio.open_nursery() as nursery:
-        with pytest.raises(trio_mcp.ProtocolError, match="Starting server"):
-            async with trio_mcp.open_mcp_session(nursery, argv):
-                pass  # pragma: no cover
-        async with trio_mcp.open_mcp_session(
-            nursery, argv, tolerate_invalid_messages=True
-        ) as session:
+        async with trio_mcp.open_mcp_session(nursery, argv) as session:
             assert (await session.call_tool("echo", {"text": "ok"})).text == "ok"
     assert "dropping an invalid message" in caplog.text
+    assert "Starting server" in caplog.text
+
+
+# -- the transport itself: backpressure, checkpoints, failure paths ---------------------------
+
+SINK = [
+    sys.executable,
+    "-c",
+    "import sys, shutil, os; shutil.copyfileobj(sys.stdin.buffer, open(os.devnull, 'wb'))",
+]
+SLEEPER = [sys.executable, "-c", "import time; time.sleep(600)"]
+
+
+async def host_nursery(*, task_status: trio.TaskStatus[trio.Nursery]) -> None:
+    """A nursery living in another task, like a long-lived service nursery."""
+    async with trio.open_nursery() as nursery:
+        task_status.started(nursery)
+        await trio.sleep_forever()
+
+
+async def test_send_is_a_checkpoint_and_the_queue_stays_bounded() -> None:
+    ticks = 0
+    most_queued = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await trio.lowlevel.checkpoint()
+
+    message = b'{"jsonrpc":"2.0","method":"notifications/progress"}'
+    async with trio.open_nursery() as nursery:
+        async with StdioParameters(SINK).open_transport(nursery) as transport:
+            nursery.start_soon(ticker)
+            for _ in range(200_000):
+                await transport.send(message)
+                queued = transport._out_send.statistics().current_buffer_used
+                most_queued = max(most_queued, queued)
+            nursery.cancel_scope.cancel()
+    assert ticks > 10_000  # the ticker ran all along, not only after the loop
+    assert most_queued <= _WRITE_QUEUE_SIZE
+
+
+async def test_send_waits_while_the_server_does_not_read_stdin() -> None:
+    sent = 0
+
+    async def flood(transport: StdioTransport) -> None:
+        nonlocal sent
+        for _ in range(10_000):
+            await transport.send(b"x" * 1024)
+            sent += 1
+
+    params = StdioParameters(SLEEPER, shutdown_timeout=0.2)
+    async with trio.open_nursery() as nursery:
+        async with params.open_transport(nursery) as transport:
+            async with trio.open_nursery() as callers:
+                callers.start_soon(flood, transport)
+                await trio.testing.wait_all_tasks_blocked()
+                # blocked: the queue is full and the pipe (64 KiB) too; nothing else piles up
+                assert transport._out_send.statistics().current_buffer_used == _WRITE_QUEUE_SIZE
+                assert sent < _WRITE_QUEUE_SIZE + 200
+                assert transport.try_send_now(b"{}") is False  # the fast path never blocks
+                callers.cancel_scope.cancel()
+            assert sent < 10_000
+
+
+async def test_fast_path_and_queue_keep_lines_whole_and_in_order() -> None:
+    big = b"b" * (1024 * 1024)  # more than the pipe takes at once: the rest is queued
+    received: list[bytes] = []
+    async with trio.open_nursery() as nursery:
+        async with StdioParameters(["cat"]).open_transport(nursery) as transport:
+
+            async def read(count: int) -> None:
+                for _ in range(count):
+                    received.append(await transport.receive())
+
+            async with trio.open_nursery() as readers:
+                readers.start_soon(read, 3)
+                await trio.testing.wait_all_tasks_blocked()  # the writer parks: idle
+                assert transport.try_send_now(big) is True
+                assert transport.try_send_now(b"second") is False  # the writer is busy now
+                await transport.send(b"second")
+                await transport.send(b"third")
+            await trio.testing.wait_all_tasks_blocked()  # all written: the writer is idle
+            assert transport.try_send_now(b"fourth") is True
+            await read(1)
+    assert received == [big, b"second", b"third", b"fourth"]
+
+
+async def test_send_fails_once_the_transports_nursery_is_cancelled() -> None:
+    errors: list[ConnectionClosed] = []
+
+    async def flood(transport: StdioTransport) -> None:
+        try:
+            for _ in range(10_000):
+                await transport.send(b"x" * 1024)
+        except ConnectionClosed as exc:
+            errors.append(exc)
+
+    params = StdioParameters(SLEEPER, shutdown_timeout=0.2)
+    async with trio.open_nursery() as outer:
+        service: trio.Nursery = await outer.start(host_nursery)
+        async with params.open_transport(service) as transport:
+            async with trio.open_nursery() as callers:
+                callers.start_soon(flood, transport)
+                await trio.testing.wait_all_tasks_blocked()  # flood waits for room
+                service.cancel_scope.cancel()  # the writer task goes away
+            assert len(errors) == 1  # the waiting sender was woken with an error
+            assert "nursery it was opened with was cancelled" in str(errors[0])
+
+            async def fill() -> None:
+                for _ in range(_WRITE_QUEUE_SIZE + 1):
+                    await transport.send(b"{}")
+
+            with trio.fail_after(5), pytest.raises(ConnectionClosed, match="cancelled"):
+                await fill()
+            assert transport.try_send_now(b"{}") is False
+        assert transport.returncode is not None
+
+
+async def test_windows_is_refused_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def no_process(*args: object, **kwargs: object) -> trio.Process:
+        raise AssertionError("no process may be started")  # pragma: no cover
+
+    monkeypatch.setattr(trio.lowlevel, "open_process", no_process)
+    async with trio.open_nursery() as nursery:
+        with monkeypatch.context() as patch:
+            patch.setattr(sys, "platform", "win32")
+            with pytest.raises(trio_mcp.TransportError, match="POSIX-only"):
+                async with StdioParameters(["cat"]).open_transport(nursery):
+                    pass  # pragma: no cover
+
+
+async def test_process_is_reaped_when_the_transport_cannot_be_built(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    started: list[trio.Process] = []
+
+    def broken_init(self: StdioTransport, process: trio.Process, params: StdioParameters) -> None:
+        started.append(process)
+        raise RuntimeError("cannot build the transport")
+
+    monkeypatch.setattr(StdioTransport, "__init__", broken_init)
+    try:
+        async with trio.open_nursery() as nursery:
+            with pytest.raises(RuntimeError, match="cannot build"):
+                async with StdioParameters(SLEEPER).open_transport(nursery):
+                    pass  # pragma: no cover
+        (process,) = started
+        assert process.returncode == -9
+        assert not group_alive(process.pid)
+    finally:
+        for process in started:
+            if process.returncode is None:  # pragma: no cover - the bug this test catches
+                process.kill()
+
+
+STUBBORN = [
+    sys.executable,
+    "-c",
+    "import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+    "print('ready', flush=True); time.sleep(600)",
+]
+
+
+@pytest.mark.timeout(60)  # the old code waited for the process forever, shielded
+@pytest.mark.parametrize("error", [PermissionError, ProcessLookupError])
+async def test_server_is_killed_when_its_group_cannot_be_signalled(
+    monkeypatch: pytest.MonkeyPatch, error: type[OSError]
+) -> None:
+    def refuse(pgid: int, sig: int) -> None:
+        raise error
+
+    params = StdioParameters(STUBBORN, shutdown_timeout=0.2)
+    async with trio.open_nursery() as nursery:
+        async with params.open_transport(nursery) as transport:
+            assert await transport.receive() == b"ready"  # SIGTERM is ignored from now on
+            monkeypatch.setattr(os, "killpg", refuse)
+            start = trio.current_time()
+    assert transport.returncode == -9
+    assert trio.current_time() - start < 5
+
+
+async def test_era_key_names_the_command_and_the_directory(tmp_path: Path) -> None:
+    async with trio.open_nursery() as nursery:
+        async with StdioParameters("cat -u").open_transport(nursery) as transport:
+            assert transport.era_key == "stdio:cat -u"
+        params = StdioParameters(["cat", "a b"], cwd=tmp_path)
+        async with params.open_transport(nursery) as transport:
+            assert transport.era_key == f"stdio:cd {shlex.quote(str(tmp_path))} && cat 'a b'"

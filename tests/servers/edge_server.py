@@ -58,9 +58,10 @@ def main() -> None:
                 head = b'{"jsonrpc": "2.0", "id": ' + json.dumps(request_id).encode()
                 sys.stdout.buffer.write(head + b', "result": {"content": "\xff\xfe"}}\n')
                 sys.stdout.buffer.flush()
-            elif name == "garbage":
+            elif name == "garbage":  # an invalid line, then the answer
                 sys.stdout.buffer.write(b"this is not json\n")
                 sys.stdout.buffer.flush()
+                text(request_id, "after garbage")
             elif name == "partial":
                 sys.stdout.buffer.write(b'{"jsonrpc": "2.0", "id": ')
                 sys.stdout.buffer.flush()

@@ -198,11 +198,3 @@ class TransportFactory(Protocol):
             nursery: The nursery that owns the transport's tasks.
         """
         ...
-
-
-class RequestFailed:  # TEMPORARY-SHIM: removed once every transport uses attach()
-    """Transitional placeholder; not part of the contract."""
-
-    def __init__(self, request_id: RequestId, error: MCPError) -> None:
-        self.request_id = request_id
-        self.error = error

@@ -1,15 +1,23 @@
-"""In-process transport over trio memory channels (used by ``trio_mcp.testing``)."""
+"""In-process transport over trio memory channels (used by ``trio_mcp.testing``).
+
+Each direction is a bounded memory channel of whole messages: ``send`` is a checkpoint and
+waits while the peer has :data:`MEMORY_BUFFER_SIZE` messages it has not read yet
+(backpressure), just as a pipe or a socket would make a writer wait.
+"""
 
 from __future__ import annotations
-
-import math
 
 import trio
 
 from .._exceptions import ConnectionClosed
-from ._base import MessageInfo, RequestFailed, Transport
+from ._base import MessageInfo, Transport
 
-__all__ = ["MemoryServerStream", "MemoryTransport", "memory_transport_pair"]
+__all__ = ["MEMORY_BUFFER_SIZE", "MemoryServerStream", "MemoryTransport", "memory_transport_pair"]
+
+#: How many unread messages each direction holds before ``send`` waits. Generous, so a
+#: scripted server can send a burst of notifications without a reader keeping pace, yet
+#: bounded, so a peer that stops reading stops the sender instead of growing memory.
+MEMORY_BUFFER_SIZE = 256
 
 
 class MemoryTransport(Transport):
@@ -27,22 +35,31 @@ class MemoryTransport(Transport):
         self._closed = False
 
     async def send(self, data: bytes, info: MessageInfo | None = None) -> None:
-        """Hand one message to the server end."""
+        """Hand one message to the server end, waiting while its buffer is full.
+
+        Args:
+            data: The encoded message.
+            info: Ignored.
+
+        Raises:
+            trio.ClosedResourceError: The transport was closed (also while waiting).
+            ConnectionClosed: The server end was closed.
+        """
         if self._closed:
             raise trio.ClosedResourceError("the transport is closed")
         try:
-            self._send_channel.send_nowait(data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            await self._send_channel.send(data)
+        except trio.BrokenResourceError as exc:
             raise ConnectionClosed("the in-memory server went away") from exc
 
-    async def receive(self) -> bytes | RequestFailed:
-        """Receive the next message from the server end."""
-        try:
-            return await self._receive_channel.receive()
-        except trio.EndOfChannel:
-            raise
-        except trio.BrokenResourceError as exc:  # pragma: no cover - memory channels don't break
-            raise ConnectionClosed("the in-memory server went away") from exc
+    async def receive(self) -> bytes:
+        """Receive the next message from the server end.
+
+        Raises:
+            trio.EndOfChannel: The server end was closed (after its pending messages).
+            trio.ClosedResourceError: The transport was closed.
+        """
+        return await self._receive_channel.receive()
 
     async def aclose(self) -> None:
         """Close both directions. Idempotent."""
@@ -56,7 +73,8 @@ class MemoryServerStream:
 
     ``receive`` returns the next message the client sent and raises
     :class:`trio.EndOfChannel` once the client closed; ``send`` delivers one message to the
-    client; ``aclose`` ends the stream (the client sees end of stream).
+    client, waiting while the client has :data:`MEMORY_BUFFER_SIZE` unread messages;
+    ``aclose`` ends the stream (the client sees end of stream).
     """
 
     def __init__(
@@ -68,17 +86,29 @@ class MemoryServerStream:
         self._receive_channel = receive_channel
 
     async def send(self, data: bytes) -> None:
-        """Deliver one message to the client."""
+        """Deliver one message to the client, waiting while its buffer is full.
+
+        Args:
+            data: The encoded message.
+
+        Raises:
+            ConnectionClosed: The client closed its end.
+            trio.ClosedResourceError: This stream was closed.
+        """
         try:
-            self._send_channel.send_nowait(data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            await self._send_channel.send(data)
+        except trio.BrokenResourceError as exc:
             raise ConnectionClosed("the client went away") from exc
 
     async def receive(self) -> bytes:
-        """Receive the next message from the client."""
+        """Receive the next message from the client.
+
+        Raises:
+            trio.EndOfChannel: The client closed its end, or this stream was closed.
+        """
         try:
             return await self._receive_channel.receive()
-        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+        except trio.ClosedResourceError as exc:
             raise trio.EndOfChannel from exc
 
     async def aclose(self) -> None:
@@ -87,10 +117,19 @@ class MemoryServerStream:
         self._receive_channel.close()
 
 
-def memory_transport_pair() -> tuple[MemoryTransport, MemoryServerStream]:
-    """Create a connected (client transport, server stream) pair with unbounded buffers."""
-    to_server_send, to_server_receive = trio.open_memory_channel[bytes](math.inf)
-    to_client_send, to_client_receive = trio.open_memory_channel[bytes](math.inf)
+def memory_transport_pair(
+    buffer_size: int = MEMORY_BUFFER_SIZE,
+) -> tuple[MemoryTransport, MemoryServerStream]:
+    """Create a connected (client transport, server stream) pair.
+
+    Args:
+        buffer_size: How many unread messages each direction holds before ``send`` waits.
+
+    Returns:
+        The client end (a :class:`~trio_mcp.Transport`) and the server end.
+    """
+    to_server_send, to_server_receive = trio.open_memory_channel[bytes](buffer_size)
+    to_client_send, to_client_receive = trio.open_memory_channel[bytes](buffer_size)
     return (
         MemoryTransport(to_server_send, to_client_receive),
         MemoryServerStream(to_client_send, to_server_receive),

@@ -4,16 +4,21 @@
   once, from where the previous scan stopped.
 * The child runs in its own process group; its stderr is drained continuously by a task, each
   line forwarded to a logger (or a callback) and the tail kept for error messages.
-* Writes from many callers are coalesced by one writer task: callers only append to a queue.
+* Writes from many callers are coalesced by one writer task: callers hand their line to a
+  bounded queue (``send`` waits while it is full), and the writer writes each line whole, so a
+  caller cancelled after ``send`` returned never leaves half a line on the pipe.
 * Shutdown follows the spec: close stdin, wait, SIGTERM the group, wait, SIGKILL the group;
   every step bounded and shielded, so it completes even when the caller is cancelled.
+
+POSIX only: the transport reads and writes the pipes' file descriptors directly (non-blocking
+``os.read``/``os.write`` and :func:`trio.lowlevel.wait_readable`), which trio does not offer
+for pipes on Windows; there, opening it raises :class:`~trio_mcp.TransportError` at once.
 """
 
 from __future__ import annotations
 
 import collections
 import logging
-import math
 import os
 import shlex
 import signal
@@ -26,8 +31,8 @@ from typing import cast
 
 import trio
 
-from .._exceptions import ConnectionClosed, MCPError, MessageTooLargeError
-from ._base import MessageInfo, RequestFailed, Transport
+from .._exceptions import ConnectionClosed, MCPError, MessageTooLargeError, TransportError
+from ._base import MessageInfo, Transport
 
 __all__ = ["DEFAULT_MAX_MESSAGE_SIZE", "StdioParameters", "StdioTransport", "default_environment"]
 
@@ -42,21 +47,17 @@ _STDERR_TAIL_LINES = 50
 _STDERR_TAIL_BYTES = 8192
 _STDERR_MAX_LINE = 16384
 
-_POSIX_ENV_KEYS = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR")
-_WINDOWS_ENV_KEYS = (
-    "APPDATA",
-    "HOMEDRIVE",
-    "HOMEPATH",
-    "LOCALAPPDATA",
-    "PATH",
-    "PATHEXT",
-    "PROCESSOR_ARCHITECTURE",
-    "SYSTEMDRIVE",
-    "SYSTEMROOT",
-    "TEMP",
-    "USERNAME",
-    "USERPROFILE",
-)
+#: How many lines may wait for the writer task before ``send`` waits (backpressure). The
+#: writer joins everything queued into one write, so the queue only has to absorb what
+#: arrives during one write: 64 lines cover a wide fan-out of concurrent requests, while a
+#: server that stops reading stdin holds at most 64 messages (plus the pipe's own buffer,
+#: 64 KiB on Linux) in this process instead of an ever-growing queue.
+_WRITE_QUEUE_SIZE = 64
+
+#: Seconds to wait for a SIGKILLed process to be reaped before giving up on it.
+_KILL_WAIT = 5.0
+
+_ENV_KEYS = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR")
 
 
 def default_environment() -> dict[str, str]:
@@ -66,9 +67,8 @@ def default_environment() -> dict[str, str]:
     ``HOME``, ``USER``, locale, ...) are passed on, so secrets in the parent's environment
     do not leak into third-party servers. Values that look like shell functions are skipped.
     """
-    keys = _WINDOWS_ENV_KEYS if sys.platform == "win32" else _POSIX_ENV_KEYS
     env: dict[str, str] = {}
-    for key in keys:
+    for key in _ENV_KEYS:
         value = os.environ.get(key)
         if value is not None and not value.startswith("()"):
             env[key] = value
@@ -124,6 +124,12 @@ async def _open_stdio(
     argv = params.argv
     if not argv:
         raise ValueError("empty command: give the program to run and its arguments")
+    if sys.platform == "win32":
+        raise TransportError(
+            "the stdio transport is POSIX-only (Linux, macOS): it uses non-blocking pipe file "
+            "descriptors that trio does not offer on Windows; run the client under WSL, or "
+            "reach the server over HTTP or WebSocket"
+        )
     env = dict(os.environ) if params.inherit_env else default_environment()
     if params.env:
         env.update(params.env)
@@ -139,7 +145,11 @@ async def _open_stdio(
         )
     except OSError as exc:
         raise ConnectionClosed(f"could not start the MCP server {argv[0]!r}: {exc}") from exc
-    transport = StdioTransport(process, params)
+    try:
+        transport = StdioTransport(process, params)
+    except BaseException:
+        await _kill_now(process)
+        raise
     try:
         nursery.start_soon(transport._drain_stderr, name=f"trio_mcp stderr {argv[0]}")
         nursery.start_soon(transport._write_loop, name=f"trio_mcp writer {argv[0]}")
@@ -162,15 +172,16 @@ class StdioTransport(Transport):
         self._buffer = bytearray()
         self._pos = 0  # start of the unconsumed part of _buffer
         self._scan = 0  # where the next newline search starts
-        self._out_send, self._out_receive = trio.open_memory_channel[bytes](math.inf)
+        self._out_send, self._out_receive = trio.open_memory_channel[bytes](_WRITE_QUEUE_SIZE)
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL_LINES)
         self._stderr_done = trio.Event()
         self._writer_done = trio.Event()
         self._write_error: BaseException | None = None
+        self._writer_cancelled = False  # the writer's nursery was cancelled under it
         self._stdin_fd: int = cast(trio.lowlevel.FdStream, self._stdin).fileno()
         self._stdout_fd: int = cast(trio.lowlevel.FdStream, self._stdout).fileno()
         self._drained = False  # the last read came back short: wait before reading again
-        self._writer_busy = True  # until the writer task parks on its queue
+        self._writer_busy = True  # until the writer task parks on its (then empty) queue
         self._eof_note = ""
         self._closed = False
 
@@ -190,23 +201,59 @@ class StdioTransport(Transport):
         text = "\n".join(self._stderr_tail)
         return text[-_STDERR_TAIL_BYTES:]
 
+    @property
+    def era_key(self) -> str:
+        """The command line (and working directory, if set) that started the server."""
+        command = shlex.join(self._params.argv)
+        cwd = self._params.cwd
+        if cwd is not None:
+            command = f"cd {shlex.quote(os.fspath(cwd))} && {command}"
+        return f"stdio:{command}"
+
     # -- sending -------------------------------------------------------------------------
 
     needs_info = False
 
     async def send(self, data: bytes, info: MessageInfo | None = None) -> None:
-        """Queue one message for the writer task, which coalesces queued lines into one write."""
+        """Hand one message to the writer task, waiting while its queue is full.
+
+        The writer coalesces queued lines into one write and writes each line whole, even
+        when the caller is cancelled after this returned.
+
+        Args:
+            data: The encoded message, without the newline.
+            info: Ignored (a byte pipe needs no routing information).
+
+        Raises:
+            trio.ClosedResourceError: The transport was closed.
+            ConnectionClosed: The server's stdin is gone, or the writer task ended because
+                the nursery the transport was opened with was cancelled.
+        """
         if self._closed:
             raise trio.ClosedResourceError("the stdio transport is closed")
-        if self._write_error is not None:
+        if self._writer_done.is_set():
             raise self.closed_error() from self._write_error
         self._writer_busy = True
-        self._out_send.send_nowait(data + b"\n")
+        try:
+            await self._out_send.send(data + b"\n")
+        except trio.BrokenResourceError as exc:  # the writer ended while we waited
+            raise self.closed_error() from (self._write_error or exc)
+        except trio.ClosedResourceError:  # closed while we waited
+            raise trio.ClosedResourceError("the stdio transport is closed") from None
 
     def try_send_now(self, data: bytes) -> bool:
         """Write a lone message straight to the non-blocking pipe while the writer is idle.
 
-        Whatever the pipe does not take is queued for the writer task, so this never blocks.
+        The writer is idle only when its queue is empty, so whatever the pipe does not take
+        is queued for it without waiting (the queue has room), ahead of any later message:
+        this never blocks and keeps lines whole and in order. While the writer is busy this
+        returns False, and the session calls :meth:`send`.
+
+        Args:
+            data: The encoded message, without the newline.
+
+        Returns:
+            True if the line was written or queued.
         """
         if self._writer_busy or self._closed or self._write_error is not None:
             return False
@@ -220,7 +267,7 @@ class StdioTransport(Transport):
             return False
         if written < len(framed):
             self._writer_busy = True
-            self._out_send.send_nowait(framed[written:])
+            self._out_send.send_nowait(framed[written:])  # cannot block: the queue is empty
         return True
 
     async def _write_loop(self) -> None:
@@ -247,8 +294,15 @@ class StdioTransport(Transport):
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             self._write_error = exc
             logger.debug("stdin of the server closed: %r", exc)
+        except trio.Cancelled:
+            self._writer_cancelled = not self._closed
+            raise
+        except Exception as exc:  # pragma: no cover - never raise into the user's nursery
+            self._write_error = exc
+            logger.exception("the stdio writer failed")
         finally:
             self._writer_busy = True  # no more fast-path writes
+            receive.close()  # senders waiting for room get BrokenResourceError
             self._writer_done.set()
             with trio.CancelScope(shield=True):
                 try:
@@ -258,8 +312,15 @@ class StdioTransport(Transport):
 
     # -- receiving -----------------------------------------------------------------------
 
-    async def receive(self) -> bytes | RequestFailed:
-        """Return the next whole line from the server's stdout."""
+    async def receive(self) -> bytes:
+        """Return the next whole line from the server's stdout (without the newline).
+
+        Raises:
+            trio.EndOfChannel: The server closed its stdout after a whole line.
+            ConnectionClosed: The server's stdout broke, or ended in the middle of a line.
+            MessageTooLargeError: A line is longer than ``max_message_size``.
+            trio.ClosedResourceError: The transport was closed.
+        """
         buffer = self._buffer
         while True:
             newline = buffer.find(b"\n", self._scan)
@@ -372,16 +433,26 @@ class StdioTransport(Transport):
 
     def closed_error(self) -> MCPError:
         """A :class:`ConnectionClosed` with the exit code and the tail of stderr."""
+        if self._writer_cancelled and self._process.returncode is None:
+            message = (
+                "the stdio transport stopped: the nursery it was opened with was cancelled, "
+                "so nothing more can be written to the MCP server"
+            )
+        else:
+            message = f"the MCP server process closed its output{self._eof_note}"
         return ConnectionClosed(
-            f"the MCP server process closed its output{self._eof_note}",
-            exit_code=self._process.returncode,
-            stderr_tail=self.stderr_tail,
+            message, exit_code=self._process.returncode, stderr_tail=self.stderr_tail
         )
 
     # -- shutdown ------------------------------------------------------------------------
 
     async def aclose(self) -> None:
-        """Close stdin, wait, SIGTERM the group, wait, SIGKILL the group. Idempotent."""
+        """Close stdin, wait, SIGTERM the group, wait, SIGKILL the group. Idempotent.
+
+        Every step is shielded and bounded by ``shutdown_timeout`` (the wait after SIGKILL
+        by a few seconds), so this completes even when the caller is cancelled. Where the
+        group cannot be signalled, the server process itself is.
+        """
         if self._closed:
             return
         self._closed = True
@@ -400,32 +471,51 @@ class StdioTransport(Transport):
             with trio.move_on_after(grace):
                 await process.wait()
             if process.returncode is None:
-                _signal_group(process.pid, signal.SIGTERM)
+                if not _signal_group(process.pid, signal.SIGTERM):
+                    _signal(process, signal.SIGTERM)
                 with trio.move_on_after(grace):
                     await process.wait()
             if process.returncode is None:
-                _signal_group(process.pid, signal.SIGKILL)
-                await process.wait()
+                if not _signal_group(process.pid, signal.SIGKILL):
+                    _signal(process, signal.SIGKILL)
+                with trio.move_on_after(_KILL_WAIT):
+                    await process.wait()
+                if process.returncode is None:  # pragma: no cover - stuck in the kernel
+                    logger.warning("the MCP server (pid %d) survived SIGKILL", process.pid)
             # Grandchildren that outlived the server are part of its group: end them too.
             if _signal_group(process.pid, signal.SIGTERM):
-                with trio.move_on_after(min(grace, 0.2)):
-                    await trio.sleep(0.05)
+                await trio.sleep(min(0.05, grace))
                 _signal_group(process.pid, signal.SIGKILL)
             with trio.move_on_after(grace):
                 await self._stderr_done.wait()
-            await self._stdout.aclose()
             if process.stderr is not None:
                 await process.stderr.aclose()
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> bool:
-    """Send ``sig`` to a process group; False if the group no longer exists."""
-    if sys.platform == "win32":  # pragma: no cover
-        return False
+    """Send ``sig`` to a process group; False if that failed (no such group, not allowed)."""
     try:
         os.killpg(pgid, sig)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # pragma: no cover
+    except (ProcessLookupError, PermissionError):
         return False
     return True
+
+
+def _signal(process: trio.Process, sig: signal.Signals) -> None:
+    """Send ``sig`` to the server process alone (a no-op once it has been reaped)."""
+    try:
+        process.send_signal(sig)
+    except OSError:  # pragma: no cover - it exited between the check and the signal
+        pass
+
+
+async def _kill_now(process: trio.Process) -> None:
+    """Kill a server that never got a transport, reap it and close its pipes (shielded)."""
+    if not _signal_group(process.pid, signal.SIGKILL):
+        _signal(process, signal.SIGKILL)
+    with trio.CancelScope(shield=True):
+        with trio.move_on_after(_KILL_WAIT):
+            await process.wait()
+        for pipe in (process.stdin, process.stdout, process.stderr):
+            if pipe is not None:
+                await pipe.aclose()

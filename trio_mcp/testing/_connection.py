@@ -1009,6 +1009,9 @@ class Connection:
         uris = _as_list(wanted.get("resourceSubscriptions"))
         if uris is not None and "resources" in capabilities:
             honoured["resourceSubscriptions"] = [uri for uri in uris if isinstance(uri, str)]
+        # Registered before the acknowledgement goes out: sending waits when the client's
+        # buffer is full, and a change in that window must not be lost.
+        self.subscriptions[request_id] = honoured
         await self.send(
             {
                 "jsonrpc": "2.0",
@@ -1016,7 +1019,6 @@ class Connection:
                 "params": {"_meta": {SUBSCRIPTION_ID: request_id}, "notifications": honoured},
             }
         )
-        self.subscriptions[request_id] = honoured
 
     # -- shared handlers -------------------------------------------------------------------
 
