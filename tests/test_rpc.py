@@ -426,6 +426,8 @@ async def test_a_misspelt_option_names_itself_and_open_mcp_session() -> None:
     with pytest.raises(ValueError, match="protocol"):
         trio_mcp.open_mcp_session(["x"], protocol="2099-01-01")
     with pytest.raises(TypeError, match=r"\(nursery, target\)"):
+        trio_mcp.open_mcp_session(["a"], ["b"])  # type: ignore[call-overload]
+    with pytest.raises(TypeError):
         trio_mcp.open_mcp_session()  # type: ignore[call-overload]
 
 

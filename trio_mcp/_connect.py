@@ -170,7 +170,10 @@ def open_mcp_session(
     ssl_context: Any = ...,
 ) -> AbstractAsyncContextManager[ClientSession]: ...
 def open_mcp_session(
-    *args: Any,
+    nursery_or_target: trio.Nursery | Target,
+    target: Target | None = None,
+    /,
+    *,
     sampling: SamplingHandler | None = None,
     elicitation: ElicitationHandler | None = None,
     roots: RootsHandler | None = None,
@@ -222,7 +225,8 @@ def open_mcp_session(
     every caller gets an exception of its own.
 
     Args:
-        nursery: The nursery that owns the session's tasks (first form only).
+        nursery_or_target: The nursery that owns the session's tasks, with the target
+            following; or the target alone (the session then owns its nursery).
         target: What to connect to: an argv list (a stdio server process), a command line
             string (split like a POSIX shell does, no shell runs), an ``http(s)://`` URL
             (Streamable HTTP, with legacy HTTP+SSE fallback), a ``ws(s)://`` URL (WebSocket),
@@ -278,16 +282,17 @@ def open_mcp_session(
         ConnectionClosed: The server could not be started or went away during start-up.
         ProtocolError: The server speaks no protocol revision trio_mcp supports.
     """
-    if len(args) == 2 and isinstance(args[0], trio.Nursery):
-        nursery: trio.Nursery | None = args[0]
-        target = args[1]
-    elif len(args) == 1 and not isinstance(args[0], trio.Nursery):
-        nursery = None
-        target = args[0]
+    nursery: trio.Nursery | None
+    if isinstance(nursery_or_target, trio.Nursery):
+        if target is None:
+            raise TypeError("open_mcp_session(nursery, target): the target is missing")
+        nursery = nursery_or_target
+    elif target is None:
+        nursery, target = None, nursery_or_target
     else:
         raise TypeError(
-            "open_mcp_session() takes (nursery, target) or (target), not "
-            f"{len(args)} positional argument(s)"
+            "open_mcp_session() takes (nursery, target) or (target); "
+            f"{nursery_or_target!r} is not a trio.Nursery"
         )
     given = {
         "env": env, "cwd": cwd, "inherit_env": inherit_env,
