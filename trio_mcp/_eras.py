@@ -26,9 +26,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-import msgspec
-import trio
-
 from ._exceptions import (
     ConnectionClosed,
     HTTPStatusError,
@@ -153,29 +150,6 @@ def _mutual(offered: Sequence[str], ours: Sequence[str]) -> str | None:
     return None
 
 
-class _ErrorBody(msgspec.Struct):
-    code: int
-    data: Any = None
-
-
-class _ErrorEnvelope(msgspec.Struct):
-    error: _ErrorBody
-
-
-_error_envelope_decoder: Final = msgspec.json.Decoder(_ErrorEnvelope)
-
-
-def _modern_error_in_body(body: str) -> tuple[int, Any] | None:
-    """Find a modern JSON-RPC error in an HTTP error body."""
-    try:
-        decoded = _error_envelope_decoder.decode(body.encode())
-    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeError):
-        return None
-    if decoded.error.code in MODERN_ERROR_CODES:
-        return decoded.error.code, decoded.error.data
-    return None
-
-
 def classify_probe(
     discovered: Any,
     error: BaseException | None,
@@ -216,21 +190,10 @@ def classify_probe(
         )
     if isinstance(error, ServerError) and error.code in MODERN_ERROR_CODES:
         return Verdict(ProbeVerdict.FAIL, None, f"modern server rejected the probe: {error}")
-    if isinstance(error, HTTPStatusError):
+    if isinstance(error, HTTPStatusError):  # a JSON-RPC error in the body is a ServerError
         status = error.status_code
         if status in (401, 403):
             return Verdict(ProbeVerdict.FAIL, None, f"HTTP {status}: authorization is required")
-        found = _modern_error_in_body(error.body)
-        if found is not None:
-            code, data = found
-            if code == -32022:
-                supported = UnsupportedProtocolVersionError(code, "", data).supported
-                version = _mutual(supported, modern)
-                if version is not None:
-                    return Verdict(ProbeVerdict.RETRY, version, "server asked for another version")
-            return Verdict(
-                ProbeVerdict.FAIL, None, f"modern server rejected the probe (code {code})"
-            )
         if 400 <= status < 500:
             return Verdict(ProbeVerdict.LEGACY, None, f"HTTP {status} without a modern error body")
         return Verdict(ProbeVerdict.FAIL, None, f"HTTP {status} from the server")
@@ -238,8 +201,6 @@ def classify_probe(
         return Verdict(
             ProbeVerdict.LEGACY, None, f"the server ended the probe without an answer: {error}"
         )
-    if isinstance(error, trio.TooSlowError):
-        return Verdict(ProbeVerdict.LEGACY, None, "no answer to server/discover in time")
     if isinstance(error, ServerError):
         return Verdict(ProbeVerdict.LEGACY, None, f"server/discover failed with {error.code}")
     if isinstance(error, ProtocolError):
