@@ -7,6 +7,7 @@ directly with a scriptable transport.
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -23,6 +24,9 @@ from trio_mcp._transports._base import MessageInfo, Transport
 from trio_mcp._transports._memory import MemoryServerStream, MemoryTransport, memory_transport_pair
 
 from .rawpeer import RawPeer, connect, hang, no_answer
+
+if sys.version_info < (3, 11):  # pragma: no cover
+    from exceptiongroup import BaseExceptionGroup
 
 MODERN = "2026-07-28"
 
@@ -722,3 +726,40 @@ def test_era_cache_validates_and_reads_like_a_mapping() -> None:
     cache.put("b", "legacy")
     cache.clear()
     assert len(cache) == 0
+
+
+async def test_open_mcp_session_argument_shapes() -> None:
+    async with trio.open_nursery() as nursery:
+        with pytest.raises(TypeError, match="target is missing"):
+            trio_mcp.open_mcp_session(nursery)  # type: ignore[call-overload]
+
+
+async def test_an_open_transport_that_dies_on_the_probe_is_not_restarted() -> None:
+    client, server = memory_transport_pair()
+
+    async def die(peer: RawPeer, message: dict[str, Any]) -> Any:
+        await server.aclose()
+        no_answer()
+
+    peer = RawPeer(server, server__discover=die)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(peer.run, nursery)
+        with pytest.raises(trio_mcp.ConnectionClosed):
+            async with trio_mcp.open_mcp_session(client):
+                pass  # pragma: no cover
+        nursery.cancel_scope.cancel()
+
+
+def test_only_error_picks_the_real_exception() -> None:
+    from trio_mcp._connect import _only_error
+
+    mine = KeyError("mine")
+    other = ValueError("other")
+    cancelled = trio.Cancelled._create()  # type: ignore[attr-defined]
+    group = BaseExceptionGroup("g", [mine, cancelled])
+    assert _only_error(group, mine) is mine
+    assert _only_error(BaseExceptionGroup("g", [mine, other]), mine) is None
+    assert _only_error(BaseExceptionGroup("g", [other, cancelled]), None) is other
+    assert _only_error(BaseExceptionGroup("g", [other, KeyError("x")]), None) is None
+    nested = BaseExceptionGroup("g", [BaseExceptionGroup("h", [other])])
+    assert _only_error(nested, None) is other
