@@ -723,6 +723,9 @@ class KeyedTransport(MemoryTransport):
     def era_key(self) -> str | None:
         return self._key
 
+    def queue_nowait(self, data: bytes) -> bool:
+        return False  # every message goes through send() below
+
     async def send(self, data: bytes, info: MessageInfo | None = None) -> None:
         message = msgspec.json.decode(data)
         if message.get("method") == "initialize":

@@ -244,6 +244,9 @@ class Scripted(MemoryTransport):
         self.fallbacks += 1
         return True
 
+    def queue_nowait(self, data: bytes) -> bool:
+        return False  # every message goes through send() below
+
     async def send(self, data: bytes, info: MessageInfo | None = None) -> None:
         message = msgspec.json.decode(data)
         error = self.fail_once.pop(message.get("method", ""), None)

@@ -293,9 +293,11 @@ class RPCConnection:
     ) -> PendingCall:
         """Send a request and return its :class:`PendingCall` (the answer is not awaited).
 
-        ``params`` gets ``_meta.progressToken`` (the request id) when ``on_progress`` is
-        given. The request is registered only once it is encoded, and unregistered if the
-        send fails or is cancelled before the message was handed over.
+        This is a checkpoint only when it has to wait for the transport
+        (:meth:`PendingCall.wait` always is one). ``params`` gets ``_meta.progressToken``
+        (the request id) when ``on_progress`` is given. The request is registered only once
+        it is encoded, and unregistered if the send fails or is cancelled before the
+        message was handed over.
 
         Raises:
             TypeError: ``params`` cannot be encoded as JSON.
@@ -322,15 +324,16 @@ class RPCConnection:
         transport = self.transport
         sent = False
         try:
-            if len(pending) > 1 or not transport.try_send_now(data):
+            # A lone request is written at once; concurrent ones are queued for the writer,
+            # which coalesces them. Neither yields: the wait for the answer is the checkpoint.
+            taken = transport.try_send_now(data) if len(pending) == 1 else False
+            if not (taken or transport.queue_nowait(data)):
                 info = (
                     MessageInfo(method, request_id, name, headers or _NO_HEADERS, idempotent)
                     if transport.needs_info
                     else None
                 )
                 await transport.send(data, info)
-            else:
-                await trio.lowlevel.checkpoint()
             sent = True
         except MCPError:
             call.done = True

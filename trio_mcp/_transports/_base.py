@@ -163,6 +163,21 @@ class Transport(abc.ABC):
         del data
         return False
 
+    def queue_nowait(self, data: bytes) -> bool:
+        """Optionally hand one message over without waiting, if the write queue has room.
+
+        The session uses it for requests, whose wait for the answer is the checkpoint;
+        :meth:`send` itself always is one. A message taken is written whole, like one
+        given to :meth:`send`. Returns False when the queue is full, the transport is
+        closed or broken, or it has no queue; the session then awaits :meth:`send`
+        (which raises the right error).
+
+        Args:
+            data: The encoded message, without framing.
+        """
+        del data
+        return False
+
     def cancel_request(self, request_id: RequestId) -> bool:
         """Cancel a request at the transport level, if the transport can.
 

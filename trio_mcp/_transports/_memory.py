@@ -52,6 +52,20 @@ class MemoryTransport(Transport):
         except trio.BrokenResourceError as exc:
             raise ConnectionClosed("the in-memory server went away") from exc
 
+    def queue_nowait(self, data: bytes) -> bool:
+        """Hand one message to the server end without waiting, if its buffer has room.
+
+        Args:
+            data: The encoded message.
+        """
+        if self._closed:
+            return False
+        try:
+            self._send_channel.send_nowait(data)
+        except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
+            return False
+        return True
+
     async def receive(self) -> bytes:
         """Receive the next message from the server end.
 

@@ -241,6 +241,24 @@ class StdioTransport(Transport):
         except trio.ClosedResourceError:  # closed while we waited
             raise trio.ClosedResourceError("the stdio transport is closed") from None
 
+    def queue_nowait(self, data: bytes) -> bool:
+        """Queue one message for the writer without waiting, if the queue has room.
+
+        Args:
+            data: The encoded message, without the newline.
+
+        Returns:
+            True if the line was queued (and will be written whole).
+        """
+        if self._closed or self._writer_done.is_set():
+            return False
+        try:
+            self._out_send.send_nowait(data + b"\n")
+        except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
+            return False
+        self._writer_busy = True
+        return True
+
     def try_send_now(self, data: bytes) -> bool:
         """Write a lone message straight to the non-blocking pipe while the writer is idle.
 
