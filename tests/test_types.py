@@ -10,6 +10,7 @@ import msgspec
 import pytest
 from msgspec import UNSET
 
+import trio_mcp
 from trio_mcp import _types as t
 from trio_mcp._exceptions import ToolError
 
@@ -862,3 +863,17 @@ def test_server_sent_enum_values_from_newer_servers_decode() -> None:
     assert prompt.messages[0].role == "system"
     log = t.decoder_for(t.LoggingMessageNotificationParams).decode(b'{"level":"trace","data":1}')
     assert log.level == "trace"
+
+
+def test_annotation_audience_and_sampling_enums_from_newer_servers_decode() -> None:
+    from trio_mcp._types import decoder_for
+
+    result = decoder_for(trio_mcp.CallToolResult).decode(
+        b'{"content":[{"type":"text","text":"x","annotations":{"audience":["robot","user"]}}]}'
+    )
+    assert result.content[0].annotations.audience == ["robot", "user"]  # type: ignore[union-attr]
+    params = decoder_for(trio_mcp.CreateMessageRequestParams).decode(
+        b'{"messages":[],"maxTokens":5,"includeContext":"everything",'
+        b'"toolChoice":{"mode":"sometimes"}}'
+    )
+    assert params.include_context == "everything"

@@ -326,7 +326,7 @@ class Annotations(_Wire, kw_only=True):
         last_modified: ISO 8601 timestamp of the last change (2025-06-18+).
     """
 
-    audience: list[Role] | UnsetType = UNSET
+    audience: list[str] | UnsetType = UNSET  # Role values; newer ones must not break decoding
     priority: float | UnsetType = UNSET
     last_modified: str | UnsetType = UNSET
 
@@ -1202,7 +1202,7 @@ class ModelPreferences(_Wire, kw_only=True):
 class ToolChoice(_Wire, kw_only=True):
     """How the model may use tools during sampling (2025-11-25+)."""
 
-    mode: Literal["auto", "required", "none"] | UnsetType = UNSET
+    mode: str | UnsetType = UNSET  # "auto", "required" or "none" today
 
 
 class SamplingMessage(_Wire, kw_only=True):
@@ -1223,7 +1223,7 @@ class CreateMessageRequestParams(RequestParams, kw_only=True):
     max_tokens: int
     model_preferences: ModelPreferences | UnsetType = UNSET
     system_prompt: str | UnsetType = UNSET
-    include_context: IncludeContext | UnsetType = UNSET
+    include_context: str | UnsetType = UNSET  # IncludeContext; newer values must decode
     temperature: float | UnsetType = UNSET
     stop_sequences: list[str] | UnsetType = UNSET
     metadata: dict[str, Any] | UnsetType = UNSET
@@ -1254,7 +1254,7 @@ class StringSchema(_Wire, kw_only=True, tag_field="type", tag="string"):
     description: str | UnsetType = UNSET
     min_length: int | UnsetType = UNSET
     max_length: int | UnsetType = UNSET
-    format: Literal["email", "uri", "date", "date-time"] | UnsetType = UNSET
+    format: str | UnsetType = UNSET  # "email", "uri", "date" or "date-time" today
     default: str | UnsetType = UNSET
 
 
