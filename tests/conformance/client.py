@@ -24,7 +24,8 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
 from typing import Any, cast
 
 import msgspec
@@ -361,6 +362,65 @@ SCENARIOS: dict[str, Scenario] = {
 }
 
 
+# --------------------------------------------------------------------- authorization
+
+# The URL the harness expects as a Client ID Metadata Document client id (auth/basic-cimd).
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
+REDIRECT_URI = "http://localhost:3000/callback"
+
+
+class FollowRedirect:
+    """A user agent that "approves" by fetching the authorization URL, as a browser would.
+
+    The harness's mock authorization server redirects at once; the redirect's ``Location``
+    is the callback URL a loopback listener would have received.
+    """
+
+    @property
+    def redirect_uri(self) -> str:
+        """The redirect URI registered and sent (never listened on)."""
+        return REDIRECT_URI
+
+    @asynccontextmanager
+    async def redirect(self) -> AsyncGenerator[FollowRedirect]:
+        """One flow's redirect endpoint: this object."""
+        yield self
+
+    async def authorize(self, authorization_url: str) -> str:
+        """GET the authorization URL and return where it redirects."""
+        import httpx
+
+        async with httpx.AsyncClient() as client:
+            response = await client.get(authorization_url, follow_redirects=False)
+        location = response.headers.get("location")
+        if response.status_code not in (301, 302, 303, 307, 308) or location is None:
+            raise ScenarioFailed(f"the authorization endpoint answered {response.status_code}")
+        log.info("authorization redirect -> %s", location)
+        return str(location)
+
+
+def auth_for(scenario: str, context: Mapping[str, Any]) -> trio_mcp.OAuth | None:
+    """The ``auth=`` for an ``auth/*`` scenario, from what the harness put in its context."""
+    if not scenario.startswith("auth/"):
+        return None
+    if scenario.startswith("auth/client-credentials"):
+        return trio_mcp.OAuth(
+            grant="client_credentials",
+            client_id=context["client_id"],
+            client_secret=context.get("client_secret"),
+            private_key=context.get("private_key_pem"),
+            signing_algorithm=context.get("signing_algorithm") or "ES256",
+        )
+    return trio_mcp.OAuth(
+        client_id=context.get("client_id"),
+        client_secret=context.get("client_secret"),
+        issuer=context.get("issuer"),
+        client_metadata_url=CLIENT_METADATA_URL,
+        client_name="trio-mcp-conformance-client",
+        user_agent=FollowRedirect(),
+    )
+
+
 # --------------------------------------------------------------------- main
 
 
@@ -376,6 +436,9 @@ def protocol_option(version: str | None) -> str:
 async def run(url: str, scenario: str, version: str | None, context: Mapping[str, Any]) -> None:
     """Open a session to ``url`` and run the scenario's steps."""
     steps = SCENARIOS.get(scenario)
+    auth = auth_for(scenario, context)
+    if steps is None and auth is not None:
+        steps = scenario_call_every_tool
     if steps is None:
         log.warning("unknown scenario %r: connecting and listing tools only", scenario)
         steps = scenario_list_tools
@@ -391,6 +454,7 @@ async def run(url: str, scenario: str, version: str | None, context: Mapping[str
             sampling=sample,
             roots=ROOTS,
             default_timeout=20.0,
+            auth=auth,
         ) as session:
             log.info(
                 "connected: era %s, version %s, server %s",

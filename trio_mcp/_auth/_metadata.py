@@ -1,0 +1,247 @@
+"""Discovery: ``WWW-Authenticate`` challenges, protected-resource and authorization-server metadata.
+
+The order of the well-known URLs is the MCP spec's (2025-11-25, "Authorization Server
+Metadata Discovery"): protected-resource metadata from the challenge's ``resource_metadata``
+first, then path-aware, then root; authorization-server metadata by RFC 8414 and OpenID
+Connect Discovery, with path insertion (and OIDC path appending) for an issuer with a path.
+An issuer is compared by exact string equality, never normalised (RFC 8414 §3.3, RFC 9207).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import msgspec
+
+from .._exceptions import AuthDiscoveryError
+
+__all__ = [
+    "AuthorizationServerMetadata",
+    "Challenge",
+    "ProtectedResourceMetadata",
+    "as_metadata_urls",
+    "decode_as_metadata",
+    "decode_prm",
+    "parse_challenge",
+    "prm_urls",
+    "resource_covers",
+]
+
+
+class ProtectedResourceMetadata(msgspec.Struct, kw_only=True):
+    """RFC 9728 protected-resource metadata (the fields a client uses)."""
+
+    resource: str
+    authorization_servers: list[str] = []
+    scopes_supported: list[str] | None = None
+    bearer_methods_supported: list[str] | None = None
+    dpop_signing_alg_values_supported: list[str] | None = None
+    dpop_bound_access_tokens_required: bool = False
+
+
+class AuthorizationServerMetadata(msgspec.Struct, kw_only=True):
+    """RFC 8414 / OpenID Connect authorization-server metadata (the fields a client uses)."""
+
+    issuer: str
+    authorization_endpoint: str | None = None
+    token_endpoint: str | None = None
+    registration_endpoint: str | None = None
+    device_authorization_endpoint: str | None = None
+    scopes_supported: list[str] | None = None
+    response_types_supported: list[str] | None = None
+    grant_types_supported: list[str] | None = None
+    code_challenge_methods_supported: list[str] | None = None
+    token_endpoint_auth_methods_supported: list[str] | None = None
+    token_endpoint_auth_signing_alg_values_supported: list[str] | None = None
+    client_id_metadata_document_supported: bool = False
+    authorization_response_iss_parameter_supported: bool = False
+    dpop_signing_alg_values_supported: list[str] | None = None
+
+
+_prm_decoder = msgspec.json.Decoder(ProtectedResourceMetadata)
+_as_decoder = msgspec.json.Decoder(AuthorizationServerMetadata)
+
+
+@dataclass(frozen=True)
+class Challenge:
+    """A parsed ``WWW-Authenticate`` challenge (``Bearer`` or ``DPoP``)."""
+
+    scheme: str = ""
+    params: Mapping[str, str] | None = None
+
+    def get(self, name: str) -> str | None:
+        """One parameter of the challenge, or ``None``."""
+        return (self.params or {}).get(name)
+
+    @property
+    def resource_metadata(self) -> str | None:
+        """The ``resource_metadata`` URL (RFC 9728 §5.1)."""
+        return self.get("resource_metadata")
+
+    @property
+    def scope(self) -> str | None:
+        """The ``scope`` the server asks for."""
+        return self.get("scope")
+
+    @property
+    def error(self) -> str | None:
+        """The ``error`` code (``invalid_token``, ``insufficient_scope``, ...)."""
+        return self.get("error")
+
+
+_PARAM = re.compile(r'\s*([A-Za-z0-9_.\-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,"]*))\s*,?')
+_SCHEME = re.compile(r"\s*([A-Za-z0-9_.\-]+)(?=\s|$|,)")
+
+
+def parse_challenge(header: str | None) -> Challenge:
+    """Parse a ``WWW-Authenticate`` value; prefer a ``Bearer`` or ``DPoP`` challenge.
+
+    Malformed parameters end the parse of that challenge; what was read is kept.
+
+    Args:
+        header: The header's value (``None``: no header).
+    """
+    if not header:
+        return Challenge()
+    challenges: list[Challenge] = []
+    pos = 0
+    while pos < len(header):
+        scheme_match = _SCHEME.match(header, pos)
+        if scheme_match is None:
+            break
+        scheme = scheme_match.group(1)
+        pos = scheme_match.end()
+        params: dict[str, str] = {}
+        while pos < len(header):
+            param = _PARAM.match(header, pos)
+            if param is None:
+                break
+            value = param.group(2)
+            value = re.sub(r"\\(.)", r"\1", value) if value is not None else param.group(3)
+            params[param.group(1).lower()] = value
+            pos = param.end()
+        challenges.append(Challenge(scheme, params))
+        if pos < len(header) and _SCHEME.match(header, pos) is None:
+            break
+    for wanted in ("dpop", "bearer"):
+        for challenge in challenges:
+            if challenge.scheme.lower() == wanted:
+                return challenge
+    return challenges[0] if challenges else Challenge()
+
+
+def _origin_and_path(url: str) -> tuple[str, str]:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise AuthDiscoveryError(f"{url!r} is not an http(s) URL")
+    return f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
+
+
+def prm_urls(server_url: str, from_header: str | None) -> list[str]:
+    """Where to look for protected-resource metadata, in the spec's order.
+
+    Args:
+        server_url: The MCP endpoint.
+        from_header: The challenge's ``resource_metadata``, if any.
+    """
+    origin, path = _origin_and_path(server_url)
+    urls = [from_header] if from_header else []
+    if path:
+        urls.append(f"{origin}/.well-known/oauth-protected-resource{path}")
+    urls.append(f"{origin}/.well-known/oauth-protected-resource")
+    return list(dict.fromkeys(urls))
+
+
+def as_metadata_urls(issuer: str) -> list[str]:
+    """Where to look for an issuer's authorization-server metadata, in the spec's order.
+
+    Args:
+        issuer: The authorization server's issuer identifier.
+    """
+    origin, path = _origin_and_path(issuer)
+    if not path:
+        return [
+            f"{origin}/.well-known/oauth-authorization-server",
+            f"{origin}/.well-known/openid-configuration",
+        ]
+    return [
+        f"{origin}/.well-known/oauth-authorization-server{path}",
+        f"{origin}/.well-known/openid-configuration{path}",
+        f"{origin}{path}/.well-known/openid-configuration",
+    ]
+
+
+def decode_prm(body: bytes, url: str) -> ProtectedResourceMetadata:
+    """Decode protected-resource metadata fetched from ``url``.
+
+    Raises:
+        AuthDiscoveryError: The document is not valid metadata.
+    """
+    try:
+        metadata = _prm_decoder.decode(body)
+    except msgspec.DecodeError as exc:
+        raise AuthDiscoveryError(
+            f"the protected-resource metadata at {url} is malformed ({exc}); the server's "
+            "operator must fix it"
+        ) from exc
+    if not metadata.authorization_servers:
+        raise AuthDiscoveryError(
+            f"the protected-resource metadata at {url} names no authorization_servers"
+        )
+    return metadata
+
+
+def decode_as_metadata(body: bytes, url: str, issuer: str) -> AuthorizationServerMetadata:
+    """Decode authorization-server metadata fetched from ``url`` for ``issuer``.
+
+    Raises:
+        AuthDiscoveryError: The document is malformed, lacks an endpoint, or its ``issuer``
+            is not exactly the issuer the URL was built from.
+    """
+    try:
+        metadata = _as_decoder.decode(body)
+    except msgspec.DecodeError as exc:
+        raise AuthDiscoveryError(
+            f"the authorization-server metadata at {url} is malformed ({exc})"
+        ) from exc
+    if metadata.issuer != issuer:
+        raise AuthDiscoveryError(
+            f"the authorization-server metadata at {url} says issuer {metadata.issuer!r}, "
+            f"but it was looked up for issuer {issuer!r}; refusing to use it (RFC 8414 §3.3). "
+            "The authorization server is misconfigured or impersonated."
+        )
+    if metadata.token_endpoint is None:
+        raise AuthDiscoveryError(
+            f"the authorization-server metadata at {url} has no token_endpoint"
+        )
+    return metadata
+
+
+def resource_covers(resource: str, server_url: str) -> bool:
+    """Whether a protected resource identifier covers the MCP endpoint ``server_url``.
+
+    Same scheme and authority (case-insensitive), and the resource's path a prefix of the
+    server's path on a segment boundary.
+    """
+    r, s = urlsplit(resource), urlsplit(server_url)
+    if r.scheme.lower() != s.scheme.lower() or r.netloc.lower() != s.netloc.lower():
+        return False
+    if r.fragment:
+        return False
+    r_path = r.path.rstrip("/")
+    s_path = s.path.rstrip("/")
+    return s_path == r_path or s_path.startswith(r_path + "/")
+
+
+def legacy_metadata(origin: str) -> AuthorizationServerMetadata:
+    """The 2025-03-26 fallback endpoints of a server without any metadata."""
+    return AuthorizationServerMetadata(
+        issuer=origin,
+        authorization_endpoint=f"{origin}/authorize",
+        token_endpoint=f"{origin}/token",
+        registration_endpoint=f"{origin}/register",
+        code_challenge_methods_supported=["S256"],
+    )

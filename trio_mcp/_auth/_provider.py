@@ -1,0 +1,648 @@
+"""The OAuth provider: an :class:`httpx.Auth` that drives discovery, identity and grants.
+
+Pass it as ``auth=`` to :func:`~trio_mcp.open_mcp_session` (any HTTP transport, both eras).
+Every request carries the current token (``Authorization: Bearer``). A 401 starts the flow:
+discovery, client identity, a grant, then the request is sent once more. A 403
+``insufficient_scope`` starts a step-up authorization for the union of the scopes, a bounded
+number of times. One flow runs at a time per provider; requests that hit a 401 meanwhile wait
+for it and use its token.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
+
+import httpx
+import trio
+
+from .._exceptions import (
+    AuthDiscoveryError,
+    AuthError,
+    AuthorizationDeniedError,
+    ClientRegistrationError,
+    InsufficientScopeError,
+    LoginRequiredError,
+    TokenRequestError,
+)
+from . import _grants, _metadata
+from ._browser import LoopbackBrowser, UserAgent
+from ._storage import MemoryTokenStore, StoredClient, StoredToken, TokenStore
+
+__all__ = ["OAuth"]
+
+logger = logging.getLogger("trio_mcp.auth")
+
+_METADATA_LIMIT = 1024 * 1024
+
+
+@dataclass
+class _Context:
+    """What discovery found for one MCP endpoint."""
+
+    server_url: str
+    resource: str
+    issuer: str
+    metadata: _metadata.AuthorizationServerMetadata
+    prm: _metadata.ProtectedResourceMetadata | None
+
+
+@dataclass
+class _Token:
+    access_token: str
+    token_type: str
+    refresh_token: str | None
+    scope: str | None
+    deadline: float | None  # on trio's clock
+    issuer: str
+    resource: str
+    client: _grants.ClientInfo
+
+
+def _canonical(url: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path, "", ""))
+
+
+def _scope_union(*scopes: str | None) -> str | None:
+    seen: dict[str, None] = {}
+    for scope in scopes:
+        for item in (scope or "").split():
+            seen[item] = None
+    return " ".join(seen) or None
+
+
+class OAuth(httpx.Auth):
+    """OAuth 2.1 authorization for HTTP MCP sessions (``auth=OAuth(...)``).
+
+    Client identity is chosen in the spec's order: the pre-registered ``client_id`` (for
+    ``issuer``, or any issuer when ``issuer`` is ``None``), a Client ID Metadata Document
+    (``client_metadata_url``, when the server supports them), a registration stored for
+    the issuer, Dynamic Client Registration; else :class:`~trio_mcp.ClientRegistrationError`.
+
+    Args:
+        grant: ``"authorization_code"`` (a user, a browser) or ``"client_credentials"``
+            (machine to machine; needs ``client_id`` and a secret or ``private_key``).
+        client_id: A pre-registered client id.
+        client_secret: Its secret (confidential clients).
+        issuer: The issuer ``client_id`` is registered at (``None``: any).
+        private_key: A PEM private key (or ``cryptography`` key) for ``private_key_jwt``.
+        signing_algorithm: The JWS algorithm of ``private_key`` (``ES256``, ``RS256``...).
+        client_metadata_url: The HTTPS URL of this client's Client ID Metadata Document.
+        client_name: The name registered by Dynamic Client Registration.
+        scopes: Scopes to ask for instead of the server's (challenge, then
+            ``scopes_supported``, else none).
+        store: Where tokens and registrations are kept (default: in memory).
+        user_agent: The browser step (default: :class:`~trio_mcp.LoopbackBrowser`).
+        interactive: ``False``: never start a browser flow; use stored tokens (and refresh
+            them) or raise :class:`~trio_mcp.LoginRequiredError`.
+        max_step_up: How many 403 ``insufficient_scope`` re-authorizations one request may
+            trigger before :class:`~trio_mcp.InsufficientScopeError`.
+        refresh_margin: Refresh a token this many seconds before it expires.
+        http_client: The ``httpx.AsyncClient`` for requests to the authorization server
+            (the caller closes it; default: a short-lived one per flow).
+    """
+
+    def __init__(
+        self,
+        *,
+        grant: Literal["authorization_code", "client_credentials"] = "authorization_code",
+        client_id: str | None = None,
+        client_secret: str | None = None,
+        issuer: str | None = None,
+        private_key: Any = None,
+        signing_algorithm: str = "ES256",
+        client_metadata_url: str | None = None,
+        client_name: str = "trio-mcp",
+        scopes: Sequence[str] | None = None,
+        store: TokenStore | None = None,
+        user_agent: UserAgent | None = None,
+        interactive: bool = True,
+        max_step_up: int = 2,
+        refresh_margin: float = 30.0,
+        http_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        if grant not in ("authorization_code", "client_credentials"):
+            raise ValueError(f"unknown grant {grant!r}")
+        if grant == "client_credentials" and client_id is None:
+            raise ValueError("the client_credentials grant needs a pre-registered client_id")
+        self.grant: str = grant
+        self.client_id: str | None = client_id
+        self.client_secret: str | None = client_secret
+        self.issuer: str | None = issuer
+        self.private_key: Any = private_key
+        self.signing_algorithm: str = signing_algorithm
+        self.client_metadata_url: str | None = client_metadata_url
+        self.client_name: str = client_name
+        self.scopes: str | None = " ".join(scopes) if scopes else None
+        self.store: TokenStore = store if store is not None else MemoryTokenStore()
+        self.user_agent: UserAgent = user_agent if user_agent is not None else LoopbackBrowser()
+        self.interactive: bool = interactive
+        self.max_step_up: int = max_step_up
+        self.refresh_margin: float = refresh_margin
+        self._http_client = http_client
+        self._lock = trio.Lock()
+        self._token: _Token | None = None
+        self._context: _Context | None = None
+        self._requested_scope: str | None = None
+
+    # -- the httpx auth flow ---------------------------------------------------------------
+
+    async def async_auth_flow(
+        self, request: httpx.Request
+    ) -> AsyncGenerator[httpx.Request, httpx.Response]:
+        """Attach the token; on 401 authorize once and retry; on 403 step up (bounded).
+
+        Args:
+            request: The request to the MCP server (httpx calls this).
+        """
+        server_url = _canonical(str(request.url))
+        token = await self._current_token()
+        self._apply(request, token)
+        response = yield request
+        retried_401 = False
+        step_ups = 0
+        while True:
+            challenge = _metadata.parse_challenge(response.headers.get("www-authenticate"))
+            if response.status_code == 401:
+                if retried_401:
+                    raise AuthError(
+                        f"{server_url} refused the token it was just issued (HTTP 401, "
+                        f"{challenge.error or 'no error code'}); the server and its "
+                        "authorization server disagree, nothing more to try"
+                    )
+                retried_401 = True
+                token = await self._recover(server_url, challenge, token)
+            elif response.status_code == 403 and challenge.error == "insufficient_scope":
+                if step_ups >= self.max_step_up:
+                    raise InsufficientScopeError(
+                        f"{server_url} still answers 403 insufficient_scope (asking for "
+                        f"{challenge.scope!r}) after {step_ups} step-up authorizations; the "
+                        "user cannot be granted that scope",
+                        scope=challenge.scope,
+                    )
+                step_ups += 1
+                token = await self._step_up(server_url, challenge, token)
+            else:
+                return
+            self._apply(request, token)
+            response = yield request
+
+    def _apply(self, request: httpx.Request, token: _Token | None) -> None:
+        if token is None:
+            request.headers.pop("Authorization", None)
+        else:
+            request.headers["Authorization"] = f"Bearer {token.access_token}"
+
+    # -- tokens ------------------------------------------------------------------------------
+
+    def _expired(self, token: _Token) -> bool:
+        return token.deadline is not None and trio.current_time() >= (
+            token.deadline - self.refresh_margin
+        )
+
+    async def _current_token(self) -> _Token | None:
+        """The token to send now: refreshed first (one refresh at a time) when it expired."""
+        token = self._token
+        if token is None or not self._expired(token):
+            await trio.lowlevel.checkpoint()
+            return token
+        async with self._lock:
+            token = self._token
+            if token is None or not self._expired(token):
+                return token
+            context = self._context
+            if token.refresh_token is None or context is None:
+                return token  # the server answers 401 and the flow starts over
+            async with self._client() as http:
+                try:
+                    return await self._refresh(http, context, token)
+                except TokenRequestError as exc:
+                    logger.info("refreshing the token failed (%s); authorizing again", exc)
+                    await self._forget(token)
+                    return None
+
+    async def _recover(
+        self, server_url: str, challenge: _metadata.Challenge, failed: _Token | None
+    ) -> _Token:
+        """After a 401: reuse another task's new token, refresh, a stored token, or authorize."""
+        async with self._lock:
+            current = self._token
+            if current is not None and current is not failed:
+                return current  # another request's flow already replaced the failed token
+            async with self._client() as http:
+                context = await self._discover(http, server_url, challenge)
+                if (
+                    failed is not None
+                    and failed.refresh_token is not None
+                    and failed.issuer == context.issuer
+                    and failed.resource == context.resource
+                ):
+                    try:
+                        return await self._refresh(http, context, failed)
+                    except TokenRequestError as exc:
+                        logger.info("refreshing the token failed (%s); authorizing again", exc)
+                if failed is not None:
+                    await self._forget(failed)
+                stored = await self._stored_token(http, context, failed)
+                if stored is not None:
+                    return stored
+                scope = self._choose_scope(context, challenge.scope)
+                return await self._authorize(http, context, scope)
+
+    async def _step_up(
+        self, server_url: str, challenge: _metadata.Challenge, failed: _Token | None
+    ) -> _Token:
+        async with self._lock:
+            current = self._token
+            if current is not None and current is not failed:
+                return current
+            async with self._client() as http:
+                context = self._context
+                if context is None or context.server_url != server_url:
+                    context = await self._discover(http, server_url, challenge)
+                scope = _scope_union(
+                    self._requested_scope, failed.scope if failed else None, challenge.scope
+                )
+                scope = self._with_offline_access(context, scope)
+                return await self._authorize(http, context, scope)
+
+    async def _forget(self, token: _Token) -> None:
+        if self._token is token:
+            self._token = None
+        await self.store.delete_token(token.issuer, token.resource, token.client.client_id)
+
+    async def _stored_token(
+        self, http: httpx.AsyncClient, context: _Context, failed: _Token | None
+    ) -> _Token | None:
+        client = await self._client_identity(http, context, None, register=False)
+        if client is None:
+            return None
+        stored = await self.store.get_token(context.issuer, context.resource, client.client_id)
+        if stored is None or (failed is not None and stored.access_token == failed.access_token):
+            return None
+        deadline = None
+        if stored.expires_at is not None:
+            deadline = trio.current_time() + (stored.expires_at - time.time())
+        token = _Token(
+            stored.access_token,
+            stored.token_type,
+            stored.refresh_token,
+            stored.scope,
+            deadline,
+            context.issuer,
+            context.resource,
+            client,
+        )
+        if self._expired(token):
+            if token.refresh_token is None:
+                return None
+            try:
+                return await self._refresh(http, context, token)
+            except TokenRequestError:
+                await self._forget(token)
+                return None
+        self._token = token
+        return token
+
+    async def _keep(
+        self,
+        context: _Context,
+        client: _grants.ClientInfo,
+        response: _grants.TokenResponse,
+        scope: str | None,
+        previous_refresh: str | None = None,
+    ) -> _Token:
+        deadline = None
+        expires_at = None
+        if response.expires_in is not None:
+            deadline = trio.current_time() + response.expires_in
+            expires_at = time.time() + response.expires_in
+        # rotation: a new refresh token replaces the old; none returned keeps the old one
+        refresh = response.refresh_token or previous_refresh
+        token = _Token(
+            response.access_token,
+            response.token_type,
+            refresh,
+            response.scope or scope,
+            deadline,
+            context.issuer,
+            context.resource,
+            client,
+        )
+        self._token = token
+        await self.store.set_token(
+            context.issuer,
+            context.resource,
+            client.client_id,
+            StoredToken(
+                access_token=token.access_token,
+                token_type=token.token_type,
+                refresh_token=refresh,
+                scope=token.scope,
+                expires_at=expires_at,
+            ),
+        )
+        return token
+
+    # -- discovery -------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def _client(self) -> AsyncGenerator[httpx.AsyncClient]:
+        if self._http_client is not None:
+            yield self._http_client
+            return
+        async with httpx.AsyncClient(follow_redirects=False, timeout=30.0) as client:
+            yield client
+
+    async def _get(self, http: httpx.AsyncClient, url: str) -> httpx.Response | None:
+        """GET a metadata document; ``None`` when it is not there (4xx/5xx)."""
+        try:
+            response = await http.get(url, headers={"Accept": "application/json"})
+        except httpx.HTTPError as exc:
+            raise AuthDiscoveryError(f"fetching {url} failed: {exc!r}") from exc
+        if response.status_code != 200:
+            logger.debug("no metadata at %s (HTTP %d)", url, response.status_code)
+            return None
+        if len(response.content) > _METADATA_LIMIT:
+            raise AuthDiscoveryError(f"the metadata at {url} is larger than 1 MiB")
+        return response
+
+    async def _discover(
+        self, http: httpx.AsyncClient, server_url: str, challenge: _metadata.Challenge
+    ) -> _Context:
+        prm: _metadata.ProtectedResourceMetadata | None = None
+        for url in _metadata.prm_urls(server_url, challenge.resource_metadata):
+            response = await self._get(http, url)
+            if response is not None:
+                prm = _metadata.decode_prm(response.content, url)
+                break
+        if prm is not None:
+            if not _metadata.resource_covers(prm.resource, server_url):
+                raise AuthDiscoveryError(
+                    f"the protected-resource metadata of {server_url} is for resource "
+                    f"{prm.resource!r}, which does not cover this server; refusing to "
+                    "authorize (a token for it could be replayed elsewhere)"
+                )
+            resource = prm.resource
+            issuer = prm.authorization_servers[0]
+        else:
+            # 2025-03-26: no protected-resource metadata; the server's origin is the issuer
+            parts = urlsplit(server_url)
+            issuer = f"{parts.scheme}://{parts.netloc}"
+            resource = server_url
+        metadata: _metadata.AuthorizationServerMetadata | None = None
+        for url in _metadata.as_metadata_urls(issuer):
+            response = await self._get(http, url)
+            if response is not None:
+                metadata = _metadata.decode_as_metadata(response.content, url, issuer)
+                break
+        if metadata is None:
+            if prm is not None:
+                raise AuthDiscoveryError(
+                    f"authorization server {issuer} publishes no metadata at "
+                    f"{', '.join(_metadata.as_metadata_urls(issuer))}"
+                )
+            metadata = _metadata.legacy_metadata(issuer)
+        if self.grant == "authorization_code" and "S256" not in (
+            metadata.code_challenge_methods_supported or []
+        ):
+            raise AuthDiscoveryError(
+                f"authorization server {issuer} does not advertise PKCE S256 "
+                "(code_challenge_methods_supported); refusing the authorization code flow"
+            )
+        context = _Context(server_url, resource, issuer, metadata, prm)
+        if self._context is not None and self._context.issuer != issuer:
+            logger.info("authorization server changed: %s -> %s", self._context.issuer, issuer)
+        self._context = context
+        return context
+
+    def _choose_scope(self, context: _Context, challenged: str | None) -> str | None:
+        scope = self.scopes or challenged
+        if scope is None and context.prm is not None and context.prm.scopes_supported:
+            scope = " ".join(context.prm.scopes_supported)
+        return self._with_offline_access(context, scope)
+
+    def _with_offline_access(self, context: _Context, scope: str | None) -> str | None:
+        supported = context.metadata.scopes_supported or []
+        if (
+            scope
+            and self.grant == "authorization_code"
+            and "offline_access" in supported
+            and "offline_access" not in scope.split()
+        ):
+            return f"{scope} offline_access"
+        return scope
+
+    # -- client identity ---------------------------------------------------------------------
+
+    async def _client_identity(
+        self,
+        http: httpx.AsyncClient,
+        context: _Context,
+        redirect_uri: str | None,
+        *,
+        register: bool,
+    ) -> _grants.ClientInfo | None:
+        metadata = context.metadata
+        if self.client_id is not None and self.issuer in (None, context.issuer):
+            method = _grants.choose_auth_method(
+                metadata.token_endpoint_auth_methods_supported,
+                has_secret=self.client_secret is not None,
+                has_key=self.private_key is not None,
+            )
+            return _grants.ClientInfo(self.client_id, self.client_secret, method, self.issuer)
+        if self.client_metadata_url is not None and metadata.client_id_metadata_document_supported:
+            return _grants.ClientInfo(self.client_metadata_url, None, "none", context.issuer)
+        stored = await self.store.get_client(context.issuer)
+        if stored is not None:
+            return _grants.ClientInfo(
+                stored.client_id, stored.client_secret, stored.auth_method, context.issuer
+            )
+        if not register:
+            return None
+        if metadata.registration_endpoint is None or redirect_uri is None:
+            raise ClientRegistrationError(
+                f"no client identity for authorization server {context.issuer}: it offers "
+                "neither Client ID Metadata Documents nor Dynamic Client Registration. "
+                "Register a client there and pass client_id= (and client_secret=) to OAuth"
+            )
+        return await self._register(http, context, redirect_uri)
+
+    async def _register(
+        self, http: httpx.AsyncClient, context: _Context, redirect_uri: str
+    ) -> _grants.ClientInfo:
+        metadata = context.metadata
+        supported = metadata.token_endpoint_auth_methods_supported or []
+        wanted = "none" if "none" in supported or not supported else supported[0]
+        request = _grants.RegistrationRequest(
+            client_name=self.client_name,
+            redirect_uris=[redirect_uri],
+            grant_types=["authorization_code", "refresh_token"],
+            token_endpoint_auth_method=wanted,
+        )
+        url = metadata.registration_endpoint or ""
+        try:
+            response = await http.post(
+                url,
+                content=request.body(),
+                headers={"Content-Type": "application/json", "Accept": "application/json"},
+            )
+        except httpx.HTTPError as exc:
+            raise ClientRegistrationError(f"registering at {url} failed: {exc!r}") from exc
+        if response.status_code not in (200, 201):
+            error = _grants.oauth_error(response, response.content, f"registering at {url}")
+            raise ClientRegistrationError(str(error)) from error
+        try:
+            registered = _grants.registration_decoder.decode(response.content)
+        except Exception as exc:
+            raise ClientRegistrationError(
+                f"{url} answered the registration with a malformed document ({exc})"
+            ) from exc
+        method = _grants.choose_auth_method(
+            supported or None,
+            has_secret=registered.client_secret is not None,
+            has_key=False,
+            registered=registered.token_endpoint_auth_method,
+        )
+        client = _grants.ClientInfo(
+            registered.client_id, registered.client_secret, method, context.issuer
+        )
+        await self.store.set_client(
+            context.issuer, StoredClient(client.client_id, client.client_secret, method)
+        )
+        return client
+
+    # -- grants ----------------------------------------------------------------------------
+
+    async def _authorize(
+        self, http: httpx.AsyncClient, context: _Context, scope: str | None
+    ) -> _Token:
+        self._requested_scope = scope
+        if self.grant == "client_credentials":
+            client = await self._client_identity(http, context, None, register=False)
+            assert client is not None  # client_id is required for this grant
+            form = {"grant_type": "client_credentials", "resource": context.resource}
+            if scope:
+                form["scope"] = scope
+            response = await self._token_request(http, context, client, form)
+            return await self._keep(context, client, response, scope)
+        if not self.interactive:
+            raise LoginRequiredError(
+                f"{context.server_url} needs an authorization by its user (authorization "
+                f"server {context.issuer}) and this OAuth is headless (interactive=False); "
+                "log in once with a browser (trio-mcp auth login) so a token is stored"
+            )
+        endpoint = context.metadata.authorization_endpoint
+        if endpoint is None:
+            raise AuthDiscoveryError(
+                f"authorization server {context.issuer} has no authorization_endpoint"
+            )
+        async with self.user_agent.redirect() as redirect:
+            client = await self._client_identity(
+                http, context, redirect.redirect_uri, register=True
+            )
+            assert client is not None
+            verifier, challenge = _grants.pkce_pair()
+            state = _grants.random_state()
+            query = {
+                "response_type": "code",
+                "client_id": client.client_id,
+                "redirect_uri": redirect.redirect_uri,
+                "code_challenge": challenge,
+                "code_challenge_method": "S256",
+                "state": state,
+                "resource": context.resource,
+            }
+            if scope:
+                query["scope"] = scope
+            separator = "&" if "?" in endpoint else "?"
+            callback = await redirect.authorize(f"{endpoint}{separator}{urlencode(query)}")
+            code = self._check_callback(callback, state, context)
+            form = {
+                "grant_type": "authorization_code",
+                "code": code,
+                "redirect_uri": redirect.redirect_uri,
+                "code_verifier": verifier,
+                "resource": context.resource,
+            }
+            response = await self._token_request(http, context, client, form)
+        return await self._keep(context, client, response, scope)
+
+    def _check_callback(self, callback: str, state: str, context: _Context) -> str:
+        params = {k: v[0] for k, v in parse_qs(urlsplit(callback).query).items()}
+        if params.get("state") != state:
+            raise AuthorizationDeniedError(
+                "the authorization response carries the wrong state; it does not answer this "
+                "client's request (a forged or stale redirect). Start the login again"
+            )
+        issuer = context.metadata.issuer
+        iss = params.get("iss")
+        if iss is not None and iss != issuer:
+            raise AuthorizationDeniedError(
+                f"the authorization response comes from issuer {iss!r}, not {issuer!r} "
+                "(RFC 9207); refusing it: it may be a mix-up attack"
+            )
+        if iss is None and context.metadata.authorization_response_iss_parameter_supported:
+            raise AuthorizationDeniedError(
+                f"authorization server {issuer} promises an iss parameter in its responses "
+                "(RFC 9207) but this one has none; refusing it"
+            )
+        if "error" in params:
+            description = params.get("error_description")
+            raise AuthorizationDeniedError(
+                f"the authorization server refused: {params['error']}"
+                + (f" ({description})" if description else ""),
+                error=params["error"],
+            )
+        code = params.get("code")
+        if not code:
+            raise AuthorizationDeniedError("the authorization response carries no code")
+        return code
+
+    async def _refresh(self, http: httpx.AsyncClient, context: _Context, token: _Token) -> _Token:
+        assert token.refresh_token is not None
+        form = {
+            "grant_type": "refresh_token",
+            "refresh_token": token.refresh_token,
+            "resource": context.resource,
+        }
+        response = await self._token_request(http, context, token.client, form)
+        return await self._keep(context, token.client, response, token.scope, token.refresh_token)
+
+    async def _token_request(
+        self,
+        http: httpx.AsyncClient,
+        context: _Context,
+        client: _grants.ClientInfo,
+        form: dict[str, str],
+    ) -> _grants.TokenResponse:
+        url = context.metadata.token_endpoint or ""
+        headers = {
+            "Content-Type": "application/x-www-form-urlencoded",
+            "Accept": "application/json",
+        }
+        _grants.authenticate(
+            form,
+            headers,
+            client,
+            audience=context.metadata.issuer,
+            private_key=self.private_key,
+            signing_algorithm=self.signing_algorithm,
+        )
+        try:
+            response = await http.post(url, content=urlencode(form), headers=headers)
+        except httpx.HTTPError as exc:
+            raise TokenRequestError(
+                f"the token request to {url} failed: {exc!r}", error="network_error", status_code=0
+            ) from exc
+        if response.status_code != 200:
+            raise _grants.oauth_error(
+                response, response.content, f"the {form['grant_type']} token request to {url}"
+            )
+        return _grants.decode_token_response(response.content, url)

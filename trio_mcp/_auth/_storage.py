@@ -1,0 +1,315 @@
+"""Token storage: the protocol, an in-memory store and a file store.
+
+Tokens are keyed by ``(issuer, resource, client_id)``: a token is only ever offered to the
+resource it was issued for, by the authorization server that issued it. Client
+registrations (from Dynamic Client Registration) are keyed by issuer, so a client never
+presents one server's ``client_id`` to another (SEP-2352).
+
+Expiry is stored as wall-clock seconds (it must survive the process); the provider turns it
+into a deadline on trio's clock when it loads a token.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Protocol, cast, runtime_checkable
+
+import trio
+
+__all__ = ["FileTokenStore", "MemoryTokenStore", "StoredClient", "StoredToken", "TokenStore"]
+
+
+@dataclass(frozen=True)
+class StoredToken:
+    """A token set as stored.
+
+    Attributes:
+        access_token: The access token.
+        token_type: ``Bearer`` or ``DPoP``.
+        refresh_token: The refresh token, if any.
+        scope: The granted (or else requested) scope.
+        expires_at: Wall-clock expiry (``time.time()`` seconds), or ``None``.
+    """
+
+    access_token: str
+    token_type: str = "Bearer"
+    refresh_token: str | None = None
+    scope: str | None = None
+    expires_at: float | None = None
+
+
+@dataclass(frozen=True)
+class StoredClient:
+    """A client registration at one issuer.
+
+    Attributes:
+        client_id: The client id.
+        client_secret: Its secret, if any.
+        auth_method: The token endpoint authentication method.
+    """
+
+    client_id: str
+    client_secret: str | None = None
+    auth_method: str = "none"
+
+
+@runtime_checkable
+class TokenStore(Protocol):
+    """Where :class:`~trio_mcp.OAuth` keeps tokens and client registrations.
+
+    Implement these five async methods to keep them elsewhere (a keyring, a database).
+    """
+
+    async def get_token(self, issuer: str, resource: str, client_id: str) -> StoredToken | None:
+        """The stored token for this issuer, resource and client, or ``None``.
+
+        Args:
+            issuer: The authorization server's issuer.
+            resource: The protected resource (the MCP server).
+            client_id: The client the token was issued to.
+        """
+        ...
+
+    async def set_token(
+        self, issuer: str, resource: str, client_id: str, token: StoredToken
+    ) -> None:
+        """Store (replace) the token.
+
+        Args:
+            issuer: The authorization server's issuer.
+            resource: The protected resource (the MCP server).
+            client_id: The client the token was issued to.
+            token: The token set.
+        """
+        ...
+
+    async def delete_token(self, issuer: str, resource: str, client_id: str) -> None:
+        """Forget the token (missing is fine).
+
+        Args:
+            issuer: The authorization server's issuer.
+            resource: The protected resource (the MCP server).
+            client_id: The client the token was issued to.
+        """
+        ...
+
+    async def get_client(self, issuer: str) -> StoredClient | None:
+        """The registration at this issuer, or ``None``.
+
+        Args:
+            issuer: The authorization server's issuer.
+        """
+        ...
+
+    async def set_client(self, issuer: str, client: StoredClient) -> None:
+        """Store (replace) the registration at this issuer.
+
+        Args:
+            issuer: The authorization server's issuer.
+            client: The registration.
+        """
+        ...
+
+
+def _token_key(issuer: str, resource: str, client_id: str) -> str:
+    return json.dumps([issuer, resource, client_id])
+
+
+class MemoryTokenStore:
+    """A :class:`TokenStore` in this process's memory (the default)."""
+
+    def __init__(self) -> None:
+        self._tokens: dict[str, StoredToken] = {}
+        self._clients: dict[str, StoredClient] = {}
+
+    async def get_token(self, issuer: str, resource: str, client_id: str) -> StoredToken | None:
+        """The stored token for this issuer, resource and client, or ``None``.
+
+        Args:
+            issuer: The authorization server's issuer.
+            resource: The protected resource (the MCP server).
+            client_id: The client the token was issued to.
+        """
+        await trio.lowlevel.checkpoint()
+        return self._tokens.get(_token_key(issuer, resource, client_id))
+
+    async def set_token(
+        self, issuer: str, resource: str, client_id: str, token: StoredToken
+    ) -> None:
+        """Store (replace) the token.
+
+        Args:
+            issuer: The authorization server's issuer.
+            resource: The protected resource (the MCP server).
+            client_id: The client the token was issued to.
+            token: The token set.
+        """
+        await trio.lowlevel.checkpoint()
+        self._tokens[_token_key(issuer, resource, client_id)] = token
+
+    async def delete_token(self, issuer: str, resource: str, client_id: str) -> None:
+        """Forget the token (missing is fine).
+
+        Args:
+            issuer: The authorization server's issuer.
+            resource: The protected resource (the MCP server).
+            client_id: The client the token was issued to.
+        """
+        await trio.lowlevel.checkpoint()
+        self._tokens.pop(_token_key(issuer, resource, client_id), None)
+
+    async def get_client(self, issuer: str) -> StoredClient | None:
+        """The registration at this issuer, or ``None``.
+
+        Args:
+            issuer: The authorization server's issuer.
+        """
+        await trio.lowlevel.checkpoint()
+        return self._clients.get(issuer)
+
+    async def set_client(self, issuer: str, client: StoredClient) -> None:
+        """Store (replace) the registration at this issuer.
+
+        Args:
+            issuer: The authorization server's issuer.
+            client: The registration.
+        """
+        await trio.lowlevel.checkpoint()
+        self._clients[issuer] = client
+
+
+class FileTokenStore:
+    """A :class:`TokenStore` in one JSON file, readable by its owner only.
+
+    Every change re-reads the file under an exclusive lock (``flock`` on ``PATH.lock``),
+    applies the change and atomically replaces the file (written ``0600`` beside it, then
+    ``os.replace``), so two processes sharing it never lose each other's entries and a
+    reader never sees half a file. File work runs in a worker thread.
+
+    Args:
+        path: The file (``~`` is expanded; created on first write, folder ``0700``).
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path: Path = Path(path).expanduser()
+
+    # the synchronous work, in a thread
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return {"tokens": {}, "clients": {}}
+        try:
+            data: Any = json.loads(text)
+        except ValueError:
+            return {"tokens": {}, "clients": {}}  # a corrupt store is a logged-out store
+        if not isinstance(data, dict):
+            return {"tokens": {}, "clients": {}}
+        found = cast("dict[str, Any]", data)
+        for section in ("tokens", "clients"):
+            if not isinstance(found.get(section), dict):
+                found[section] = {}
+        return found
+
+    def _write(self, data: dict[str, Any]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
+        try:
+            os.fchmod(fd, 0o600) if sys.platform != "win32" else None
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(data, f, indent=1, sort_keys=True)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def _update(self, section: str, key: str, value: dict[str, Any] | None) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        with open(lock_path, "a") as lock:
+            if sys.platform != "win32":
+                import fcntl
+
+                fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            data = self._read()
+            if value is None:
+                data[section].pop(key, None)
+            else:
+                data[section][key] = value
+            self._write(data)
+
+    def _get(self, section: str, key: str) -> dict[str, Any] | None:
+        entry: Any = self._read()[section].get(key)
+        return cast("dict[str, Any]", entry) if isinstance(entry, dict) else None
+
+    # the protocol
+
+    async def get_token(self, issuer: str, resource: str, client_id: str) -> StoredToken | None:
+        """The stored token for this issuer, resource and client, or ``None``.
+
+        Args:
+            issuer: The authorization server's issuer.
+            resource: The protected resource (the MCP server).
+            client_id: The client the token was issued to.
+        """
+        entry = await trio.to_thread.run_sync(
+            self._get, "tokens", _token_key(issuer, resource, client_id)
+        )
+        try:
+            return StoredToken(**entry) if entry is not None else None
+        except TypeError:
+            return None
+
+    async def set_token(
+        self, issuer: str, resource: str, client_id: str, token: StoredToken
+    ) -> None:
+        """Store (replace) the token.
+
+        Args:
+            issuer: The authorization server's issuer.
+            resource: The protected resource (the MCP server).
+            client_id: The client the token was issued to.
+            token: The token set.
+        """
+        key = _token_key(issuer, resource, client_id)
+        await trio.to_thread.run_sync(self._update, "tokens", key, asdict(token))
+
+    async def delete_token(self, issuer: str, resource: str, client_id: str) -> None:
+        """Forget the token (missing is fine).
+
+        Args:
+            issuer: The authorization server's issuer.
+            resource: The protected resource (the MCP server).
+            client_id: The client the token was issued to.
+        """
+        key = _token_key(issuer, resource, client_id)
+        await trio.to_thread.run_sync(self._update, "tokens", key, None)
+
+    async def get_client(self, issuer: str) -> StoredClient | None:
+        """The registration at this issuer, or ``None``.
+
+        Args:
+            issuer: The authorization server's issuer.
+        """
+        entry = await trio.to_thread.run_sync(self._get, "clients", issuer)
+        try:
+            return StoredClient(**entry) if entry is not None else None
+        except TypeError:
+            return None
+
+    async def set_client(self, issuer: str, client: StoredClient) -> None:
+        """Store (replace) the registration at this issuer.
+
+        Args:
+            issuer: The authorization server's issuer.
+            client: The registration.
+        """
+        await trio.to_thread.run_sync(self._update, "clients", issuer, asdict(client))
