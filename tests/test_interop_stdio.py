@@ -55,11 +55,30 @@ async def sample(params: trio_mcp.CreateMessageRequestParams, ctx: trio_mcp.Requ
 async def elicit(params: Any, ctx: trio_mcp.RequestContext) -> Any:
     schema = getattr(params, "requested_schema", {}) or {}
     content = {
-        name: "Ada"
+        name: _valid_string(prop)
         for name, prop in schema.get("properties", {}).items()
         if prop.get("type") == "string"
     }
     return {"action": "accept", "content": content}
+
+
+_FORMATS = {
+    "email": "ada@example.com",
+    "uri": "https://example.com/ada",
+    "date": "1815-12-10",
+    "date-time": "1815-12-10T00:00:00Z",
+}
+
+
+def _valid_string(prop: dict[str, Any]) -> str:
+    """What a person filling the form in would give: a valid value for the property."""
+    if prop.get("enum"):
+        return str(prop["enum"][0])
+    for key in ("oneOf", "anyOf"):
+        for option in prop.get(key, ()):
+            if "const" in option:
+                return str(option["const"])
+    return _FORMATS.get(str(prop.get("format")), "Ada")
 
 
 HANDLERS: dict[str, Any] = {

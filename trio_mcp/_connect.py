@@ -115,6 +115,7 @@ def open_mcp_session(
     listen_ack_timeout: float = 10.0,
     max_server_requests: int = 32,
     era_cache: EraCache | None = None,
+    output_validation: str = "report",
     env: Mapping[str, str] | None = ...,
     cwd: Any = ...,
     inherit_env: bool = ...,
@@ -154,6 +155,7 @@ def open_mcp_session(
     listen_ack_timeout: float = 10.0,
     max_server_requests: int = 32,
     era_cache: EraCache | None = None,
+    output_validation: str = "report",
     env: Mapping[str, str] | None = ...,
     cwd: Any = ...,
     inherit_env: bool = ...,
@@ -193,6 +195,7 @@ def open_mcp_session(
     listen_ack_timeout: float = 10.0,
     max_server_requests: int = 32,
     era_cache: EraCache | None = None,
+    output_validation: str = "report",
     env: Mapping[str, str] | None = _NOT_GIVEN,
     cwd: Any = _NOT_GIVEN,
     inherit_env: bool = _NOT_GIVEN,
@@ -259,6 +262,10 @@ def open_mcp_session(
         max_server_requests: How many server-to-client requests may run at once.
         era_cache: Where eras are remembered per origin / command (default: one cache
             shared by the process; pass ``EraCache()`` to isolate).
+        output_validation: What :meth:`ClientSession.call_tool` does with a result whose
+            ``structuredContent`` does not match the tool's ``outputSchema``: ``"report"``
+            (default: keep it, outcome on ``result.validation``), ``"strict"`` (raise
+            :class:`OutputValidationError` carrying it) or ``"off"``.
         env: stdio: extra environment variables for the server process.
         cwd: stdio: the server's working directory.
         inherit_env: stdio: pass this process's whole environment.
@@ -310,6 +317,7 @@ def open_mcp_session(
         max_input_rounds=max_input_rounds, max_pages=max_pages,
         notification_buffer=notification_buffer, listen_ack_timeout=listen_ack_timeout,
         max_server_requests=max_server_requests, era_cache=era_cache,
+        output_validation=output_validation,
     )  # fmt: skip
     resolved = _resolve_target(target, transport_options)
     handlers = ServerRequestHandlers(

@@ -9,15 +9,18 @@ the typed result or the same as a plain dict in wire form.
 
 from __future__ import annotations
 
+import datetime
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+import math
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 import msgspec
 
 from . import _types as t
+from ._exceptions import ElicitationContentError
 from ._jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND
 
 if TYPE_CHECKING:
@@ -27,10 +30,12 @@ __all__ = [
     "ElicitationHandler",
     "HandlerError",
     "RequestContext",
+    "Roots",
     "RootsHandler",
     "SamplingHandler",
     "ServerRequestHandlers",
     "apply_elicitation_defaults",
+    "validate_elicitation_content",
 ]
 
 logger = logging.getLogger("trio_mcp")
@@ -65,8 +70,127 @@ ElicitationHandler: TypeAlias = Callable[
     Awaitable[t.ElicitResult | Mapping[str, Any]],
 ]
 _RootsValue: TypeAlias = t.ListRootsResult | Sequence[t.Root | str] | Mapping[str, Any]
+
+
+class Roots:
+    """A mutable set of roots that tells servers when it changes.
+
+    Pass it as ``open_mcp_session(roots=Roots([...]))``: the client then declares
+    ``roots.listChanged`` and, after each change, sends ``notifications/roots/list_changed``
+    to every legacy-era session serving it (modern servers ask for roots in each request,
+    so they always see the current set). One set may serve many sessions.
+
+    Every root is a ``file://`` URI, as the spec requires.
+
+    Args:
+        roots: The initial roots (:class:`Root` objects or ``file://`` URIs).
+
+    Raises:
+        ValueError: A root is not a ``file://`` URI.
+    """
+
+    def __init__(self, roots: Iterable[t.Root | str] = ()) -> None:
+        self._roots: dict[str, t.Root] = {}
+        self._listeners: list[Callable[[], Awaitable[None]]] = []
+        for root in roots:
+            checked = self._checked(root)
+            self._roots[checked.uri] = checked
+
+    @staticmethod
+    def _checked(root: t.Root | str) -> t.Root:
+        value = t.Root(uri=root) if isinstance(root, str) else root
+        if not isinstance(value, t.Root):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"a root is a trio_mcp.Root or a file:// URI, not {root!r}")
+        if not value.uri.startswith("file://"):
+            raise ValueError(f"a root must be a file:// URI, not {value.uri!r}")
+        return value
+
+    def __iter__(self) -> Iterator[t.Root]:
+        return iter(list(self._roots.values()))
+
+    def __len__(self) -> int:
+        return len(self._roots)
+
+    def __contains__(self, uri: object) -> bool:
+        return uri in self._roots
+
+    def __repr__(self) -> str:
+        return f"Roots({list(self._roots)!r})"
+
+    async def add(self, root: t.Root | str) -> None:
+        """Add a root (or replace the one with the same URI) and announce the change.
+
+        Args:
+            root: A :class:`Root` or a ``file://`` URI.
+
+        Raises:
+            ValueError: Not a ``file://`` URI.
+        """
+        checked = self._checked(root)
+        if self._roots.get(checked.uri) == checked:
+            await _checkpoint()
+            return
+        self._roots[checked.uri] = checked
+        await self._changed()
+
+    async def remove(self, uri: str) -> None:
+        """Remove the root with ``uri`` (if present) and announce the change.
+
+        Args:
+            uri: The root's URI.
+        """
+        if self._roots.pop(uri, None) is None:
+            await _checkpoint()
+            return
+        await self._changed()
+
+    async def replace(self, roots: Iterable[t.Root | str]) -> None:
+        """Replace every root at once, with one announcement (none if nothing changed).
+
+        Args:
+            roots: The new roots.
+
+        Raises:
+            ValueError: A root is not a ``file://`` URI (nothing is changed then).
+        """
+        new: dict[str, t.Root] = {}
+        for root in roots:
+            checked = self._checked(root)
+            new[checked.uri] = checked
+        if new == self._roots:
+            await _checkpoint()
+            return
+        self._roots = new
+        await self._changed()
+
+    async def _changed(self) -> None:
+        await _checkpoint()
+        for listener in list(self._listeners):
+            await listener()
+
+    def _listen(self, listener: Callable[[], Awaitable[None]]) -> Callable[[], None]:
+        self._listeners.append(listener)
+
+        def remove() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return remove
+
+
+async def _checkpoint() -> None:
+    import trio
+
+    await trio.lowlevel.checkpoint()
+
+
+def listen_to_roots(roots: Roots, listener: Callable[[], Awaitable[None]]) -> Callable[[], None]:
+    """Internal: call ``listener`` after every change of ``roots``; returns the remover."""
+    return roots._listen(listener)  # pyright: ignore[reportPrivateUsage]
+
+
 RootsHandler: TypeAlias = (
-    Callable[[RequestContext], Awaitable[_RootsValue]] | Sequence[t.Root | str]
+    Callable[[RequestContext], Awaitable[_RootsValue]] | Sequence[t.Root | str] | Roots
 )
 
 
@@ -136,14 +260,18 @@ class ServerRequestHandlers:
         """The client capabilities these handlers support, in wire form.
 
         Only what the client really does is claimed: URL-mode elicitation only when asked
-        for, and no ``roots.listChanged`` (the roots are static).
+        for, and ``roots.listChanged`` only for a :class:`Roots` set (which announces its
+        changes).
         """
         caps: dict[str, Any] = {}
         if self.sampling is not None:
-            caps["sampling"] = {}
+            tools = getattr(self.sampling, "supports_tools", False) is True
+            caps["sampling"] = {"tools": {}} if tools else {}
         if self.elicitation is not None:
             caps["elicitation"] = {mode: {} for mode in self.elicitation_modes}
-        if self.roots is not None:
+        if isinstance(self.roots, Roots):
+            caps["roots"] = {"listChanged": True}
+        elif self.roots is not None:
             caps["roots"] = {}
         return caps
 
@@ -178,6 +306,9 @@ class ServerRequestHandlers:
             raise HandlerError(INVALID_PARAMS, f"invalid params for {method}: {exc}") from exc
         except HandlerError:
             raise
+        except ElicitationContentError as exc:
+            logger.warning("%s", exc)
+            raise HandlerError(INTERNAL_ERROR, str(exc), {"problems": exc.problems}) from exc
         except Exception as exc:
             logger.warning("handler for %s raised %r", method, exc, exc_info=True)
             raise HandlerError(
@@ -207,10 +338,13 @@ class ServerRequestHandlers:
                 answer["content"] = apply_elicitation_defaults(
                     typed.requested_schema, answer.get("content", {})
                 )
+                validate_elicitation_content(typed.requested_schema, answer["content"])
         return result  # pyright: ignore[reportUnknownVariableType]
 
     async def _roots(self, ctx: RequestContext) -> Any:
         roots = self.roots
+        if isinstance(roots, Roots):
+            return {"roots": [_to_wire(root) for root in roots]}
         if callable(roots):
             value: Any = roots(ctx)
             if inspect.isawaitable(value):
@@ -226,3 +360,130 @@ class ServerRequestHandlers:
             else:
                 items.append(_to_wire(root))
         return {"roots": items}
+
+
+_FORMATS: dict[str, Callable[[str], bool]] = {
+    "email": lambda v: v.count("@") == 1 and all(v.split("@")) and " " not in v,
+    "uri": lambda v: ":" in v and v.split(":", 1)[0].isalpha() and " " not in v,
+    "date": lambda v: _parses(datetime.date.fromisoformat, v),
+    "date-time": lambda v: "T" in v.upper() and _parses(datetime.datetime.fromisoformat, v),
+}
+
+
+def _parses(parse: Callable[[str], object], value: str) -> bool:
+    try:
+        parse(value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value)
+    except ValueError:
+        return False
+    return True
+
+
+def _options(spec: Mapping[str, Any], key: str) -> list[Any] | None:
+    """The allowed values of an enum shape: ``enum`` or ``oneOf``/``anyOf`` of ``const``."""
+    if isinstance(spec.get("enum"), list):
+        return list(cast("list[Any]", spec["enum"]))
+    options: object = spec.get(key)
+    if isinstance(options, list):
+        return [
+            cast("Mapping[str, Any]", o).get("const")
+            for o in cast("list[object]", options)
+            if isinstance(o, Mapping)
+        ]
+    return None
+
+
+def _problem(name: str, spec: Mapping[str, Any], value: Any) -> str | None:
+    kind = spec.get("type")
+    if kind == "boolean":
+        return None if isinstance(value, bool) else "must be true or false"
+    if kind in ("number", "integer"):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f"must be a{'n integer' if kind == 'integer' else ' number'}"
+        if not math.isfinite(value):
+            return "must be a finite number"
+        if kind == "integer" and not float(value).is_integer():
+            return "must be an integer"
+        low, high = spec.get("minimum"), spec.get("maximum")
+        if isinstance(low, (int, float)) and value < low:
+            return f"must be at least {low}"
+        if isinstance(high, (int, float)) and value > high:
+            return f"must be at most {high}"
+        return None
+    if kind == "string":
+        if not isinstance(value, str):
+            return "must be a string"
+        allowed = _options(spec, "oneOf")
+        if allowed is not None:
+            return None if value in allowed else f"must be one of {allowed}"
+        low, high = spec.get("minLength"), spec.get("maxLength")
+        if isinstance(low, int) and len(value) < low:
+            return f"must be at least {low} characters"
+        if isinstance(high, int) and len(value) > high:
+            return f"must be at most {high} characters"
+        check = _FORMATS.get(str(spec.get("format")))
+        if check is not None and not check(value):
+            return f"is not a valid {spec.get('format')}"
+        return None
+    if kind == "array":
+        if not isinstance(value, list):
+            return "must be a list of strings"
+        chosen = cast("list[object]", value)
+        if not all(isinstance(v, str) for v in chosen):
+            return "must be a list of strings"
+        items: object = spec.get("items")
+        allowed = _options(cast("Mapping[str, Any]", items), "anyOf") if isinstance(
+            items, Mapping) else None  # fmt: skip
+        if allowed is not None and any(v not in allowed for v in chosen):
+            return f"every item must be one of {allowed}"
+        if len(set(chosen)) != len(chosen):
+            return "must not repeat an item"
+        low, high = spec.get("minItems"), spec.get("maxItems")
+        if isinstance(low, int) and len(chosen) < low:
+            return f"must have at least {low} items"
+        if isinstance(high, int) and len(chosen) > high:
+            return f"must have at most {high} items"
+        return None
+    return None  # a type this client does not know: the server checks it
+
+
+def validate_elicitation_content(schema: Mapping[str, Any] | None, content: Any) -> None:
+    """Check accepted form content against the ``requestedSchema`` (before it is sent).
+
+    Covers every shape of the elicitation schema subset: strings (length, ``format``),
+    numbers and integers (range), booleans, and all enum shapes of SEP-1330 (``enum``,
+    titled ``oneOf``, legacy ``enumNames``, multi-select arrays with ``enum`` or ``anyOf``
+    items); required properties; no properties the schema does not name.
+
+    Args:
+        schema: The request's ``requestedSchema``.
+        content: The content the handler returned (after defaults were filled in).
+
+    Raises:
+        ElicitationContentError: The content does not match; ``problems`` lists how.
+    """
+    if not isinstance(schema, Mapping):
+        return
+    given: object = content
+    if not isinstance(given, dict):
+        raise ElicitationContentError(["content must be an object"])
+    values = cast("dict[str, Any]", given)
+    properties: object = schema.get("properties")
+    props: Mapping[str, Any] = (
+        cast("Mapping[str, Any]", properties) if isinstance(properties, Mapping) else {}
+    )
+    problems: list[str] = []
+    required: object = schema.get("required")
+    if isinstance(required, list):
+        for name in cast("list[object]", required):
+            if isinstance(name, str) and name not in values:
+                problems.append(f"{name}: is required")
+    for name, value in values.items():
+        spec: object = props.get(name)
+        if not isinstance(spec, Mapping):
+            problems.append(f"{name}: is not in the requested schema")
+            continue
+        problem = _problem(name, cast("Mapping[str, Any]", spec), value)
+        if problem is not None:
+            problems.append(f"{name}: {problem}")
+    if problems:
+        raise ElicitationContentError(problems)

@@ -23,7 +23,7 @@ import sys
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, NoReturn, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Final, Literal, NoReturn, TypeVar, cast, overload
 
 import msgspec
 import trio
@@ -48,7 +48,9 @@ from ._exceptions import (
     HTTPStatusError,
     InputRequestError,
     MCPError,
+    OutputValidationError,
     ProtocolError,
+    SchemaError,
     ServerError,
     TransportError,
     UnsupportedProtocolVersionError,
@@ -56,11 +58,17 @@ from ._exceptions import (
 from ._handlers import (
     HandlerError,
     RequestContext,
+    Roots,
     ServerRequestHandlers,
+    listen_to_roots,
 )
 from ._jsonrpc import RequestId, decode_json, decode_payload
+
+if TYPE_CHECKING:
+    from ._catalogue import Catalogue
 from ._rpc import PendingCall, RPCConnection
 from ._transports._base import Transport
+from ._validation import CompiledSchema, OutputValidation, compile_schema, decode_structured
 
 __all__ = ["ClientSession", "Notification"]
 
@@ -99,6 +107,11 @@ _MAX_CALLBACK_TASKS: Final = 64
 _MAX_CACHE_ENTRIES: Final = 1024
 
 ProgressCallback = Callable[[t.ProgressNotificationParams], "Awaitable[None] | None"]
+ListKind = Literal["tools", "prompts", "resources"]
+
+
+def _call_with_kind(callback: Callable[[ListKind], Any], kind: ListKind, _note: Any) -> Any:
+    return callback(kind)
 
 
 class Notification(msgspec.Struct, frozen=True):
@@ -154,8 +167,14 @@ class _Options:
     listen_ack_timeout: float = 10.0
     max_server_requests: int = 32
     era_cache: EraCache | None = None
+    output_validation: str = "report"
 
     def __post_init__(self) -> None:
+        if self.output_validation not in ("report", "strict", "off"):
+            raise ValueError(
+                "open_mcp_session(): output_validation must be 'report', 'strict' or 'off', "
+                f"not {self.output_validation!r}"
+            )
         protocol = self.protocol
         if protocol not in ("auto", "legacy") and protocol not in MODERN_VERSIONS:
             raise ValueError(
@@ -248,6 +267,16 @@ class ClientSession(metaclass=_NoPublicConstructor):
         self._meta_full: dict[str, Any] = {}
         self._meta_plain: dict[str, Any] = {}
         self._tool_wire: dict[str, dict[str, Any]] = {}  # for Mcp-Param-* headers
+        # outputSchema per tool name (None: the tool has none), from the last listing;
+        # compiled lazily, once per tool; both dropped when the tool list changes.
+        self._output_schemas: dict[str, Mapping[str, Any] | None] = {}
+        self._validators: dict[str, CompiledSchema | SchemaError] = {}
+        # notifications/elicitation/complete: waiters, and recently completed ids (bounded)
+        self._elicitation_waiters: dict[str, trio.Event] = {}
+        self._elicitations_done: dict[str, None] = {}
+        self._stop_roots: Callable[[], None] | None = None
+        if isinstance(handlers.roots, Roots):
+            self._stop_roots = listen_to_roots(handlers.roots, self._roots_changed)
 
     # -- public properties ---------------------------------------------------------------
 
@@ -692,6 +721,46 @@ class ClientSession(metaclass=_NoPublicConstructor):
     def _on_failure(self) -> None:
         for sub in self._subscribers:
             sub.send.close()
+        for event in self._elicitation_waiters.values():
+            event.set()
+
+    def _elicitation_completed(self, elicitation_id: object) -> None:
+        if not isinstance(elicitation_id, str):
+            return
+        self._elicitations_done[elicitation_id] = None
+        while len(self._elicitations_done) > _MAX_CACHE_ENTRIES:
+            del self._elicitations_done[next(iter(self._elicitations_done))]
+        event = self._elicitation_waiters.pop(elicitation_id, None)
+        if event is not None:
+            event.set()
+
+    async def wait_elicitation_complete(
+        self, elicitation_id: str, *, timeout: float | None = None
+    ) -> None:
+        """Wait for ``notifications/elicitation/complete`` naming ``elicitation_id``.
+
+        The out-of-band step of a URL-mode elicitation is done (2025-11-25): retry the
+        request that raised :class:`URLElicitationRequiredError`. Returns at once when the
+        notification has already arrived (the last 1024 ids are remembered).
+
+        Args:
+            elicitation_id: The ``elicitationId`` of the elicitation.
+            timeout: Seconds before :class:`trio.TooSlowError` (default: wait forever,
+                bounded by your cancel scope).
+
+        Raises:
+            trio.TooSlowError: The timeout expired.
+            ConnectionClosed: The session stopped working while waiting.
+        """
+        self._rpc.check_usable()
+        if elicitation_id in self._elicitations_done:
+            await trio.lowlevel.checkpoint()
+            return
+        event = self._elicitation_waiters.setdefault(elicitation_id, trio.Event())
+        with trio.fail_after(timeout if timeout is not None else float("inf")):
+            await event.wait()
+        if elicitation_id not in self._elicitations_done:
+            self._rpc.check_usable()
 
     def _on_notification(self, method: str, raw: msgspec.Raw) -> None:
         """Route one notification (in the reader: quick, and total)."""
@@ -711,6 +780,10 @@ class ClientSession(metaclass=_NoPublicConstructor):
             server_logger.log(level, "%s: %s", params.get("logger", "server"), params.get("data"))
         for prefix in _INVALIDATES.get(method, ()):
             self._invalidate(prefix)
+        if method == "notifications/tools/list_changed":
+            self._forget_output_schemas()
+        elif method == "notifications/elicitation/complete":
+            self._elicitation_completed(params.get("elicitationId"))
         uri: object = params.get("uri")
         if method == "notifications/resources/updated" and isinstance(uri, str):
             self._cache.pop(("resources/read", uri), None)
@@ -896,6 +969,196 @@ class ClientSession(metaclass=_NoPublicConstructor):
 
         return remove
 
+    def _typed_handler(
+        self, methods: Iterable[str], tp: type[T], callback: Callable[[T], Any]
+    ) -> Callable[[], None]:
+        def deliver(note: Notification) -> Any:
+            try:
+                value = msgspec.convert(note.params, tp)
+            except msgspec.ValidationError as exc:
+                logger.debug("dropping a malformed %s: %s", note.method, exc)
+                return None
+            return callback(value)
+
+        removers = [self.add_notification_handler(method, deliver) for method in methods]
+
+        def remove() -> None:
+            for remover in removers:
+                remover()
+
+        return remove
+
+    def on_log(
+        self, callback: Callable[[t.LoggingMessageNotificationParams], Any]
+    ) -> Callable[[], None]:
+        """Call ``callback`` with each log message (``notifications/message``), typed.
+
+        Messages are also logged to the ``trio_mcp.server`` logger, with or without
+        callbacks. A plain function runs in the reader task and must be quick; an async one
+        runs in its own task (see :meth:`add_notification_handler`).
+
+        Args:
+            callback: Called with a :class:`LoggingMessageNotificationParams`.
+
+        Returns:
+            A function that removes the callback again.
+        """
+        return self._typed_handler(
+            ("notifications/message",), t.LoggingMessageNotificationParams, callback
+        )
+
+    def on_progress(
+        self, callback: Callable[[t.ProgressNotificationParams], Any]
+    ) -> Callable[[], None]:
+        """Call ``callback`` with every progress notification, of any request, typed.
+
+        For the progress of one call use that call's ``on_progress=`` instead.
+
+        Args:
+            callback: Called with a :class:`ProgressNotificationParams`.
+
+        Returns:
+            A function that removes the callback again.
+        """
+        return self._typed_handler(
+            ("notifications/progress",), t.ProgressNotificationParams, callback
+        )
+
+    def on_list_changed(
+        self, callback: Callable[[ListKind], Any], *kinds: ListKind
+    ) -> Callable[[], None]:
+        """Call ``callback`` with ``"tools"``, ``"prompts"`` or ``"resources"`` on list changes.
+
+        Legacy servers send list_changed notifications unasked; modern servers only inside
+        :meth:`listen` (or :meth:`catalogue`), so open one of those as well.
+
+        Args:
+            callback: Called with the kind of list that changed.
+            *kinds: Only these kinds (default: all three).
+
+        Returns:
+            A function that removes the callback again.
+
+        Raises:
+            ValueError: An unknown kind.
+        """
+        wanted = kinds or ("tools", "prompts", "resources")
+        for kind in wanted:
+            if kind not in ("tools", "prompts", "resources"):
+                raise ValueError(f"unknown list kind {kind!r}: use tools, prompts or resources")
+        removers = [
+            self.add_notification_handler(
+                f"notifications/{kind}/list_changed",
+                functools.partial(_call_with_kind, callback, kind),
+            )
+            for kind in wanted
+        ]
+
+        def remove() -> None:
+            for remover in removers:
+                remover()
+
+        return remove
+
+    def on_resource_updated(
+        self, callback: Callable[[t.ResourceUpdatedNotificationParams], Any]
+    ) -> Callable[[], None]:
+        """Call ``callback`` with each ``notifications/resources/updated``, typed.
+
+        Subscribe first (:meth:`subscribe_resource` on legacy servers, or :meth:`listen`
+        with ``resource_uris=`` in either era).
+
+        Args:
+            callback: Called with a :class:`ResourceUpdatedNotificationParams`.
+
+        Returns:
+            A function that removes the callback again.
+        """
+        return self._typed_handler(
+            ("notifications/resources/updated",), t.ResourceUpdatedNotificationParams, callback
+        )
+
+    @asynccontextmanager
+    async def catalogue(
+        self,
+        *,
+        tools: bool = True,
+        prompts: bool = False,
+        resources: bool = False,
+        debounce: float = 0.1,
+    ) -> AsyncGenerator[Catalogue, None]:
+        """Keep a live catalogue of the server's tools, prompts and resources.
+
+        Lists them now, then re-lists a kind whenever the server says it changed (through
+        :meth:`listen`, so in both eras), waiting ``debounce`` seconds of trio's clock
+        after a change for more changes, so that a burst costs one refresh. The refresher
+        runs in the session's nursery and stops when the block ends.
+
+        Args:
+            tools: Keep the tools (default).
+            prompts: Keep the prompts.
+            resources: Keep the resources.
+            debounce: Seconds to wait for further changes before refreshing.
+
+        Yields:
+            The :class:`Catalogue`.
+
+        Raises:
+            ValueError: ``debounce`` is negative or nothing is kept.
+        """
+        from ._catalogue import Catalogue, run_catalogue
+
+        if debounce < 0 or not (tools or prompts or resources):
+            raise ValueError("catalogue(): debounce must be >= 0 and something must be kept")
+        catalogue = Catalogue._create(self, tools=tools, prompts=prompts, resources=resources)  # pyright: ignore[reportPrivateUsage]
+        await catalogue.refresh()
+        scope = trio.CancelScope()
+        async with self.listen(tools=tools, prompts=prompts, resources=resources) as channel:
+            if not self._rpc.spawn(
+                run_catalogue, catalogue, channel, debounce, scope, name="trio_mcp catalogue"
+            ):
+                self._rpc.check_usable()
+            try:
+                yield catalogue
+            finally:
+                scope.cancel()
+
+    async def keep_alive(
+        self, interval: float, *, max_failures: int = 3, timeout: float | None = None
+    ) -> NoReturn:
+        """Ping the server every ``interval`` seconds until it stops answering.
+
+        Run it in a nursery of yours (``nursery.start_soon(session.keep_alive, 30)``) and
+        cancel that when done. Each ping waits ``timeout`` seconds (default: ``interval``);
+        a success resets the count of failures. Time is trio's clock.
+
+        Args:
+            interval: Seconds between pings (from the end of one to the start of the next).
+            max_failures: Consecutive failed pings that end the keep-alive.
+            timeout: Seconds each ping may take.
+
+        Raises:
+            ConnectionClosed: ``max_failures`` pings in a row failed (the last failure is
+                the cause), or the session stopped working.
+            ValueError: ``interval``, ``timeout`` or ``max_failures`` is not positive.
+        """
+        if not interval > 0 or (timeout is not None and not timeout > 0) or max_failures < 1:
+            raise ValueError("keep_alive(): interval, timeout and max_failures must be positive")
+        failures = 0
+        while True:
+            await trio.sleep(interval)
+            try:
+                await self.ping(timeout=timeout if timeout is not None else interval)
+            except (trio.TooSlowError, ServerError, ProtocolError, HTTPStatusError) as exc:
+                failures += 1
+                logger.warning("keep-alive ping %d/%d failed: %r", failures, max_failures, exc)
+                if failures >= max_failures:
+                    raise ConnectionClosed(
+                        f"the server did not answer {failures} keep-alive pings in a row"
+                    ) from exc
+            else:
+                failures = 0
+
     @asynccontextmanager
     async def notifications(
         self, *methods: str, buffer: int | None = None
@@ -991,6 +1254,8 @@ class ClientSession(metaclass=_NoPublicConstructor):
         tools: list[t.Tool] = await self._all_pages(
             "tools/list", t.ListToolsResult, "tools", cache=cache, timeout=timeout
         )
+        self._forget_output_schemas()
+        self._remember_output_schemas(tools)
         if not self._transport.wants_param_headers:
             return tools
         return self._check_tool_headers(tools)
@@ -1027,9 +1292,72 @@ class ClientSession(metaclass=_NoPublicConstructor):
             cache: Use a cached page while the server's ``ttlMs`` hint says it is fresh.
             timeout: Seconds before :class:`trio.TooSlowError`.
         """
-        return await self._page(
+        page: t.ListToolsResult = await self._page(
             "tools/list", t.ListToolsResult, cursor, cache=cache, timeout=timeout
         )
+        if cursor is None:
+            self._forget_output_schemas()
+        self._remember_output_schemas(page.tools)
+        return page
+
+    def _forget_output_schemas(self) -> None:
+        self._output_schemas = {}
+        self._validators = {}
+
+    def _remember_output_schemas(self, tools: Iterable[t.Tool]) -> None:
+        for tool in tools:
+            schema = tool.output_schema
+            self._output_schemas[tool.name] = None if schema is UNSET else schema
+            self._validators.pop(tool.name, None)
+
+    def _validate_output(self, name: str, result: t.CallToolResult) -> OutputValidation:
+        """Check ``result`` against the tool's ``outputSchema`` (compiled once per tool)."""
+        if name not in self._output_schemas:
+            return OutputValidation("unchecked", reason=f"no outputSchema known for {name!r} "
+                                    "(list_tools() has not listed it)")  # fmt: skip
+        schema = self._output_schemas[name]
+        if schema is None:
+            return OutputValidation("unchecked", reason=f"{name!r} has no outputSchema")
+        if result.is_error is True:
+            return OutputValidation("unchecked", reason="an isError result is not validated")
+        if result.structured_content is UNSET:
+            return OutputValidation("missing")
+        compiled = self._validators.get(name)
+        if compiled is None:
+            try:
+                compiled = compile_schema(schema)
+            except SchemaError as exc:
+                compiled = exc
+            except ModuleNotFoundError as exc:
+                if self._opts.output_validation == "strict":
+                    raise
+                return OutputValidation("unchecked", reason=str(exc))
+            self._validators[name] = compiled
+        if isinstance(compiled, SchemaError):
+            return OutputValidation("unchecked", reason=f"outputSchema of {name!r}: {compiled}")
+        return compiled.validate(result.structured_content)
+
+    @overload
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        result_type: None = None,
+    ) -> t.CallToolResult: ...
+
+    @overload
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        result_type: type[T],
+    ) -> T: ...
 
     async def call_tool(
         self,
@@ -1038,17 +1366,35 @@ class ClientSession(metaclass=_NoPublicConstructor):
         *,
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
-    ) -> t.CallToolResult:
+        result_type: type[T] | None = None,
+    ) -> t.CallToolResult | T:
         """Call a tool and return its result.
 
         A result with ``is_error`` set is returned, not raised: call
         :meth:`CallToolResult.raise_for_error` to turn it into a :class:`ToolError`.
+
+        ``structured_content`` is checked against the tool's ``outputSchema`` (known from
+        the last :meth:`list_tools`; compiled once per tool) and the outcome put on
+        :attr:`CallToolResult.validation`; with ``output_validation="strict"`` a mismatch
+        raises instead. See ``docs/tool-results.md``.
 
         Args:
             name: The tool's name.
             arguments: The tool's arguments (JSON-compatible values).
             timeout: Seconds before :class:`trio.TooSlowError` and cancellation.
             on_progress: Called (or awaited) with each progress notification of this call.
+            result_type: Decode ``structured_content`` into this type (a msgspec Struct,
+                dataclass or TypedDict) and return that instead of the result.
+
+        Returns:
+            The :class:`CallToolResult`, or the decoded ``result_type`` value.
+
+        Raises:
+            OutputValidationError: Strict mode and the result does not match its
+                ``outputSchema`` (or lacks ``structuredContent``); or ``result_type`` is
+                given and the structured content is missing or does not fit it. The
+                exception's ``result`` is the whole result.
+            ToolError: ``result_type`` is given and the tool reported an error.
         """
         args: Mapping[str, Any] = arguments if arguments is not None else {}
         params = {"name": name, "arguments": args}
@@ -1063,7 +1409,18 @@ class ClientSession(metaclass=_NoPublicConstructor):
             name=name,
             headers=headers,
         )
-        return self._decode(raw, t.CallToolResult, "tools/call")
+        result = self._decode(raw, t.CallToolResult, "tools/call")
+        if self._opts.output_validation != "off":
+            validation = self._validate_output(name, result)
+            setattr(result, "_trio_mcp_validation", validation)  # noqa: B010 (no wire field)
+            if not validation.ok and self._opts.output_validation == "strict":
+                raise OutputValidationError(
+                    f"tool {name!r}: {validation.describe()}", result, validation
+                )
+        if result_type is None:
+            return result
+        result.raise_for_error()
+        return decode_structured(result, result_type)
 
     def _param_headers(self, name: str, arguments: Mapping[str, Any]) -> Mapping[str, str] | None:
         tool = self._tool_wire.get(name)
@@ -1443,9 +1800,23 @@ class ClientSession(metaclass=_NoPublicConstructor):
         if self._rpc.closed:
             await trio.lowlevel.checkpoint()
             return
+        if self._stop_roots is not None:
+            self._stop_roots()
         for sub in self._subscribers:
             sub.send.close()
         await self._rpc.aclose()
+
+    async def _roots_changed(self) -> None:
+        """Tell a legacy server that the :class:`Roots` set changed (bounded, never raises)."""
+        if self._era != "legacy" or self._protocol_version is None or not self._rpc.usable:
+            return
+        with trio.move_on_after(self._opts.cancel_notice_timeout) as scope:
+            try:
+                await self._rpc.notify("notifications/roots/list_changed")
+            except (MCPError, trio.ClosedResourceError) as exc:
+                logger.debug("could not send notifications/roots/list_changed: %r", exc)
+        if scope.cancelled_caught:
+            logger.warning("notifications/roots/list_changed could not be sent in time")
 
     async def __aenter__(self) -> ClientSession:
         return self

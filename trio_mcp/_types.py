@@ -56,6 +56,8 @@ from ._exceptions import ToolError
 if TYPE_CHECKING:
     from typing_extensions import Self
 
+    from ._validation import OutputValidation
+
 # Public protocol names; the helpers at the bottom (decoder_for, to_builtins, ...) are for
 # the session engine and stay out of the star-export.
 __all__ = [
@@ -836,11 +838,13 @@ class CallToolRequestParams(RequestParams, kw_only=True):
         self.input_responses = _input_responses(self.input_responses)
 
 
-class CallToolResult(Result, kw_only=True):
+class CallToolResult(Result, kw_only=True, dict=True):
     """Result of ``tools/call``.
 
     A tool that failed returns ``is_error=True``: a value, not an exception. Call
     :meth:`raise_for_error` to turn it into a :class:`~trio_mcp.ToolError`.
+    :attr:`validation` tells whether ``structured_content`` matched the tool's
+    ``outputSchema`` (it is no wire field: it is never encoded).
 
     Attributes:
         content: The unstructured result, as content blocks.
@@ -857,6 +861,16 @@ class CallToolResult(Result, kw_only=True):
     def text(self) -> str:
         """The text of every :class:`TextContent` block, joined with newlines."""
         return "\n".join(block.text for block in self.content if isinstance(block, TextContent))
+
+    @property
+    def validation(self) -> OutputValidation | None:
+        """The :class:`~trio_mcp.OutputValidation` outcome set by ``call_tool``, or None.
+
+        None for a result not made by :meth:`~trio_mcp.ClientSession.call_tool` (decoded
+        by hand, or validation switched off).
+        """
+        found: OutputValidation | None = getattr(self, "_trio_mcp_validation", None)
+        return found
 
     def raise_for_error(self) -> Self:
         """Raise if the tool reported an error; otherwise return this result.

@@ -1,0 +1,115 @@
+"""A live catalogue of a server's tools, prompts and resources (``ClientSession.catalogue``)."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import trio
+
+from . import _types as t
+from ._exceptions import MCPError
+
+if TYPE_CHECKING:
+    from ._session import ClientSession, Notification
+
+__all__ = ["Catalogue"]
+
+logger = logging.getLogger("trio_mcp")
+
+_KINDS = {
+    "notifications/tools/list_changed": "tools",
+    "notifications/prompts/list_changed": "prompts",
+    "notifications/resources/list_changed": "resources",
+}
+
+
+class _NoPublicConstructor(type):
+    """Metaclass: ``Catalogue(...)`` raises; sessions build catalogues."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> NoReturn:
+        raise TypeError("Catalogue has no public constructor: use ClientSession.catalogue()")
+
+    def _create(cls, *args: Any, **kwargs: Any) -> Any:
+        return super().__call__(*args, **kwargs)
+
+
+class Catalogue(metaclass=_NoPublicConstructor):
+    """The server's tools, prompts and resources, kept up to date.
+
+    Made by :meth:`ClientSession.catalogue`. Read the lists at any time; they are replaced
+    (never mutated) on each refresh.
+
+    Attributes:
+        tools: The tools (empty unless kept).
+        prompts: The prompts (empty unless kept).
+        resources: The resources (empty unless kept).
+        version: How many refreshes have completed (1 after the first listing).
+        last_error: Why the last refresh failed (the old lists were kept), or None.
+    """
+
+    def __init__(
+        self, session: ClientSession, *, tools: bool, prompts: bool, resources: bool
+    ) -> None:
+        self._session = session
+        self._kinds = {
+            kind for kind, kept in (("tools", tools), ("prompts", prompts),
+                                    ("resources", resources)) if kept
+        }  # fmt: skip
+        self.tools: list[t.Tool] = []
+        self.prompts: list[t.Prompt] = []
+        self.resources: list[t.Resource] = []
+        self.version: int = 0
+        self.last_error: MCPError | None = None
+        self._updated = trio.Event()
+
+    async def refresh(self, kinds: set[str] | None = None) -> None:
+        """List the kept kinds (or ``kinds`` of them) again now.
+
+        Args:
+            kinds: Some of ``"tools"``, ``"prompts"``, ``"resources"`` (default: all kept).
+
+        Raises:
+            MCPError: Listing failed (the old lists are kept).
+        """
+        wanted = self._kinds if kinds is None else self._kinds & kinds
+        session = self._session
+        if "tools" in wanted:
+            self.tools = await session.list_tools(cache=False)
+        if "prompts" in wanted:
+            self.prompts = await session.list_prompts(cache=False)
+        if "resources" in wanted:
+            self.resources = await session.list_resources(cache=False)
+        self.version += 1
+        self.last_error = None
+        self._updated.set()
+        self._updated = trio.Event()
+
+    async def wait_updated(self) -> None:
+        """Wait until the next refresh has completed."""
+        await self._updated.wait()
+
+
+async def run_catalogue(
+    catalogue: Catalogue,
+    channel: trio.MemoryReceiveChannel[Notification],
+    debounce: float,
+    scope: trio.CancelScope,
+) -> None:
+    """Internal: refresh ``catalogue`` on list-changed notifications, debounced."""
+    with scope:
+        async for note in channel:
+            kinds = {_KINDS[note.method]} if note.method in _KINDS else set[str]()
+            with trio.move_on_after(debounce):
+                async for more in channel:
+                    if more.method in _KINDS:
+                        kinds.add(_KINDS[more.method])
+            if not kinds:
+                continue
+            try:
+                await catalogue.refresh(kinds)
+            except MCPError as exc:
+                catalogue.last_error = exc
+                logger.warning("refreshing the catalogue failed: %r", exc)
+            except trio.ClosedResourceError:
+                return
