@@ -1,0 +1,816 @@
+"""Server configuration files: the ``mcpServers`` dialect and VS Code's ``mcp.json``.
+
+Two dialects exist in the wild:
+
+* ``mcpServers`` (Claude Desktop's ``claude_desktop_config.json``, Cursor's
+  ``.cursor/mcp.json``, Claude Code's ``.mcp.json``, Windsurf, Cline): an object of named
+  entries with ``command``/``args``/``env`` or ``url``/``headers`` (and an optional
+  ``type``).
+* VS Code (``.vscode/mcp.json``, or the ``mcp`` key of ``settings.json``): ``servers`` with
+  the same kind of entries plus ``inputs``, values the user is prompted for and that
+  entries use as ``${input:id}``.
+
+Files may have ``//`` and ``/* */`` comments and trailing commas (JSONC, as VS Code
+writes them). Strings may use ``${env:NAME}``, ``${NAME}``, ``${NAME:-default}``,
+``${input:id}``, ``${userHome}`` and ``${workspaceFolder}``. The document is decoded with
+msgspec into typed structs; every error names the file, the key path and the problem,
+never a secret's value.
+
+Consent pinning: :func:`check_consent` hashes each entry as written (command, args, env,
+cwd, URL, headers, type) and asks the application's approval callback for every entry
+whose hash is not already in the :class:`ConsentStore`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import sys
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, cast
+
+import msgspec
+import trio
+
+from ._exceptions import ConfigError
+
+if TYPE_CHECKING:
+    from ._connect import Target
+
+__all__ = [
+    "ConfigInput",
+    "ConsentRequest",
+    "ConsentStore",
+    "FileConsentStore",
+    "InputCallback",
+    "MCPConfig",
+    "MemoryConsentStore",
+    "ServerConfig",
+    "ApprovalCallback",
+    "check_consent",
+    "consent_key",
+    "load_config",
+    "parse_config",
+    "strip_jsonc",
+]
+
+logger = logging.getLogger("trio_mcp")
+
+Dialect = Literal["mcpServers", "vscode"]
+TransportKind = Literal["stdio", "http", "sse", "websocket"]
+
+# -- JSONC ------------------------------------------------------------------------------
+
+# One pass finds, left to right, a string (kept), a comment (blanked) or an unterminated
+# block comment (an error). Blanking keeps every byte offset, so msgspec's error positions
+# still point into the original file.
+_JSONC_TOKEN: Final = re.compile(rb'"(?:[^"\\\n]|\\.)*"|//[^\n]*|/\*.*?\*/|(/\*)', re.DOTALL)
+_TRAILING_COMMA: Final = re.compile(rb'"(?:[^"\\\n]|\\.)*"|(,)(?=[ \t\r\n]*[\]}])')
+_BYTE_POSITION: Final = re.compile(r"\(byte (\d+)\)")
+
+
+def _blank(match: re.Match[bytes]) -> bytes:
+    text = match.group(0)
+    if text.startswith(b'"'):
+        return text
+    return re.sub(rb"[^\n]", b" ", text)
+
+
+def _drop_comma(match: re.Match[bytes]) -> bytes:
+    return b" " if match.group(1) is not None else match.group(0)
+
+
+def strip_jsonc(data: bytes) -> bytes:
+    """Turn JSONC (JSON with comments and trailing commas) into plain JSON.
+
+    Comments and trailing commas become spaces (newlines stay), so byte offsets and line
+    numbers in the result are those of the input. Strings are never touched, URLs with
+    ``//`` inside them included.
+
+    Args:
+        data: The document, UTF-8.
+
+    Returns:
+        The same document as strict JSON (if it was valid JSONC).
+
+    Raises:
+        ValueError: A ``/*`` comment is never closed (the message gives its byte offset).
+    """
+    for match in _JSONC_TOKEN.finditer(data):
+        if match.group(1) is not None:
+            raise ValueError(f"unterminated /* comment (byte {match.start()})")
+    return _TRAILING_COMMA.sub(_drop_comma, _JSONC_TOKEN.sub(_blank, data))
+
+
+def _line_col(data: bytes, offset: int) -> tuple[int, int]:
+    offset = max(0, min(offset, len(data)))
+    line = data.count(b"\n", 0, offset) + 1
+    column = offset - (data.rfind(b"\n", 0, offset) + 1) + 1
+    return line, column
+
+
+# -- typed structs ------------------------------------------------------------------------
+
+
+class ConfigInput(msgspec.Struct, kw_only=True, frozen=True):
+    """A VS Code ``inputs`` entry: a value the user is asked for, used as ``${input:id}``.
+
+    Attributes:
+        id: The name entries use in ``${input:id}``.
+        type: ``"promptString"`` (free text) or ``"pickString"`` (one of ``options``);
+            other types (``"command"``) cannot be answered outside VS Code.
+        description: The prompt shown to the user.
+        password: Hide what the user types (API keys): a CLI must not echo it.
+        default: The value offered by default.
+        options: The choices of a ``pickString`` input.
+    """
+
+    id: str
+    type: str = "promptString"
+    description: str = ""
+    password: bool = False
+    default: str | None = None
+    options: list[str | dict[str, Any]] | None = None
+
+
+InputCallback = Callable[[ConfigInput], Awaitable[str]]
+"""Answers one ``${input:id}``: prompt the user (hide the typing when ``password``)."""
+
+
+class _RawEntry(msgspec.Struct, kw_only=True, rename="camel"):
+    type: str | None = None
+    command: str | None = None
+    args: list[str] = []
+    env: dict[str, Any] = {}
+    env_file: str | None = None
+    cwd: str | None = None
+    url: str | None = None
+    server_url: str | None = None  # Windsurf spells the URL "serverUrl"
+    headers: dict[str, Any] = {}
+    disabled: bool = False
+
+
+class _VSCodeSection(msgspec.Struct):
+    servers: dict[str, msgspec.Raw] | None = None
+    inputs: list[msgspec.Raw] | None = None
+
+
+class _Document(msgspec.Struct):
+    mcpServers: dict[str, msgspec.Raw] | None = None  # the wire name
+    servers: dict[str, msgspec.Raw] | None = None
+    inputs: list[msgspec.Raw] | None = None
+    mcp: _VSCodeSection | None = None  # VS Code settings.json
+
+
+_HIDDEN: Final = "***"
+
+
+class ServerConfig(msgspec.Struct, kw_only=True, frozen=True):
+    """One server entry of a config file, with every ``${...}`` resolved.
+
+    Its ``repr`` hides the values of ``env`` and ``headers`` (they hold secrets).
+
+    Attributes:
+        name: The entry's key in the file.
+        transport: ``"stdio"``, ``"http"`` (Streamable HTTP, falling back to HTTP+SSE),
+            ``"sse"`` (legacy HTTP+SSE only) or ``"websocket"``.
+        command: The program of a stdio server.
+        args: Its arguments.
+        env: Extra environment variables for a stdio server.
+        cwd: The working directory of a stdio server.
+        url: The URL of a remote server.
+        headers: Extra HTTP headers for a remote server (e.g. ``Authorization``).
+        fingerprint: The SHA-256 of the entry as written (before interpolation), for
+            consent pinning.
+        source: The file the entry came from.
+    """
+
+    name: str
+    transport: TransportKind
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = {}
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = {}
+    fingerprint: str = ""
+    source: str = ""
+
+    def __repr__(self) -> str:
+        parts = [f"name={self.name!r}", f"transport={self.transport!r}"]
+        if self.command is not None:
+            parts.append(f"command={self.command!r}")
+            parts.append(f"args={self.args!r}")
+        if self.url is not None:
+            parts.append(f"url={self.url!r}")
+        if self.env:
+            parts.append(f"env={dict.fromkeys(self.env, _HIDDEN)!r}")
+        if self.headers:
+            parts.append(f"headers={dict.fromkeys(self.headers, _HIDDEN)!r}")
+        return f"ServerConfig({', '.join(parts)})"
+
+    def target(self) -> tuple[Target, dict[str, Any]]:
+        """The target and transport options :func:`~trio_mcp.open_mcp_session` takes.
+
+        Returns:
+            ``(target, options)``: an argv list with ``env``/``cwd`` options for stdio; a
+            URL with ``headers`` for Streamable HTTP and WebSocket; an
+            :class:`~trio_mcp.SSEParameters` (and no options) for legacy SSE.
+        """
+        if self.transport == "stdio":
+            assert self.command is not None
+            options: dict[str, Any] = {}
+            if self.env:
+                options["env"] = dict(self.env)
+            if self.cwd:
+                options["cwd"] = self.cwd
+            return [self.command, *self.args], options
+        assert self.url is not None
+        if self.transport == "sse":
+            from ._transports._sse import SSEParameters
+
+            return SSEParameters(self.url, headers=dict(self.headers) or None), {}
+        return self.url, ({"headers": dict(self.headers)} if self.headers else {})
+
+
+class MCPConfig(msgspec.Struct, kw_only=True, frozen=True):
+    """A loaded config file: its servers, ready to open as a group.
+
+    Attributes:
+        path: The file it came from.
+        dialect: ``"mcpServers"`` or ``"vscode"``.
+        servers: The enabled servers by name, in file order.
+        disabled: The names of entries marked ``"disabled": true`` (not in ``servers``).
+        inputs: The VS Code ``inputs`` declared.
+    """
+
+    path: str
+    dialect: Dialect
+    servers: dict[str, ServerConfig]
+    disabled: tuple[str, ...] = ()
+    inputs: tuple[ConfigInput, ...] = ()
+
+
+# -- decoding -----------------------------------------------------------------------------
+
+_MSGSPEC_PATH: Final = re.compile(r"^(.*?)(?: - at `\$(.*)`)?$", re.DOTALL)
+
+
+def _error(source: str, key_path: str, exc: msgspec.ValidationError | str) -> ConfigError:
+    text = str(exc)
+    match = _MSGSPEC_PATH.match(text)
+    problem, extra = (match.group(1), match.group(2)) if match else (text, None)
+    if extra:
+        key_path = (key_path + extra).lstrip(".")
+    return ConfigError(source, key_path, _lower_first(problem))
+
+
+def _lower_first(text: str) -> str:
+    if text[:2].isupper():  # "JSON is malformed"
+        return text
+    return text[:1].lower() + text[1:]
+
+
+def _decode(raw: msgspec.Raw | bytes, tp: type[Any], source: str, key_path: str) -> Any:
+    try:
+        return msgspec.json.decode(raw, type=tp)
+    except msgspec.ValidationError as exc:
+        raise _error(source, key_path, exc) from None
+
+
+def _json_key(prefix: str, key: str) -> str:
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", key):
+        return f"{prefix}.{key}" if prefix else key
+    return f"{prefix}[{key!r}]"
+
+
+_VARIABLE: Final = re.compile(r"\$\{([^}]*)\}")
+_ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class _Resolver:
+    """Resolves ``${...}`` in one document (each input is asked for once)."""
+
+    def __init__(
+        self,
+        source: str,
+        environ: Mapping[str, str],
+        inputs: dict[str, ConfigInput],
+        answer: InputCallback | None,
+        workspace: str | None,
+    ) -> None:
+        self.source = source
+        self.environ = environ
+        self.inputs = inputs
+        self.answer = answer
+        self.workspace = workspace
+        self.answers: dict[str, str] = {}
+
+    async def expand(self, value: str, key_path: str) -> str:
+        if "${" not in value:
+            return value
+        out: list[str] = []
+        end = 0
+        for match in _VARIABLE.finditer(value):
+            out.append(value[end : match.start()])
+            out.append(await self._one(match.group(1).strip(), key_path))
+            end = match.end()
+        out.append(value[end:])
+        return "".join(out)
+
+    async def _one(self, variable: str, key_path: str) -> str:
+        kind, _, rest = variable.partition(":")
+        if kind == "env" and rest:
+            return self.environ.get(rest, "")  # as VS Code and Cursor: unset is empty
+        if kind == "input" and rest:
+            return await self._input(rest, key_path)
+        if variable == "userHome":
+            return os.path.expanduser("~")  # noqa: ASYNC240 (no I/O: reads $HOME)
+        if variable in ("workspaceFolder", "workspaceRoot"):
+            return self._workspace(variable, key_path)
+        if variable == "workspaceFolderBasename":
+            return os.path.basename(self._workspace(variable, key_path))
+        if variable == "pathSeparator":
+            return os.sep
+        name, sep, default = variable.partition(":-")
+        if _ENV_NAME.fullmatch(name):
+            found = self.environ.get(name)
+            if found is not None and (found or not sep):
+                return found
+            if sep:
+                return default
+            raise ConfigError(
+                self.source,
+                key_path,
+                f"environment variable {name} is not set (set it, or write ${{{name}:-default}})",
+            )
+        raise ConfigError(self.source, key_path, f"unknown variable ${{{variable}}}")
+
+    def _workspace(self, variable: str, key_path: str) -> str:
+        if self.workspace is None:
+            raise ConfigError(
+                self.source, key_path, f"${{{variable}}} needs a workspace (pass workspace=)"
+            )
+        return self.workspace
+
+    async def _input(self, input_id: str, key_path: str) -> str:
+        if input_id in self.answers:
+            return self.answers[input_id]
+        spec = self.inputs.get(input_id)
+        if spec is None:
+            raise ConfigError(
+                self.source, key_path, f"${{input:{input_id}}} names no entry of 'inputs'"
+            )
+        if self.answer is None:
+            raise ConfigError(
+                self.source,
+                key_path,
+                f"${{input:{input_id}}} needs an answer: pass inputs= (a callback) to load it",
+            )
+        try:
+            value = cast("object", await self.answer(spec))  # typed str, but user code
+        except ConfigError:
+            raise
+        except Exception as exc:
+            raise ConfigError(
+                self.source, key_path, f"the inputs callback failed for {input_id!r}: {exc!r}"
+            ) from exc
+        if not isinstance(value, str):
+            raise ConfigError(
+                self.source, key_path, f"the inputs callback returned no string for {input_id!r}"
+            )
+        self.answers[input_id] = value
+        return value
+
+
+def _fingerprint(entry: _RawEntry, kind: str) -> str:
+    canonical = {
+        "type": kind,
+        "command": entry.command,
+        "args": entry.args,
+        "env": entry.env,
+        "envFile": entry.env_file,
+        "cwd": entry.cwd,
+        "url": entry.url or entry.server_url,
+        "headers": entry.headers,
+    }
+    encoded = msgspec.json.encode(canonical, order="sorted")
+    return hashlib.sha256(encoded).hexdigest()
+
+
+_TYPES: Final[dict[str, TransportKind]] = {
+    "stdio": "stdio",
+    "http": "http",
+    "streamable-http": "http",
+    "streamablehttp": "http",
+    "streamable_http": "http",
+    "sse": "sse",
+    "ws": "websocket",
+    "websocket": "websocket",
+}
+
+
+def _read_env_file(path: str, source: str, key_path: str) -> dict[str, str]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(source, key_path, f"cannot read the envFile: {exc.strerror}") from None
+    values: dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.removeprefix("export ").partition("=")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        values[key.strip()] = value
+    return values
+
+
+async def _server(
+    name: str, raw: msgspec.Raw, prefix: str, resolver: _Resolver
+) -> tuple[ServerConfig | None, bool]:
+    source = resolver.source
+    where = _json_key(prefix, name)
+    entry: _RawEntry = _decode(raw, _RawEntry, source, where)
+    if entry.disabled:
+        return None, True
+    url = entry.url or entry.server_url
+    declared = (entry.type or "").lower()
+    if declared and declared not in _TYPES:
+        raise ConfigError(
+            source,
+            f"{where}.type",
+            f"unknown type {entry.type!r} (use stdio, http, sse or ws)",
+        )
+    kind: TransportKind
+    if declared:
+        kind = _TYPES[declared]
+    elif entry.command is not None:
+        kind = "stdio"
+    elif url is not None:
+        kind = "websocket" if url.lower().startswith(("ws://", "wss://")) else "http"
+    else:
+        raise ConfigError(source, where, "the entry has neither 'command' nor 'url'")
+    if kind == "stdio" and not entry.command:
+        raise ConfigError(source, f"{where}.command", "a stdio server needs a command")
+    if kind != "stdio" and not url:
+        raise ConfigError(source, f"{where}.url", f"a {kind} server needs a url")
+
+    def strings(values: dict[str, Any], field: str) -> dict[str, str]:
+        for key, value in values.items():
+            if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+                raise ConfigError(
+                    source,
+                    _json_key(f"{where}.{field}", key),
+                    f"expected a string, got {type(value).__name__}",
+                )
+        return {
+            key: value if isinstance(value, str) else str(value) for key, value in values.items()
+        }
+
+    env_values = strings(entry.env, "env")
+    header_values = strings(entry.headers, "headers")
+    env: dict[str, str] = {}
+    if entry.env_file is not None:
+        env_file = await resolver.expand(entry.env_file, f"{where}.envFile")
+        if resolver.workspace is not None:
+            env_file = os.path.join(resolver.workspace, env_file)
+        env.update(_read_env_file(env_file, source, f"{where}.envFile"))
+    for key, value in env_values.items():
+        env[key] = await resolver.expand(value, _json_key(f"{where}.env", key))
+    headers = {
+        key: await resolver.expand(value, _json_key(f"{where}.headers", key))
+        for key, value in header_values.items()
+    }
+    args = tuple([
+        await resolver.expand(arg, f"{where}.args[{index}]")
+        for index, arg in enumerate(entry.args)
+    ])  # fmt: skip
+    config = ServerConfig(
+        name=name,
+        transport=kind,
+        command=await resolver.expand(entry.command, f"{where}.command")
+        if entry.command is not None
+        else None,
+        args=args,
+        env=env,
+        cwd=await resolver.expand(entry.cwd, f"{where}.cwd") if entry.cwd else None,
+        url=await resolver.expand(url, f"{where}.url") if url is not None else None,
+        headers=headers,
+        fingerprint=_fingerprint(entry, kind),
+        source=source,
+    )
+    return config, False
+
+
+async def parse_config(
+    data: bytes | str,
+    *,
+    source: str = "<config>",
+    environ: Mapping[str, str] | None = None,
+    inputs: InputCallback | None = None,
+    workspace: str | os.PathLike[str] | None = None,
+) -> MCPConfig:
+    """Parse a config document (either dialect, JSONC allowed) and resolve its variables.
+
+    Args:
+        data: The document.
+        source: The name errors give for it (a file path).
+        environ: The variables ``${env:NAME}`` and ``${NAME}`` read (default:
+            :data:`os.environ`).
+        inputs: Answers each ``${input:id}`` of a VS Code file; called once per input used,
+            in order of first use. Without it, a file using ``${input:...}`` is an error.
+        workspace: The folder ``${workspaceFolder}`` stands for (and relative ``envFile``
+            paths start from).
+
+    Returns:
+        The typed config.
+
+    Raises:
+        ConfigError: The document is not valid JSONC, not an object of a known dialect, an
+            entry is malformed, or a variable cannot be resolved.
+    """
+    await trio.lowlevel.checkpoint()
+    raw = data.encode() if isinstance(data, str) else bytes(data)
+    try:
+        plain = strip_jsonc(raw)
+    except ValueError as exc:
+        found = _BYTE_POSITION.search(str(exc))
+        line, column = _line_col(raw, int(found.group(1))) if found else (None, None)
+        raise ConfigError(source, "", "unterminated /* comment", line=line, column=column) from None
+    try:
+        document: _Document = msgspec.json.decode(plain, type=_Document)
+    except msgspec.ValidationError as exc:
+        raise _error(source, "", exc) from None
+    except msgspec.DecodeError as exc:
+        text = str(exc)
+        found = _BYTE_POSITION.search(text)
+        line, column = _line_col(raw, int(found.group(1))) if found else (None, None)
+        problem = _BYTE_POSITION.sub("", text).strip()
+        raise ConfigError(source, "", _lower_first(problem), line=line, column=column) from None
+    servers_raw: dict[str, msgspec.Raw]
+    inputs_raw: list[msgspec.Raw] = []
+    prefix: str
+    dialect: Dialect
+    inputs_prefix = "inputs"
+    if document.mcpServers is not None:
+        dialect, prefix, servers_raw = "mcpServers", "mcpServers", document.mcpServers
+    elif document.servers is not None:
+        dialect, prefix, servers_raw = "vscode", "servers", document.servers
+        inputs_raw = document.inputs or []
+    elif document.mcp is not None:  # VS Code settings.json: "mcp": {"servers": ...}
+        section = document.mcp
+        dialect, prefix, servers_raw = "vscode", "mcp.servers", section.servers or {}
+        inputs_raw, inputs_prefix = section.inputs or [], "mcp.inputs"
+    else:
+        raise ConfigError(source, "", "no servers: expected an 'mcpServers' or 'servers' object")
+    declared: dict[str, ConfigInput] = {}
+    for index, item in enumerate(inputs_raw):
+        spec: ConfigInput = _decode(item, ConfigInput, source, f"{inputs_prefix}[{index}]")
+        declared[spec.id] = spec
+    resolver = _Resolver(
+        source,
+        os.environ if environ is None else environ,
+        declared,
+        inputs,
+        os.fspath(workspace) if workspace is not None else None,
+    )
+    servers: dict[str, ServerConfig] = {}
+    disabled: list[str] = []
+    for name, entry in servers_raw.items():
+        config, off = await _server(name, entry, prefix, resolver)
+        if config is not None:
+            servers[name] = config
+        elif off:
+            disabled.append(name)
+    return MCPConfig(
+        path=source,
+        dialect=dialect,
+        servers=servers,
+        disabled=tuple(disabled),
+        inputs=tuple(declared.values()),
+    )
+
+
+async def load_config(
+    path: str | os.PathLike[str],
+    *,
+    environ: Mapping[str, str] | None = None,
+    inputs: InputCallback | None = None,
+    workspace: str | os.PathLike[str] | None = None,
+) -> MCPConfig:
+    """Read and parse a config file of either dialect (see :func:`parse_config`).
+
+    For a file inside a ``.vscode`` folder, ``workspace`` defaults to the folder above it.
+
+    Args:
+        path: The file: ``claude_desktop_config.json``, ``.cursor/mcp.json``,
+            ``.mcp.json``, ``.vscode/mcp.json``, VS Code's ``settings.json``, ...
+        environ: The variables ``${env:NAME}`` and ``${NAME}`` read (default: the process's).
+        inputs: Answers ``${input:id}`` (prompt the user; hide ``password`` inputs).
+        workspace: The folder ``${workspaceFolder}`` stands for.
+
+    Returns:
+        The typed config.
+
+    Raises:
+        ConfigError: The file cannot be read or is invalid (file, key path, problem).
+    """
+    name = os.fspath(path)
+    try:
+        data = await trio.Path(name).read_bytes()
+    except OSError as exc:
+        raise ConfigError(name, "", f"cannot read the file: {exc.strerror or exc}") from None
+    if workspace is None:
+        parent = Path(os.path.abspath(name)).parent  # noqa: ASYNC240 (no I/O)
+        if parent.name == ".vscode":
+            workspace = parent.parent
+    return await parse_config(
+        data, source=name, environ=environ, inputs=inputs, workspace=workspace
+    )
+
+
+# -- consent pinning -----------------------------------------------------------------------
+
+
+class ConsentStore(Protocol):
+    """Where the approved fingerprint of each server entry is kept."""
+
+    def get(self, key: str) -> str | None:
+        """Return the fingerprint approved for ``key``, or None.
+
+        Args:
+            key: The entry's key (``file::name``).
+        """
+        ...
+
+    def set(self, key: str, fingerprint: str) -> None:
+        """Remember that ``fingerprint`` was approved for ``key``.
+
+        Args:
+            key: The entry's key.
+            fingerprint: Its approved fingerprint.
+        """
+        ...
+
+
+class MemoryConsentStore:
+    """A :class:`ConsentStore` in memory (tests, or approval per run).
+
+    Args:
+        approved: Fingerprints approved already, by key.
+    """
+
+    def __init__(self, approved: Mapping[str, str] | None = None) -> None:
+        self.approved: dict[str, str] = dict(approved or {})
+
+    def get(self, key: str) -> str | None:
+        """Return the fingerprint approved for ``key``, or None.
+
+        Args:
+            key: The entry's key (``file::name``).
+        """
+        return self.approved.get(key)
+
+    def set(self, key: str, fingerprint: str) -> None:
+        """Remember an approval.
+
+        Args:
+            key: The entry's key.
+            fingerprint: Its approved fingerprint.
+        """
+        self.approved[key] = fingerprint
+
+
+def _user_config_dir() -> Path:
+    if sys.platform == "win32":
+        base = os.environ.get("APPDATA") or os.path.expanduser("~/AppData/Roaming")
+    elif sys.platform == "darwin":
+        base = os.path.expanduser("~/Library/Application Support")
+    else:
+        base = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
+    return Path(base) / "trio-mcp"
+
+
+class FileConsentStore:
+    """A :class:`ConsentStore` in a JSON file (fingerprints only, never values).
+
+    The file is read on each :meth:`get` and replaced atomically on each :meth:`set`.
+
+    Args:
+        path: The file; default ``consent.json`` in the user's config folder
+            (``$XDG_CONFIG_HOME/trio-mcp``, ``~/Library/Application Support/trio-mcp``,
+            ``%APPDATA%\\trio-mcp``).
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self.path: Path = Path(path) if path is not None else _user_config_dir() / "consent.json"
+
+    def _read(self) -> dict[str, str]:
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return {}
+        try:
+            decoded: object = msgspec.json.decode(data)
+        except msgspec.DecodeError:
+            logger.warning("ignoring the unreadable consent store %s", self.path)
+            return {}
+        if not isinstance(decoded, dict):
+            return {}
+        items = cast("dict[object, object]", decoded).items()
+        return {str(k): v for k, v in items if isinstance(v, str)}
+
+    def get(self, key: str) -> str | None:
+        """Return the fingerprint approved for ``key``, or None.
+
+        Args:
+            key: The entry's key (``file::name``).
+        """
+        return self._read().get(key)
+
+    def set(self, key: str, fingerprint: str) -> None:
+        """Remember an approval (the file and its folder are created as needed).
+
+        Args:
+            key: The entry's key.
+            fingerprint: Its approved fingerprint.
+        """
+        approved = self._read()
+        approved[key] = fingerprint
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = self.path.with_name(self.path.name + ".tmp")
+        temporary.write_bytes(msgspec.json.format(msgspec.json.encode(approved, order="sorted")))
+        os.replace(temporary, self.path)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsentRequest:
+    """What the approval callback is asked about.
+
+    Attributes:
+        server: The entry (its ``repr`` hides secrets; show ``command``/``args``/``url``).
+        key: The key it is pinned under (``file::name``).
+        previous: The fingerprint approved before, or None for an entry never approved.
+    """
+
+    server: ServerConfig
+    key: str
+    previous: str | None
+
+    @property
+    def changed(self) -> bool:
+        """Whether an earlier version of the entry was approved (it changed since)."""
+        return self.previous is not None
+
+
+ApprovalCallback = Callable[[ConsentRequest], Awaitable[bool]]
+
+
+def consent_key(server: ServerConfig) -> str:
+    """The key a server entry is pinned under: its absolute file path and name."""
+    source = os.path.abspath(server.source) if server.source else "<config>"
+    return f"{source}::{server.name}"
+
+
+async def check_consent(
+    servers: Mapping[str, ServerConfig] | MCPConfig,
+    approve: ApprovalCallback,
+    store: ConsentStore | None = None,
+) -> dict[str, bool]:
+    """Ask ``approve`` about every entry that is new or changed since it was last approved.
+
+    Entries whose fingerprint is in ``store`` are approved without asking; approved ones
+    are stored. The callback is called one entry at a time, in file order.
+
+    Args:
+        servers: A loaded config or its servers.
+        approve: Returns True to let the server start.
+        store: Where approvals are kept (default: :class:`FileConsentStore` in the user's
+            config folder).
+
+    Returns:
+        For each server name, whether it may start.
+    """
+    if isinstance(servers, MCPConfig):
+        servers = servers.servers
+    store = store if store is not None else FileConsentStore()
+    verdict: dict[str, bool] = {}
+    for name, server in servers.items():
+        key = consent_key(server)
+        previous = store.get(key)
+        if previous == server.fingerprint:
+            await trio.lowlevel.checkpoint()
+            verdict[name] = True
+            continue
+        allowed = bool(await approve(ConsentRequest(server, key, previous)))
+        if allowed:
+            store.set(key, server.fingerprint)
+        verdict[name] = allowed
+    return verdict
