@@ -958,7 +958,8 @@ async def test_listen_acknowledges_and_tags_notifications() -> None:
         }
         await wire.notify("notifications/cancelled", {"requestId": "listen-1"})
         await server.wait_for_message("notifications/cancelled")
-        assert server.cancelled == ["listen-1"]
+        assert server.subscriptions_ended == ["listen-1"]
+        assert server.cancelled == []
         await server.notify_tools_changed()  # the stream is gone: nothing is sent
         listed = await wire.request("tools/list", {"_meta": meta()})
         message = await wire.receive()

@@ -2,7 +2,8 @@
 
 memory (MockServer), stdio (``python -m trio_mcp.testing``), WebSocket (MockServer behind
 trio-websocket on loopback), Streamable HTTP modern and legacy and HTTP+SSE (the official
-SDK's server on loopback). Each must: carry whole messages both ways, many in flight;
+SDK's server on loopback), all through the public checker
+``trio_mcp.testing.check_transport``. Each must: carry whole messages both ways, many in flight;
 fail a request whose server is gone with a TransportError (never hang); close idempotently,
 also when cancelled; refuse use after close with trio.ClosedResourceError.
 """
@@ -20,22 +21,13 @@ from trio_websocket import WebSocketConnection, WebSocketRequest, serve_websocke
 
 import trio_mcp
 from trio_mcp._eras import era_cache
-from trio_mcp.testing import MockServer, ToolContext
+from trio_mcp.testing import CHECKS, MockServer, TransportContractError, check_transport
+from trio_mcp.testing._checker import Check, Kill
 
 from .interop_peers import open_sdk_http, skip_unless_sdk
 
 Target = Any
-Opener = Callable[[], AbstractAsyncContextManager[tuple[Target, Callable[[], Any]]]]
-
-
-def mock_server() -> MockServer:
-    server = MockServer()
-
-    @server.tool(description="Echo")
-    async def echo(ctx: ToolContext, text: str) -> str:
-        return text
-
-    return server
+Opener = Callable[[MockServer], AbstractAsyncContextManager[tuple[Target, Kill]]]
 
 
 class _WebSocketStream:
@@ -59,28 +51,28 @@ class _WebSocketStream:
 
 
 @asynccontextmanager
-async def memory() -> AsyncGenerator[tuple[Target, Callable[[], Any]], None]:
-    server = mock_server()
-    yield server, server.crash
+async def memory(server: MockServer) -> AsyncGenerator[tuple[Target, Kill], None]:
+    async def kill(session: trio_mcp.ClientSession) -> None:
+        await server.crash()
+
+    yield server, kill
 
 
 @asynccontextmanager
-async def stdio() -> AsyncGenerator[tuple[Target, Callable[[], Any]], None]:
+async def stdio(server: MockServer) -> AsyncGenerator[tuple[Target, Kill], None]:
     params = trio_mcp.StdioParameters([sys.executable, "-m", "trio_mcp.testing"])
-    holder: dict[str, Any] = {}
 
-    async def kill() -> None:
+    async def kill(session: trio_mcp.ClientSession) -> None:
         import os
         import signal
 
-        os.kill(holder["session"].transport.pid, signal.SIGKILL)
+        os.kill(session.transport.pid, signal.SIGKILL)  # type: ignore[attr-defined]
 
-    yield (params, holder), kill
+    yield params, kill
 
 
 @asynccontextmanager
-async def websocket() -> AsyncGenerator[tuple[Target, Callable[[], Any]], None]:
-    server = mock_server()
+async def websocket(server: MockServer) -> AsyncGenerator[tuple[Target, Kill], None]:
     streams: list[_WebSocketStream] = []
 
     async def handler(request: WebSocketRequest) -> None:
@@ -89,7 +81,7 @@ async def websocket() -> AsyncGenerator[tuple[Target, Callable[[], Any]], None]:
         streams.append(stream)
         await server.serve(stream)
 
-    async def kill() -> None:
+    async def kill(session: trio_mcp.ClientSession) -> None:
         for stream in streams:
             await stream.ws.aclose(code=1011)
 
@@ -101,13 +93,13 @@ async def websocket() -> AsyncGenerator[tuple[Target, Callable[[], Any]], None]:
 
 def http(mode: str, transport: str = "http") -> Opener:
     @asynccontextmanager
-    async def opener() -> AsyncGenerator[tuple[Target, Callable[[], Any]], None]:
+    async def opener(server: MockServer) -> AsyncGenerator[tuple[Target, Kill], None]:
         skip_unless_sdk()
         era_cache.clear()
         async with open_sdk_http(transport, mode=mode) as peer:  # type: ignore[arg-type]
             from .interop_peers import terminate_process
 
-            async def kill() -> None:
+            async def kill(session: trio_mcp.ClientSession) -> None:
                 await terminate_process(peer.process, grace=0.1)
 
             target = trio_mcp.SSEParameters(peer.url) if transport == "sse" else peer.url
@@ -126,23 +118,6 @@ TRANSPORTS: dict[str, Opener] = {
 }
 
 
-@asynccontextmanager
-async def session_for(
-    target: Target, nursery: trio.Nursery
-) -> AsyncGenerator[trio_mcp.ClientSession, None]:
-    holder = None
-    if isinstance(target, tuple):
-        target, holder = target
-    async with trio_mcp.open_mcp_session(nursery, target) as session:
-        if holder is not None:
-            holder["session"] = session
-        yield session
-
-
-def echo_tool_name(session: trio_mcp.ClientSession) -> tuple[str, str]:
-    return "echo", "text"
-
-
 @pytest.fixture(params=sorted(TRANSPORTS))
 def opener(request: pytest.FixtureRequest) -> Opener:
     if request.param.startswith("http"):
@@ -151,49 +126,55 @@ def opener(request: pytest.FixtureRequest) -> Opener:
     return TRANSPORTS[request.param]
 
 
-async def test_whole_messages_both_ways_many_in_flight(opener: Opener) -> None:
-    async with opener() as (target, _kill):
-        async with trio.open_nursery() as nursery:
-            async with session_for(target, nursery) as session:
-                results: dict[int, str] = {}
-
-                async def one(i: int) -> None:
-                    text = f"message {i} " + "x" * (i * 37 % 5000)
-                    results[i] = (await session.call_tool("echo", {"text": text})).text
-
-                async with trio.open_nursery() as calls:
-                    for i in range(50):
-                        calls.start_soon(one, i)
-                assert results == {i: f"message {i} " + "x" * (i * 37 % 5000) for i in range(50)}
+@pytest.mark.parametrize("check", CHECKS)
+async def test_transport_contract(opener: Opener, check: Check) -> None:
+    """The public checker, run over every trio_mcp transport, one check at a time."""
+    await check_transport(opener, checks=[check])
 
 
-async def test_server_gone_fails_the_request_never_hangs(opener: Opener) -> None:
-    async with opener() as (target, kill):
-        async with trio.open_nursery() as nursery:
-            async with session_for(target, nursery) as session:
-                assert (await session.call_tool("echo", {"text": "up"})).text == "up"
-                await kill()
+class _Hangs(trio_mcp.Transport):
+    """A broken transport: receive never ends, even after the server is gone."""
 
-                async def until_failure() -> None:
-                    for _ in range(3):  # the first may still be answered by a dying peer
-                        await session.call_tool("echo", {"text": "down"})
+    needs_info = False
 
-                with trio.fail_after(30), pytest.raises(trio_mcp.TransportError):
-                    await until_failure()
+    def __init__(self, inner: trio_mcp.Transport) -> None:
+        self.inner = inner
+        self.killed = False
+
+    async def send(self, data: bytes, info: Any = None) -> None:
+        await self.inner.send(data, info)
+
+    async def receive(self) -> bytes:
+        if self.killed:
+            await trio.sleep_forever()
+        return await self.inner.receive()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
 
 
-async def test_close_is_idempotent_and_cancel_safe(opener: Opener) -> None:
-    async with opener() as (target, _kill):
-        async with trio.open_nursery() as nursery:
-            with trio.CancelScope() as scope:
-                async with session_for(target, nursery) as session:
-                    await session.call_tool("echo", {"text": "x"})
-                    scope.cancel()  # the block exits by cancellation: close still completes
-                    await trio.sleep_forever()
-            assert session.closed
-            await session.aclose()
-            await session.transport.aclose()
-            with pytest.raises(trio.ClosedResourceError):
-                await session.call_tool("echo", {"text": "x"})
-            with pytest.raises(trio.ClosedResourceError):
-                await session.transport.send(b"{}", None)
+async def test_checker_catches_a_transport_that_hangs(autojump_clock: Any) -> None:
+    @asynccontextmanager
+    async def broken(server: MockServer) -> AsyncGenerator[tuple[Target, Kill], None]:
+        holder: list[_Hangs] = []
+
+        class Factory:
+            @asynccontextmanager
+            async def open_transport(self, nursery: trio.Nursery) -> AsyncGenerator[_Hangs, None]:
+                async with server.open_transport(nursery) as inner:
+                    holder.append(_Hangs(inner))
+                    yield holder[-1]
+
+        async def kill(session: trio_mcp.ClientSession) -> None:
+            holder[-1].killed = True
+            server.faults.drop(None, times=None)
+
+        yield Factory(), kill
+
+    with pytest.raises(TransportContractError, match="'server_gone' did not finish within 5"):
+        await check_transport(broken, checks=["server_gone"], timeout=5)
+
+
+async def test_checker_rejects_unknown_checks() -> None:
+    with pytest.raises(ValueError, match="unknown check 'speed'"):
+        await check_transport(memory, checks=["speed"])  # type: ignore[list-item]

@@ -21,18 +21,48 @@ notifications, crashes and era-probe answers, and inspect what the client sent::
 stdio, for subprocess tests.
 """
 
+from ._cassette import REDACTED as REDACTED
+from ._cassette import CassetteMismatch as CassetteMismatch
+from ._cassette import Recorder as Recorder
+from ._cassette import ReplayServer as ReplayServer
+from ._cassette import load_cassette as load_cassette
+from ._cassette import scrub as scrub
+from ._checker import CHECKS as CHECKS
+from ._checker import TransportContractError as TransportContractError
+from ._checker import check_transport as check_transport
+from ._checker import echo_server as echo_server
 from ._connection import ClientRequestError as ClientRequestError
 from ._connection import ServerCrash as ServerCrash
 from ._connection import ServerStream as ServerStream
 from ._connection import ToolContext as ToolContext
 from ._demo import demo_server as demo_server
+from ._faults import DEFAULT_CRASH_STDERR as DEFAULT_CRASH_STDERR
+from ._faults import Faults as Faults
+from ._faults import FaultyStream as FaultyStream
+from ._faults import Match as Match
+from ._faults import MockClientTransport as MockClientTransport
 from ._server import MockServer as MockServer
 
 __all__ = [
+    "CHECKS",
+    "CassetteMismatch",
     "ClientRequestError",
+    "DEFAULT_CRASH_STDERR",
+    "Faults",
+    "FaultyStream",
+    "Match",
+    "MockClientTransport",
     "MockServer",
+    "REDACTED",
+    "Recorder",
+    "ReplayServer",
     "ServerCrash",
     "ServerStream",
     "ToolContext",
+    "TransportContractError",
+    "check_transport",
     "demo_server",
+    "echo_server",
+    "load_cassette",
+    "scrub",
 ]

@@ -143,7 +143,23 @@ class ServerCrash(Exception):
     The connection's stream is closed at once and every in-flight request is abandoned
     without a response: the client sees end of stream, as if the server process had died.
     Under ``python -m trio_mcp.testing`` the process then exits with status 1.
+
+    Attributes:
+        exit_code: The exit code an in-memory client is told (``None``: unknown).
+        stderr: The stderr tail an in-memory client is told.
     """
+
+    def __init__(self, *args: object, exit_code: int | None = None, stderr: str = "") -> None:
+        """Create the crash.
+
+        Args:
+            *args: The exception's message.
+            exit_code: The exit code the client's :class:`~trio_mcp.ConnectionClosed` shows.
+            stderr: The stderr tail it shows.
+        """
+        super().__init__(*args)
+        self.exit_code = exit_code
+        self.stderr = stderr
 
 
 class ClientRequestError(Exception):
@@ -614,10 +630,13 @@ class Connection:
             ):
                 await self.stream.aclose()
 
-    async def crash(self) -> None:
+    async def crash(self, exit_code: int | None = None, stderr: str = "") -> None:
         """End the connection abruptly: close the stream, abandon every request."""
         if self.crashed:
             return
+        mark_crashed: Any = getattr(self.stream, "mark_crashed", None)
+        if mark_crashed is not None:
+            mark_crashed(exit_code, stderr)
         self.crashed = True
         self.closing = True
         self.server.crash_count += 1
@@ -821,11 +840,15 @@ class Connection:
         if method == "notifications/cancelled":
             request_id = params.get("requestId")
             if isinstance(request_id, (int, str)):
+                # Ending a subscriptions/listen stream is bookkeeping of its own: a test
+                # counting cancelled requests must not see the session's listen stream.
+                if self.subscriptions.pop(request_id, None) is not None:
+                    self.server.subscriptions_ended.append(request_id)
+                    return
                 self.server.cancelled.append(request_id)
                 scope = self.inflight.get(request_id)
                 if scope is not None:
                     scope.cancel()
-                self.subscriptions.pop(request_id, None)
 
     def _era_for(self, method: str, params: JSONDict) -> Era:
         if self.legacy or self.server.eras == "legacy":
@@ -1097,8 +1120,9 @@ class Connection:
         leaves = _leaves(exc)
         if all(isinstance(leaf, trio.Cancelled) for leaf in leaves):
             raise exc
-        if any(isinstance(leaf, ServerCrash) for leaf in leaves):
-            await self.crash()
+        crashes = [leaf for leaf in leaves if isinstance(leaf, ServerCrash)]
+        if crashes:
+            await self.crash(crashes[0].exit_code, crashes[0].stderr)
             return
         if inputs.missing and ctx.era == "modern":
             await self._send_input_required(ctx, inputs)

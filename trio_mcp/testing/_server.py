@@ -12,8 +12,9 @@ from typing import Any, Literal, TypeVar, overload
 import trio
 
 from .._transports._base import Transport
-from .._transports._memory import memory_transport_pair
+from .._transports._memory import MEMORY_BUFFER_SIZE, MemoryServerStream
 from ._connection import Connection, RequestId, ServerStream
+from ._faults import Faults, FaultyStream, MockClientTransport
 from ._registry import (
     JSONDict,
     PromptEntry,
@@ -99,7 +100,11 @@ class MockServer:
     Attributes:
         received: Every message the client sent, decoded, in arrival order (requests,
             notifications and responses to server-to-client requests).
-        cancelled: The request ids named in ``notifications/cancelled``, in order.
+        cancelled: The request ids named in ``notifications/cancelled``, in order, except
+            those ending a ``subscriptions/listen`` stream.
+        subscriptions_ended: The ``subscriptions/listen`` request ids the client ended with
+            ``notifications/cancelled`` (as a session does when ``listen()`` exits).
+        faults: The :class:`Faults` injected into every connection (delays, drops, crashes...).
         request_states_seen: Every ``requestState`` the client echoed on a modern retry.
         client_info: The last ``clientInfo`` seen (from ``initialize`` or modern ``_meta``).
         client_capabilities: The last client capabilities seen.
@@ -142,6 +147,8 @@ class MockServer:
         self.capabilities: dict[str, Any] | None = None
         self.received: list[dict[str, Any]] = []
         self.cancelled: list[RequestId] = []
+        self.subscriptions_ended: list[RequestId] = []
+        self.faults: Faults = Faults()
         self.request_states_seen: list[str] = []
         self.client_info: dict[str, Any] | None = None
         self.client_capabilities: dict[str, Any] | None = None
@@ -420,7 +427,12 @@ class MockServer:
         Yields:
             The client end: a transport carrying whole JSON-RPC messages.
         """
-        client, stream = memory_transport_pair()
+        to_server_send, to_server_receive = trio.open_memory_channel[bytes](MEMORY_BUFFER_SIZE)
+        to_client_send, to_client_receive = trio.open_memory_channel[bytes](MEMORY_BUFFER_SIZE)
+        stream = FaultyStream(
+            MemoryServerStream(to_client_send, to_server_receive), self.faults, nursery
+        )
+        client = MockClientTransport(to_server_send, to_client_receive, stream.exit)
         nursery.start_soon(self.serve, stream)
         try:
             yield client
@@ -490,10 +502,16 @@ class MockServer:
         for connection in list(self._state.connections):
             await connection.end_subscriptions()
 
-    async def crash(self) -> None:
-        """End every connection abruptly: clients see end of stream, nothing is answered."""
+    async def crash(self, *, exit_code: int | None = None, stderr: str = "") -> None:
+        """End every connection abruptly: clients see end of stream, nothing is answered.
+
+        Args:
+            exit_code: The exit code in-memory clients are told, as a stdio client is told
+                a dead process's (``None``: unknown).
+            stderr: The stderr tail they are told.
+        """
         for connection in list(self._state.connections):
-            await connection.crash()
+            await connection.crash(exit_code, stderr)
 
     async def request_client(
         self, method: str, params: Mapping[str, Any] | None = None
