@@ -52,6 +52,8 @@ SHARED = Path(os.environ.get("TRIO_MCP_SHARED", ROOT.parent / "shared")).resolve
 RUFF = ["ruff==0.17.6"]
 TYPECHECK = ["mypy==2.4.1", "pyright==1.1.414", "exceptiongroup==1.3.0"]  # 3.10 branch types
 PYTEST = ["pytest==9.2.0", "pytest-trio==0.8.0", "pytest-timeout==2.4.0", "hypothesis==6.170.15"]
+# tests/test_notebook.py executes a real notebook on an IPython kernel
+PYTEST += ["nbclient==0.11.0", "nbformat==5.11.1", "ipykernel==7.4.0"]
 # Examples per property for ``nox -s fuzz``: summed over tests/test_fuzz.py's properties an
 # example feeds about 47 generated messages, so 3000 feed some 140,000 (the run prints the total).
 FUZZ_EXAMPLES = "3000"
@@ -62,6 +64,8 @@ DOCS = [
     "mkdocstrings-python==2.0.11",
 ]
 MCP_SDK = ["mcp==2.3.0"]  # the official SDK: interop peer (tests/servers/) and bench baseline
+# Only ``nox -s bench``: fastmcp as a second client to compare with (HTTP workloads).
+BENCH_EXTRA = ["fastmcp==4.1.2"]
 
 CONFORMANCE_VERSION = "0.2.0-alpha.12"
 CONFORMANCE_SCRIPT = SHARED / "tools" / "conformance-client-suite.sh"
@@ -299,7 +303,7 @@ def bench(session: nox.Session) -> None:
     bench_script = ROOT / "bench" / "run.py"
     if not bench_script.is_file():
         session.error(f"{bench_script.relative_to(ROOT)} does not exist yet")
-    _install_project(session, *MCP_SDK)
+    _install_project(session, *MCP_SDK, *BENCH_EXTRA)
     (ROOT / "bench" / "results").mkdir(parents=True, exist_ok=True)
     args = session.posargs or ["--json", "bench/results/latest.json"]
     session.run("python", "bench/run.py", *args)

@@ -17,25 +17,72 @@ from __future__ import annotations
 import inspect
 from typing import TYPE_CHECKING, Any
 
+from ._agent import AgentResult as AgentResult
+from ._agent import AnthropicModel as AnthropicModel
+from ._agent import Model as Model
+from ._agent import ModelRequest as ModelRequest
+from ._agent import OpenAIChatModel as OpenAIChatModel
+from ._agent import run_agent as run_agent
+from ._agent import sampling_handler as sampling_handler
+from ._blocking import BlockingNotifications as BlockingNotifications
+from ._blocking import BlockingSession as BlockingSession
+from ._blocking import open_blocking_session as open_blocking_session
+from ._catalogue import Catalogue as Catalogue
+from ._config import ConfigInput as ConfigInput
+from ._config import ConsentRequest as ConsentRequest
+from ._config import ConsentStore as ConsentStore
+from ._config import FileConsentStore as FileConsentStore
+from ._config import MCPConfig as MCPConfig
+from ._config import MemoryConsentStore as MemoryConsentStore
+from ._config import ServerConfig as ServerConfig
+from ._config import check_consent as check_consent
+from ._config import load_config as load_config
+from ._config import parse_config as parse_config
 from ._connect import open_mcp_session as open_mcp_session
 from ._eras import EraCache as EraCache
+from ._exceptions import AgentDeadlineError as AgentDeadlineError
+from ._exceptions import AgentError as AgentError
+from ._exceptions import AgentIterationLimitError as AgentIterationLimitError
+from ._exceptions import AuthDiscoveryError as AuthDiscoveryError
+from ._exceptions import AuthError as AuthError
+from ._exceptions import AuthorizationDeniedError as AuthorizationDeniedError
 from ._exceptions import CircuitOpenError as CircuitOpenError
+from ._exceptions import ClientRegistrationError as ClientRegistrationError
+from ._exceptions import ConfigError as ConfigError
 from ._exceptions import ConnectionClosed as ConnectionClosed
+from ._exceptions import ElicitationContentError as ElicitationContentError
 from ._exceptions import HeaderMismatchError as HeaderMismatchError
 from ._exceptions import HTTPStatusError as HTTPStatusError
 from ._exceptions import InputRequestError as InputRequestError
+from ._exceptions import InsufficientScopeError as InsufficientScopeError
+from ._exceptions import LoginRequiredError as LoginRequiredError
 from ._exceptions import MCPError as MCPError
 from ._exceptions import MessageTooLargeError as MessageTooLargeError
 from ._exceptions import MissingClientCapabilityError as MissingClientCapabilityError
+from ._exceptions import ModelError as ModelError
+from ._exceptions import NameCollisionError as NameCollisionError
+from ._exceptions import OutputValidationError as OutputValidationError
 from ._exceptions import ProtocolError as ProtocolError
 from ._exceptions import ResourceNotFoundError as ResourceNotFoundError
+from ._exceptions import SchemaError as SchemaError
 from ._exceptions import ServerError as ServerError
+from ._exceptions import ServerUnavailableError as ServerUnavailableError
+from ._exceptions import TokenRequestError as TokenRequestError
 from ._exceptions import ToolError as ToolError
 from ._exceptions import TransportError as TransportError
+from ._exceptions import UnsafeURLError as UnsafeURLError
 from ._exceptions import UnsupportedProtocolVersionError as UnsupportedProtocolVersionError
+from ._exceptions import URLElicitationRequiredError as URLElicitationRequiredError
+from ._group import GroupNotification as GroupNotification
+from ._group import RestartPolicy as RestartPolicy
+from ._group import ServerGroup as ServerGroup
+from ._group import ServerState as ServerState
+from ._group import ServerStatus as ServerStatus
+from ._group import open_server_group as open_server_group
 from ._handlers import ElicitationHandler as ElicitationHandler
 from ._handlers import HandlerError as HandlerError
 from ._handlers import RequestContext as RequestContext
+from ._handlers import Roots as Roots
 from ._handlers import RootsHandler as RootsHandler
 from ._handlers import SamplingHandler as SamplingHandler
 from ._resilience import Backoff as Backoff
@@ -189,13 +236,46 @@ from ._types import UntitledEnumItems as UntitledEnumItems
 from ._types import UntitledMultiSelectEnumSchema as UntitledMultiSelectEnumSchema
 from ._types import UntitledSingleSelectEnumSchema as UntitledSingleSelectEnumSchema
 from ._types import to_builtins as to_builtins
+from ._urls import URLCheck as URLCheck
+from ._urls import URLConsent as URLConsent
+from ._urls import URLPolicy as URLPolicy
+from ._urls import check_url as check_url
+from ._urls import url_elicitation_handler as url_elicitation_handler
+from ._validation import CompiledSchema as CompiledSchema
+from ._validation import OutputValidation as OutputValidation
+from ._validation import SchemaViolation as SchemaViolation
+from ._validation import compile_schema as compile_schema
 
 if TYPE_CHECKING:
+    from ._asyncio import AsyncioNotifications as AsyncioNotifications
+    from ._asyncio import AsyncioSession as AsyncioSession
+    from ._asyncio import open_asyncio_session as open_asyncio_session
+    from ._auth import FileTokenStore as FileTokenStore
+    from ._auth import LoopbackBrowser as LoopbackBrowser
+    from ._auth import MemoryTokenStore as MemoryTokenStore
+    from ._auth import OAuth as OAuth
+    from ._auth import Redirect as Redirect
+    from ._auth import StoredClient as StoredClient
+    from ._auth import StoredToken as StoredToken
+    from ._auth import TokenStore as TokenStore
+    from ._auth import UserAgent as UserAgent
     from ._transports._http import StreamableHTTPParameters as StreamableHTTPParameters
     from ._transports._sse import SSEParameters as SSEParameters
     from ._transports._websocket import WebSocketParameters as WebSocketParameters
 
 _LAZY = {
+    "AsyncioNotifications": "._asyncio",
+    "AsyncioSession": "._asyncio",
+    "open_asyncio_session": "._asyncio",
+    "FileTokenStore": "._auth",
+    "LoopbackBrowser": "._auth",
+    "MemoryTokenStore": "._auth",
+    "OAuth": "._auth",
+    "Redirect": "._auth",
+    "StoredClient": "._auth",
+    "StoredToken": "._auth",
+    "TokenStore": "._auth",
+    "UserAgent": "._auth",
     "SSEParameters": "._transports._sse",
     "StreamableHTTPParameters": "._transports._http",
     "WebSocketParameters": "._transports._websocket",
@@ -216,12 +296,24 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "AgentDeadlineError",
+    "AgentError",
+    "AgentIterationLimitError",
+    "AgentResult",
     "Annotations",
+    "AnthropicModel",
     "AnyResourceContents",
+    "AsyncioNotifications",
+    "AsyncioSession",
     "AudioContent",
+    "AuthDiscoveryError",
+    "AuthError",
+    "AuthorizationDeniedError",
     "Backoff",
     "BaseMetadata",
     "BlobResourceContents",
+    "BlockingNotifications",
+    "BlockingSession",
     "BooleanSchema",
     "CacheScope",
     "CacheableResult",
@@ -230,18 +322,25 @@ __all__ = [
     "CancelTaskRequestParams",
     "CancelTaskResult",
     "CancelledNotificationParams",
+    "Catalogue",
     "CircuitBreaker",
     "CircuitOpenError",
     "CircuitState",
     "ClientCapabilities",
+    "ClientRegistrationError",
     "ClientSession",
+    "CompiledSchema",
     "CompleteRequestParams",
     "CompleteResult",
     "Completion",
     "CompletionArgument",
     "CompletionContext",
     "CompletionsCapability",
+    "ConfigError",
+    "ConfigInput",
     "ConnectionClosed",
+    "ConsentRequest",
+    "ConsentStore",
     "ContentBlock",
     "CreateMessageRequest",
     "CreateMessageRequestParams",
@@ -255,17 +354,21 @@ __all__ = [
     "ElicitResult",
     "ElicitationCapability",
     "ElicitationCompleteNotificationParams",
+    "ElicitationContentError",
     "ElicitationHandler",
     "EmbeddedResource",
     "EmptyResult",
     "EnumSchema",
     "EraCache",
+    "FileConsentStore",
+    "FileTokenStore",
     "GetPromptRequestParams",
     "GetPromptResult",
     "GetTaskPayloadRequestParams",
     "GetTaskPayloadResult",
     "GetTaskRequestParams",
     "GetTaskResult",
+    "GroupNotification",
     "HTTPStatusError",
     "HandlerError",
     "HeaderMismatchError",
@@ -283,6 +386,7 @@ __all__ = [
     "InputResponse",
     "InputResponseRequestParams",
     "InputResponses",
+    "InsufficientScopeError",
     "LegacyTitledEnumSchema",
     "ListPromptsResult",
     "ListResourceTemplatesResult",
@@ -294,17 +398,30 @@ __all__ = [
     "LoggingCapability",
     "LoggingLevel",
     "LoggingMessageNotificationParams",
+    "LoginRequiredError",
+    "LoopbackBrowser",
+    "MCPConfig",
     "MCPError",
+    "MemoryConsentStore",
+    "MemoryTokenStore",
     "MessageInfo",
     "MessageTooLargeError",
     "MissingClientCapabilityError",
+    "Model",
+    "ModelError",
     "ModelHint",
     "ModelPreferences",
+    "ModelRequest",
     "MultiSelectEnumSchema",
+    "NameCollisionError",
     "Notification",
     "NotificationMetaObject",
     "NotificationParams",
     "NumberSchema",
+    "OAuth",
+    "OpenAIChatModel",
+    "OutputValidation",
+    "OutputValidationError",
     "PaginatedRequestParams",
     "PaginatedResult",
     "PrimitiveSchemaDefinition",
@@ -318,6 +435,7 @@ __all__ = [
     "ProtocolError",
     "ReadResourceRequestParams",
     "ReadResourceResult",
+    "Redirect",
     "RelatedTaskMetadata",
     "RequestContext",
     "RequestFailure",
@@ -333,11 +451,13 @@ __all__ = [
     "ResourceTemplateReference",
     "ResourceUpdatedNotificationParams",
     "ResourcesCapability",
+    "RestartPolicy",
     "Result",
     "ResultMetaObject",
     "RetryPolicy",
     "Role",
     "Root",
+    "Roots",
     "RootsCapability",
     "RootsHandler",
     "SSEParameters",
@@ -345,11 +465,20 @@ __all__ = [
     "SamplingHandler",
     "SamplingMessage",
     "SamplingMessageContentBlock",
+    "SchemaError",
+    "SchemaViolation",
     "ServerCapabilities",
+    "ServerConfig",
     "ServerError",
+    "ServerGroup",
+    "ServerState",
+    "ServerStatus",
+    "ServerUnavailableError",
     "SetLevelRequestParams",
     "SingleSelectEnumSchema",
     "StdioParameters",
+    "StoredClient",
+    "StoredToken",
     "StreamableHTTPParameters",
     "StringSchema",
     "SubscribeRequestParams",
@@ -369,6 +498,8 @@ __all__ = [
     "TitledEnumOption",
     "TitledMultiSelectEnumSchema",
     "TitledSingleSelectEnumSchema",
+    "TokenRequestError",
+    "TokenStore",
     "Tool",
     "ToolAnnotations",
     "ToolChoice",
@@ -380,15 +511,32 @@ __all__ = [
     "Transport",
     "TransportError",
     "TransportFactory",
+    "URLCheck",
+    "URLConsent",
+    "URLElicitationRequiredError",
+    "URLPolicy",
     "UnknownContent",
+    "UnsafeURLError",
     "UnsubscribeRequestParams",
     "UnsupportedProtocolVersionError",
     "UntitledEnumItems",
     "UntitledMultiSelectEnumSchema",
     "UntitledSingleSelectEnumSchema",
+    "UserAgent",
     "WebSocketParameters",
+    "check_consent",
+    "check_url",
+    "compile_schema",
+    "load_config",
+    "open_asyncio_session",
+    "open_blocking_session",
     "open_mcp_session",
+    "open_server_group",
+    "parse_config",
+    "run_agent",
+    "sampling_handler",
     "to_builtins",
+    "url_elicitation_handler",
 ]
 
 

@@ -7,7 +7,8 @@ The tree is small on purpose::
     │   ├── ResourceNotFoundError     resource not found (-32002 legacy; -32602 on resources/read)
     │   ├── UnsupportedProtocolVersionError   -32022, no mutually supported version
     │   ├── HeaderMismatchError       -32020, HTTP headers disagree with the body
-    │   └── MissingClientCapabilityError      -32021, the request needs a capability we lack
+    │   ├── MissingClientCapabilityError      -32021, the request needs a capability we lack
+    │   └── URLElicitationRequiredError       -32042, visit URL(s) first, then retry (2025-11-25)
     ├── ProtocolError                 an undecodable or invalid message, failed negotiation
     │   └── MessageTooLargeError      a message over the configured size limit
     ├── TransportError                the connection failed below JSON-RPC
@@ -15,7 +16,25 @@ The tree is small on purpose::
     │   └── HTTPStatusError           an HTTP request failed (status code, body)
     ├── InputRequestError             a multi-round-trip input could not be provided
     ├── CircuitOpenError              the circuit breaker is open (``trio_mcp.CircuitBreaker``)
-    └── ToolError                     raised by ``CallToolResult.raise_for_error()``
+    ├── ConfigError                   a server config file is invalid (file, key path, problem)
+    ├── ServerUnavailableError        a server of a group is not running (why, stderr tail)
+    ├── NameCollisionError            two servers of a group offer the same name
+    ├── AuthError                     OAuth authorization failed (``auth=trio_mcp.OAuth(...)``)
+    │   ├── AuthDiscoveryError        metadata missing, malformed, wrong issuer or resource
+    │   ├── ClientRegistrationError   no client identity (pre-registered, CIMD, DCR)
+    │   ├── AuthorizationDeniedError  the redirect carried an error, wrong state or iss
+    │   ├── TokenRequestError         the token endpoint answered an OAuth error
+    │   ├── InsufficientScopeError    403 insufficient_scope after the step-up limit
+    │   └── LoginRequiredError        headless: no usable stored token, a login is needed
+    ├── ToolError                     raised by ``CallToolResult.raise_for_error()``
+    ├── OutputValidationError         a tool result does not match its ``outputSchema``
+    ├── SchemaError                   a JSON Schema that does not compile
+    ├── ElicitationContentError       elicitation content does not match ``requestedSchema``
+    ├── UnsafeURLError                a URL failed :func:`~trio_mcp.check_url`
+    ├── ModelError                    a model adapter failed (HTTP error, malformed JSON)
+    └── AgentError                    the agentic tool loop stopped early (has ``transcript``)
+        ├── AgentIterationLimitError  the model still asked for tools at the iteration cap
+        └── AgentDeadlineError        the loop's timeout passed (also a trio.TooSlowError)
 
 Besides these a caller sees only trio's own: :class:`trio.TooSlowError` (from ``timeout=``
 or the caller's ``trio.fail_after``), :class:`trio.ClosedResourceError` (the session was
@@ -33,25 +52,43 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+import trio
+
 if TYPE_CHECKING:
     from ._resilience import CircuitState
 
 _E = TypeVar("_E", bound=BaseException)
 
 __all__ = [
+    "AgentDeadlineError",
+    "AgentError",
+    "AgentIterationLimitError",
+    "AuthDiscoveryError",
+    "AuthError",
+    "AuthorizationDeniedError",
     "CircuitOpenError",
+    "ClientRegistrationError",
     "ConnectionClosed",
+    "ElicitationContentError",
     "HTTPStatusError",
     "HeaderMismatchError",
     "InputRequestError",
+    "InsufficientScopeError",
+    "LoginRequiredError",
     "MCPError",
     "MessageTooLargeError",
     "MissingClientCapabilityError",
+    "ModelError",
+    "OutputValidationError",
     "ProtocolError",
     "ResourceNotFoundError",
+    "SchemaError",
     "ServerError",
+    "TokenRequestError",
     "ToolError",
     "TransportError",
+    "URLElicitationRequiredError",
+    "UnsafeURLError",
     "UnsupportedProtocolVersionError",
 ]
 
@@ -214,6 +251,162 @@ class CircuitOpenError(MCPError):
         super().__init__(message)
 
 
+class AuthError(MCPError):
+    """OAuth authorization of an HTTP session failed (see ``docs/authorization.md``).
+
+    No token is ever sent to a server whose authorization server did not issue it: each
+    subclass names what was wrong and what to do.
+    """
+
+
+class AuthDiscoveryError(AuthError):
+    """Protected-resource or authorization-server metadata is missing, malformed or wrong.
+
+    Wrong means: an ``issuer`` that differs from the one the metadata URL was built from, or
+    a protected resource whose ``resource`` does not cover the server's URL.
+    """
+
+
+class ClientRegistrationError(AuthError):
+    """No client identity: not pre-registered, no Client ID Metadata Document, no DCR."""
+
+
+class AuthorizationDeniedError(AuthError):
+    """The authorization response was refused or is not to be trusted.
+
+    The redirect carried an ``error``, a ``state`` or ``iss`` that does not match, or no
+    code. ``error`` is the OAuth error code when the server sent one.
+    """
+
+    def __init__(self, message: str, *, error: str | None = None):
+        self.error = error
+        super().__init__(message)
+
+
+class TokenRequestError(AuthError):
+    """The token (or registration) endpoint answered with an OAuth error.
+
+    Attributes:
+        error: The OAuth ``error`` code (``invalid_grant``, ``invalid_client``, ...).
+        description: The ``error_description``, if any.
+        status_code: The HTTP status of the answer.
+    """
+
+    def __init__(
+        self, message: str, *, error: str, description: str | None = None, status_code: int = 400
+    ):
+        self.error = error
+        self.description = description
+        self.status_code = status_code
+        super().__init__(message)
+
+
+class InsufficientScopeError(AuthError):
+    """The server kept answering 403 ``insufficient_scope`` after the step-up limit.
+
+    Attributes:
+        scope: The scope the server asked for last, if it said.
+    """
+
+    def __init__(self, message: str, *, scope: str | None = None):
+        self.scope = scope
+        super().__init__(message)
+
+
+class LoginRequiredError(AuthError):
+    """Headless mode: no usable stored token, and an interactive login would be needed.
+
+    Log in once where a browser is available (``trio-mcp auth login TARGET``, or the same
+    ``OAuth`` with ``interactive=True``) so the token store holds a token, then retry.
+    """
+
+
+class ConfigError(MCPError):
+    """A server configuration file (``mcpServers``, ``.vscode/mcp.json``) is invalid.
+
+    The message names the file, the key path inside it and what is wrong, e.g.
+    ``.vscode/mcp.json: servers.github.args[1]: expected a string, got an integer``.
+    It never contains the value of an environment variable, header or input.
+
+    Attributes:
+        path: The file (or the name given for text that came from elsewhere).
+        key_path: Where in the document, like ``mcpServers.github.env.TOKEN`` (empty for a
+            problem with the whole document).
+        problem: What is wrong, in words.
+        line: The 1-based line of a syntax error, when known.
+        column: The 1-based column of a syntax error, when known.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        key_path: str,
+        problem: str,
+        *,
+        line: int | None = None,
+        column: int | None = None,
+    ):
+        self.path = path
+        self.key_path = key_path
+        self.problem = problem
+        self.line = line
+        self.column = column
+        where = path
+        if line is not None:
+            where += f":{line}" + (f":{column}" if column is not None else "")
+        if key_path:
+            where += f": {key_path}"
+        super().__init__(f"{where}: {problem}")
+
+
+class ServerUnavailableError(MCPError):
+    """A server of a :class:`~trio_mcp.ServerGroup` is not running, so a call cannot reach it.
+
+    Attributes:
+        server: The server's name in the group.
+        cause: Why it is not running (the failure that stopped it), if known.
+        stderr_tail: The last lines a stdio server wrote to stderr (may be empty).
+        retry_at: The trio time of the next restart attempt, or None if none is planned.
+    """
+
+    def __init__(
+        self,
+        server: str,
+        message: str,
+        *,
+        cause: BaseException | None = None,
+        stderr_tail: str = "",
+        retry_at: float | None = None,
+    ):
+        self.server = server
+        self.cause = cause
+        self.stderr_tail = stderr_tail
+        self.retry_at = retry_at
+        super().__init__(f"server {server!r}: {message}")
+
+
+class NameCollisionError(MCPError):
+    """Two servers of a group offer a tool, prompt or resource under the same name.
+
+    Raised under ``collisions="error"``, when a hook left names clashing, and when a
+    resource URI served by several servers is read without naming the server.
+
+    Attributes:
+        kind: ``"tool"``, ``"prompt"``, ``"resource"`` or ``"resource template"``.
+        name: The clashing name (or URI).
+        servers: The servers that offer it.
+    """
+
+    def __init__(self, kind: str, name: str, servers: list[str]):
+        self.kind = kind
+        self.name = name
+        self.servers = servers
+        super().__init__(
+            f"{kind} {name!r} is offered by several servers ({', '.join(servers)}); use "
+            "collisions='prefix' or a rename hook, or name the server"
+        )
+
+
 class ToolError(MCPError):
     """A tool call returned ``isError: true``; raised by ``CallToolResult.raise_for_error()``.
 
@@ -226,11 +419,137 @@ class ToolError(MCPError):
         super().__init__(message)
 
 
+class URLElicitationRequiredError(ServerError):
+    """The request needs URL-mode elicitations completed first (``-32042``, 2025-11-25).
+
+    Show each of :attr:`elicitations` to the user (check it with
+    :func:`~trio_mcp.check_url` first), wait for ``notifications/elicitation/complete``
+    (:meth:`~trio_mcp.ClientSession.wait_elicitation_complete`), then retry the request.
+    """
+
+    @property
+    def elicitations(self) -> list[Any]:
+        """The required elicitations, as :class:`~trio_mcp.ElicitRequestURLParams`.
+
+        Entries that are not valid URL-mode elicitations are left out.
+        """
+        import msgspec
+
+        from ._types import ElicitRequestURLParams
+
+        data: object = self.data
+        found: list[Any] = []
+        if isinstance(data, dict):
+            items: object = cast("dict[str, object]", data).get("elicitations")
+            if isinstance(items, list):
+                for item in cast("list[object]", items):
+                    try:
+                        found.append(msgspec.convert(item, ElicitRequestURLParams))
+                    except msgspec.ValidationError:
+                        continue
+        return found
+
+
+class OutputValidationError(MCPError):
+    """A tool result's ``structuredContent`` does not match the tool's ``outputSchema``.
+
+    Raised only in strict mode (``open_mcp_session(output_validation="strict")``) or when
+    ``call_tool(..., result_type=T)`` cannot decode the result; by default the outcome is
+    reported on :attr:`CallToolResult.validation` instead, and the result kept.
+
+    Attributes:
+        result: The :class:`~trio_mcp.CallToolResult`, intact.
+        validation: The :class:`~trio_mcp.OutputValidation` outcome.
+    """
+
+    def __init__(self, message: str, result: Any, validation: Any) -> None:
+        self.result = result
+        self.validation = validation
+        super().__init__(message)
+
+
+class SchemaError(MCPError):
+    """A JSON Schema (a tool's ``outputSchema``, ...) does not compile.
+
+    Attributes:
+        schema: The schema as given.
+    """
+
+    def __init__(self, message: str, schema: Any = None) -> None:
+        self.schema = schema
+        super().__init__(message)
+
+
+class ElicitationContentError(MCPError):
+    """The content an elicitation handler returned does not match ``requestedSchema``.
+
+    The server gets a JSON-RPC error instead of the invalid content.
+
+    Attributes:
+        problems: One line per problem (``"age: must be an integer"``).
+    """
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__(
+            "the elicitation handler returned content that does not match the requested "
+            "schema: " + "; ".join(problems)
+        )
+
+
+class UnsafeURLError(MCPError):
+    """A URL failed :func:`~trio_mcp.check_url` (raised by ``URLCheck.raise_for_error()``).
+
+    Attributes:
+        check: The :class:`~trio_mcp.URLCheck` with the reason in ``error``.
+    """
+
+    def __init__(self, message: str, check: Any) -> None:
+        self.check = check
+        super().__init__(message)
+
+
+class ModelError(MCPError):
+    """A model adapter failed: the API was unreachable, answered an HTTP error, or sent
+    something that is not the documented wire format.
+
+    Attributes:
+        status_code: The HTTP status, for an error status.
+        body: The response body (truncated to 64 KiB), when there was one.
+    """
+
+    def __init__(self, message: str, *, status_code: int | None = None, body: str = "") -> None:
+        self.status_code = status_code
+        self.body = body
+        super().__init__(message)
+
+
+class AgentError(MCPError):
+    """The agentic tool loop (:func:`~trio_mcp.run_agent`) stopped before the model finished.
+
+    Attributes:
+        transcript: The conversation so far (a list of :class:`~trio_mcp.SamplingMessage`).
+    """
+
+    def __init__(self, message: str, transcript: list[Any]) -> None:
+        self.transcript = transcript
+        super().__init__(message)
+
+
+class AgentIterationLimitError(AgentError):
+    """The model still asked for tools when the iteration cap was reached."""
+
+
+class AgentDeadlineError(AgentError, trio.TooSlowError):
+    """The agentic tool loop's ``timeout`` passed; tool calls in flight were cancelled."""
+
+
 _ERROR_CLASSES: dict[int, type[ServerError]] = {
     -32002: ResourceNotFoundError,
     -32020: HeaderMismatchError,
     -32021: MissingClientCapabilityError,
     -32022: UnsupportedProtocolVersionError,
+    -32042: URLElicitationRequiredError,
 }
 
 
