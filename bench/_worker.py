@@ -1,9 +1,13 @@
 """One benchmark measurement: one client, one workload, in a fresh process.
 
-``python bench/_worker.py CLIENT WORKLOAD [--quick] [--tools N] [--modern]``
+``python bench/_worker.py CLIENT WORKLOAD [--quick] [--tools N] [--modern] [--transport T] [--sse]``
 
-``CLIENT`` is ``floor``, ``sdk`` or ``trio_mcp`` (module ``bench/<CLIENT>_client.py``);
-``WORKLOAD`` is one of :data:`WORKLOADS`. The worker first records its own RSS, then imports
+``CLIENT`` names the module ``bench/<CLIENT>_client.py`` (``floor``, ``sdk``, ``trio_mcp``,
+``fastmcp``, ``httpx_floor``, ``h11_floor``, ``ws_floor``); ``WORKLOAD`` is one of
+:data:`WORKLOADS`. ``--transport`` is ``stdio`` (the server is ``echo_server.py``, started
+by the client for each session), ``http`` or ``ws`` (the server is ``http_server.js`` on
+Node, started once by this worker before the client is imported; the client gets its URL).
+``--sse`` makes the HTTP server answer every request with an event stream. The worker first records its own RSS, then imports
 the client module (timing it and recording the RSS after it), then runs the workload and
 prints one line ``BENCH_RESULT {json}`` on stdout. ``bench/run.py`` starts one worker per
 client per workload per round, so import cost and memory never leak between measurements.
@@ -25,6 +29,8 @@ from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SERVER = os.path.join(HERE, "echo_server.py")
+HTTP_SERVER = os.path.join(HERE, "http_server.js")
+NODE = os.environ.get("BENCH_NODE", "node")
 MARKER = "BENCH_RESULT "
 MIB = 1 << 20
 ECHO_TEXT = "hello, benchmark"
@@ -87,10 +93,28 @@ def median(values: list[float]) -> float:
     return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
 
 
+def start_http_server(tools: int, modern: bool, sse: bool) -> tuple[Any, int]:
+    """Start ``http_server.js``; return the process and its port. It ends at EOF on stdin."""
+    import subprocess
+
+    cmd = [NODE, HTTP_SERVER, "--tools", str(tools)]
+    if modern:
+        cmd.append("--modern")
+    if sse:
+        cmd.append("--sse")
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert proc.stdout is not None
+    line = proc.stdout.readline().decode()
+    if not line.startswith("LISTENING "):
+        proc.kill()
+        raise RuntimeError(f"the HTTP server did not start: {line!r}")
+    return proc, int(line.split()[1])
+
+
 class Params:
     """Workload sizes; ``quick`` shrinks them for a smoke run."""
 
-    def __init__(self, quick: bool) -> None:
+    def __init__(self, quick: bool, transport: str = "stdio") -> None:
         self.seq_n, self.seq_warm = (1000, 100) if quick else (2000, 200)
         self.conc_batch, self.conc_reps = (1000, 1) if quick else (1000, 3)
         self.blob_sizes = [1 * MIB, 8 * MIB, 32 * MIB]
@@ -101,12 +125,19 @@ class Params:
         self.pending_n = 2000 if quick else 10_000
         self.sessions_n = 20 if quick else 200
         self.codec_repeats, self.codec_batch_time = (3, 0.03) if quick else (7, 0.1)
+        self.first_call = transport != "stdio"  # session: open + first call + close
+        if transport != "stdio":
+            # Every HTTP request costs a round trip through a server: smaller batches.
+            self.seq_n, self.seq_warm = (300, 50) if quick else (1000, 100)
+            self.blob_sizes = [1 * MIB]
+            self.list_min_time, self.list_min_reps = (0.3, 3) if quick else (0.8, 5)
+            self.session_reps = 5 if quick else 15
 
 
 # ------------------------------------------------------------------------------ workloads
 
 
-async def w_seq(c: Any, rt: Any, p: Params, cmd: list[str]) -> dict[str, Any]:
+async def w_seq(c: Any, rt: Any, p: Params, cmd: Any) -> dict[str, Any]:
     """(a) sequential echo calls: calls/s, p50 and p99 latency."""
     perf = time.perf_counter
     args = {"text": ECHO_TEXT}
@@ -132,7 +163,7 @@ async def w_seq(c: Any, rt: Any, p: Params, cmd: list[str]) -> dict[str, Any]:
     }
 
 
-async def w_conc(c: Any, rt: Any, p: Params, cmd: list[str]) -> dict[str, Any]:
+async def w_conc(c: Any, rt: Any, p: Params, cmd: Any) -> dict[str, Any]:
     """(b) ``conc_batch`` concurrent echo calls all in flight: calls/s."""
     args = {"text": ECHO_TEXT}
     bad: list[str] = []
@@ -160,7 +191,7 @@ async def w_conc(c: Any, rt: Any, p: Params, cmd: list[str]) -> dict[str, Any]:
     }
 
 
-async def w_blob(c: Any, rt: Any, p: Params, cmd: list[str]) -> dict[str, Any]:
+async def w_blob(c: Any, rt: Any, p: Params, cmd: Any) -> dict[str, Any]:
     """(c) one large text result per call at 1, 8 and 32 MiB: MB/s (1 MB = 10^6 bytes).
 
     Each size gets an untimed warm-up call, then timed calls until ``blob_min_reps`` calls
@@ -203,7 +234,7 @@ async def w_blob(c: Any, rt: Any, p: Params, cmd: list[str]) -> dict[str, Any]:
     return out
 
 
-async def w_list(c: Any, rt: Any, p: Params, cmd: list[str]) -> dict[str, Any]:
+async def w_list(c: Any, rt: Any, p: Params, cmd: Any) -> dict[str, Any]:
     """(d) ``tools/list`` of ``--tools`` tools decoded into typed objects: lists/s."""
     async with c.open_session(cmd) as s:
         for _ in range(2):
@@ -223,19 +254,25 @@ async def w_list(c: Any, rt: Any, p: Params, cmd: list[str]) -> dict[str, Any]:
     return {"tools": n_tools, "lists_per_s": reps / elapsed, "reps": reps}
 
 
-async def w_session(c: Any, rt: Any, p: Params, cmd: list[str]) -> dict[str, Any]:
-    """(e) open + initialize + close of one session (server start included): ms."""
+async def w_session(c: Any, rt: Any, p: Params, cmd: Any) -> dict[str, Any]:
+    """(e) open + initialize + close of one session: ms.
+
+    Over stdio the server's start is included; over HTTP and WebSocket (server already
+    running) the first ``echo`` call is included instead: open + first call + close.
+    """
     times: list[float] = []
     for rep in range(1 + p.session_reps):  # first one is the warm-up
         t0 = time.perf_counter()
         async with c.open_session(cmd) as s:
+            if p.first_call:
+                await c.call_tool(s, "echo", {"text": ECHO_TEXT})
             del s
         if rep:
             times.append(time.perf_counter() - t0)
     return {"open_close_ms": median(times) * 1e3, "open_close_all_ms": [t * 1e3 for t in times]}
 
 
-async def w_pending(c: Any, rt: Any, p: Params, cmd: list[str]) -> dict[str, Any]:
+async def w_pending(c: Any, rt: Any, p: Params, cmd: Any) -> dict[str, Any]:
     """(f) memory per pending request: ``pending_n`` calls held by the server at once.
 
     The server holds every ``park`` call; ``wait_parked`` returns once it holds all of them,
@@ -270,7 +307,7 @@ async def w_pending(c: Any, rt: Any, p: Params, cmd: list[str]) -> dict[str, Any
     }
 
 
-async def w_sessions(c: Any, rt: Any, p: Params, cmd: list[str]) -> dict[str, Any]:
+async def w_sessions(c: Any, rt: Any, p: Params, cmd: Any) -> dict[str, Any]:
     """(f) memory per open session: ``sessions_n`` sessions open at once in this process.
 
     Sessions are opened concurrently, at most 16 starting at a time (each starts a server
@@ -394,12 +431,21 @@ def main(argv: list[str]) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(description="Run one benchmark workload for one client.")
-    parser.add_argument("client", choices=["floor", "sdk", "trio_mcp"])
+    parser.add_argument("client")
     parser.add_argument("workload", choices=WORKLOADS)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--tools", type=int, default=1000)
     parser.add_argument("--modern", action="store_true", help="server answers server/discover")
+    parser.add_argument("--transport", choices=["stdio", "http", "ws"], default="stdio")
+    parser.add_argument("--sse", action="store_true", help="HTTP answers as event streams")
     args = parser.parse_args(argv)
+    server = None
+    target: Any = None
+    if args.transport != "stdio" and args.workload not in ("codec", "import"):
+        tools = args.tools if args.workload in ("list",) else 10
+        server, port = start_http_server(tools, args.modern, args.sse)
+        scheme = "ws" if args.transport == "ws" else "http"
+        target = f"{scheme}://127.0.0.1:{port}/mcp"
 
     rss_base = settle()
     t0 = time.perf_counter()
@@ -414,20 +460,25 @@ def main(argv: list[str]) -> int:
         "rss_base_kb": rss_base,
         "rss_import_kb": rss_import,
     }
-    p = Params(args.quick)
+    p = Params(args.quick, args.transport)
     if args.workload == "codec":
         result.update(w_codec(c, p))
     elif args.workload != "import":
         rt = c.runtime()
         result["runtime"] = rt.name
         tools = args.tools if args.workload in ("list",) else 10
-        cmd = server_command(tools, args.modern)
+        cmd = target if target is not None else server_command(tools, args.modern)
         fn = ASYNC_WORKLOADS[args.workload]
 
         async def run() -> dict[str, Any]:
             return await fn(c, rt, p, cmd)
 
-        result.update(rt.run(run))
+        try:
+            result.update(rt.run(run))
+        finally:
+            if server is not None:
+                server.kill()
+                server.wait()
     result["peak_rss_kb"] = peak_rss_kb()
     sys.stdout.write(MARKER + json.dumps(result) + "\n")
     sys.stdout.flush()

@@ -37,6 +37,62 @@ MARKER = "BENCH_RESULT "
 CLIENTS = ["floor", "trio_mcp", "sdk"]
 SUBJECT = "trio_mcp"
 WORKLOADS = ["seq", "conc", "blob", "list", "session", "pending", "sessions", "codec"]
+# HTTP / WebSocket suites: the server is bench/http_server.js on Node (started by the worker).
+HTTP_CLIENTS = ["h11_floor", "httpx_floor", "trio_mcp", "sdk", "fastmcp"]
+HTTP_WORKLOADS = ["seq", "conc", "blob", "list", "session"]
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    title: str
+    worker_args: tuple[str, ...]
+    clients: tuple[str, ...]
+    workloads: tuple[str, ...]
+
+
+SUITES = [
+    Suite("stdio", "stdio (legacy era)", (), tuple(CLIENTS), tuple(WORKLOADS)),
+    Suite(
+        "http",
+        "Streamable HTTP, legacy era, JSON responses",
+        ("--transport", "http"),
+        tuple(HTTP_CLIENTS),
+        tuple(HTTP_WORKLOADS),
+    ),
+    Suite(
+        "http-sse",
+        "Streamable HTTP, legacy era, SSE responses",
+        ("--transport", "http", "--sse"),
+        tuple(HTTP_CLIENTS),
+        tuple(HTTP_WORKLOADS),
+    ),
+    Suite(
+        "http-modern",
+        "Streamable HTTP, modern era (2026-07-28; the SDKs negotiate legacy), JSON responses",
+        ("--transport", "http", "--modern"),
+        tuple(HTTP_CLIENTS),
+        tuple(HTTP_WORKLOADS),
+    ),
+    Suite(
+        "http-modern-sse",
+        "Streamable HTTP, modern era, SSE responses",
+        ("--transport", "http", "--modern", "--sse"),
+        tuple(HTTP_CLIENTS),
+        tuple(HTTP_WORKLOADS),
+    ),
+    Suite(
+        "ws",
+        "WebSocket (legacy era; no SDK client speaks it)",
+        ("--transport", "ws"),
+        ("trio_mcp",),
+        tuple(HTTP_WORKLOADS),
+    ),
+]
+SUITE_BY_NAME = {suite.name: suite for suite in SUITES}
+QUICK_SUITES = ["stdio", "http"]
+# --quick (under a minute): the suites above, without the slowest workloads and clients.
+QUICK_SKIP = {"pending", "sessions", "session", "fastmcp"}
 
 
 @dataclass(frozen=True)
@@ -122,6 +178,29 @@ TARGETS = [
     Target("codec_us", "abs", None, "<=", 2.0),
 ]
 
+HTTP_METRICS = [
+    Metric("seq_cps", "sequential echo calls", "seq", "calls_per_s", "calls/s"),
+    Metric("seq_p50", "    p50 latency", "seq", "p50_us", "us", higher_is_better=False),
+    Metric("conc_cps", "1000 concurrent calls", "conc", "calls_per_s", "calls/s"),
+    Metric("blob_1", "blob 1 MiB", "blob", "mb_per_s_1mib", "MB/s"),
+    Metric("list_lps", "tools/list, 1000 tools, typed", "list", "lists_per_s", "lists/s"),
+    Metric("open_ms", "open + first call + close", "session", "open_close_ms", "ms", 1.0, False),
+    Metric("peak_seq", "peak RSS during seq", "seq", "peak_rss_kb", "MiB", 1 / 1024, False),
+]
+HTTP_METRIC_BY_KEY = {m.key: m for m in HTTP_METRICS}
+HTTP_FLOOR = "httpx_floor"
+HTTP_TARGETS = [
+    *(
+        Target(k, "ratio", HTTP_FLOOR, ">=", 0.9)
+        for k in ("seq_cps", "conc_cps", "blob_1", "list_lps")
+    ),
+    Target("seq_cps", "ratio", "sdk", ">=", 2.0),
+    Target("conc_cps", "ratio", "sdk", ">=", 3.0),
+    Target("blob_1", "ratio", "sdk", ">=", 1.2),
+    Target("list_lps", "ratio", "sdk", ">=", 5.0),
+    Target("open_ms", "ratio", HTTP_FLOOR, "<=", 1.5),
+]
+
 
 # ---------------------------------------------------------------------------- machinery
 
@@ -137,9 +216,13 @@ def child_env(args: argparse.Namespace) -> dict[str, str]:
 
 
 def run_worker(
-    client: str, workload: str, args: argparse.Namespace, env: dict[str, str]
+    client: str,
+    workload: str,
+    args: argparse.Namespace,
+    env: dict[str, str],
+    extra: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    cmd = [sys.executable, WORKER, client, workload, "--tools", str(args.tools)]
+    cmd = [sys.executable, WORKER, client, workload, "--tools", str(args.tools), *extra]
     if args.quick:
         cmd.append("--quick")
     if args.modern:
@@ -249,9 +332,11 @@ def per_round(
 
 
 def evaluate_target(
-    target: Target, rounds: list[dict[str, dict[str, dict[str, Any]]]]
+    target: Target,
+    rounds: list[dict[str, dict[str, dict[str, Any]]]],
+    metrics: dict[str, Metric] = METRIC_BY_KEY,
 ) -> dict[str, Any]:
-    metric = METRIC_BY_KEY[target.metric]
+    metric = metrics[target.metric]
     subject = per_round(rounds, metric, SUBJECT)
     if target.kind == "abs":
         values = [v for v in subject if v is not None]
@@ -314,13 +399,18 @@ def render_table(
     rounds: list[dict[str, dict[str, dict[str, Any]]]],
     verdicts: list[dict[str, Any]],
     clients: list[str],
+    metrics: list[Metric] = METRICS,
+    pairs: list[tuple[str, str]] | None = None,
 ) -> str:
     by_metric: dict[str, list[dict[str, Any]]] = {}
     for v in verdicts:
         by_metric.setdefault(v["metric"], []).append(v)
-    header = ["metric", "unit", *clients, "trio/floor", "trio/sdk", "floor/sdk", "targets"]
+    pairs = pairs or [(SUBJECT, "floor"), (SUBJECT, "sdk"), ("floor", "sdk")]
+    short = {SUBJECT: "trio", "httpx_floor": "httpx", "h11_floor": "h11"}
+    ratio_names = [f"{short.get(a, a)}/{short.get(b, b)}" for a, b in pairs]
+    header = ["metric", "unit", *clients, *ratio_names, "targets"]
     rows = [header]
-    for m in METRICS:
+    for m in metrics:
         vals = [fmt(summary[m.key].get(c)) for c in clients]
 
         def r(a: str, b: str, m: Metric = m) -> str:
@@ -342,9 +432,7 @@ def render_table(
                 m.label,
                 m.unit,
                 *vals,
-                r(SUBJECT, "floor"),
-                r(SUBJECT, "sdk"),
-                r("floor", "sdk"),
+                *(r(a, b) for a, b in pairs),
                 "; ".join(marks),
             ]
         )
@@ -364,15 +452,71 @@ def render_table(
 # ---------------------------------------------------------------------------------- main
 
 
+def evaluate_suite(
+    suite: Suite,
+    clients: list[str],
+    workloads: list[str],
+    rounds: list[dict[str, dict[str, dict[str, Any]]]],
+) -> dict[str, Any]:
+    """Medians, per-round ratios and target verdicts of one suite."""
+    stdio = suite.name == "stdio"
+    metrics = METRICS if stdio else HTTP_METRICS
+    by_key = METRIC_BY_KEY if stdio else HTTP_METRIC_BY_KEY
+    targets = TARGETS if stdio else HTTP_TARGETS
+    metrics = [m for m in metrics if m.workload in workloads]
+    summary: dict[str, dict[str, float | None]] = {}
+    for m in metrics:
+        summary[m.key] = {}
+        for c in clients:
+            vals = [v for v in per_round(rounds, m, c) if v is not None]
+            summary[m.key][c] = median_or_none(vals)
+    verdicts = [
+        evaluate_target(t, rounds, by_key)
+        if SUBJECT in clients
+        else {**evaluate_target(t, [], by_key), "verdict": "n/a"}
+        for t in targets
+        if by_key[t.metric].workload in workloads
+    ]
+    if stdio:
+        pairs = [(SUBJECT, "floor"), (SUBJECT, "sdk"), ("floor", "sdk")]
+    else:
+        pairs = [(SUBJECT, HTTP_FLOOR), (SUBJECT, "sdk"), (SUBJECT, "h11_floor")]
+    ratios = {
+        m.key: {
+            f"{a}/{b}": ratio_median(rounds, m, a, b)
+            for a, b in pairs
+            if a in clients and b in clients
+        }
+        for m in metrics
+    }
+    table = render_table(summary, rounds, verdicts, clients, metrics, pairs)
+    return {
+        "title": suite.title,
+        "clients": clients,
+        "workloads": workloads,
+        "summary": summary,
+        "ratios": ratios,
+        "targets": verdicts,
+        "table": table,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=None, help="rounds (default 5, quick 1)")
     parser.add_argument("--quick", action="store_true", help="fast smoke run (< 1 minute)")
     parser.add_argument("--json", metavar="PATH", help="write the results as JSON here")
-    parser.add_argument("--clients", default=",".join(CLIENTS), help="comma-separated subset")
-    parser.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated subset")
+    parser.add_argument(
+        "--suites",
+        default=None,
+        help=f"comma-separated subset of {','.join(SUITE_BY_NAME)} (quick: {','.join(QUICK_SUITES)})",
+    )
+    parser.add_argument("--clients", default=None, help="comma-separated subset")
+    parser.add_argument("--workloads", default=None, help="comma-separated subset")
     parser.add_argument("--tools", type=int, default=1000, help="tools in tools/list (1000)")
-    parser.add_argument("--modern", action="store_true", help="server answers server/discover")
+    parser.add_argument(
+        "--modern", action="store_true", help="stdio server answers server/discover"
+    )
     parser.add_argument(
         "--sdk-backend",
         choices=["trio", "asyncio"],
@@ -384,12 +528,19 @@ def main(argv: list[str] | None = None) -> int:
     rounds_n = args.rounds if args.rounds is not None else (1 if args.quick else 5)
     if args.timeout is None:
         args.timeout = 90.0 if args.quick else 240.0
-    clients = [c for c in args.clients.split(",") if c]
-    workloads = [w for w in args.workloads.split(",") if w]
-    for c in clients:
-        if c not in CLIENTS:
+    suite_names = (args.suites or ",".join(QUICK_SUITES if args.quick else SUITE_BY_NAME)).split(
+        ","
+    )
+    for name in suite_names:
+        if name not in SUITE_BY_NAME:
+            parser.error(f"unknown suite {name!r}")
+    wanted_clients = set(args.clients.split(",")) if args.clients else None
+    wanted_workloads = set(args.workloads.split(",")) if args.workloads else None
+    known = set(CLIENTS) | set(HTTP_CLIENTS)
+    for c in wanted_clients or ():
+        if c not in known:
             parser.error(f"unknown client {c!r}")
-    for w in workloads:
+    for w in wanted_workloads or ():
         if w not in WORKLOADS:
             parser.error(f"unknown workload {w!r}")
     env = child_env(args)
@@ -398,8 +549,13 @@ def main(argv: list[str] | None = None) -> int:
 
     # Untimed warm-up that doubles as the import check: byte-compiles every module and
     # warms the page cache before anything is measured.
+    all_clients = list(dict.fromkeys(c for n in suite_names for c in SUITE_BY_NAME[n].clients))
+    if wanted_clients is not None:
+        all_clients = [c for c in all_clients if c in wanted_clients]
+    if args.quick and args.suites is None:
+        all_clients = [c for c in all_clients if c not in QUICK_SKIP]
     available: dict[str, dict[str, Any]] = {}
-    for c in list(clients):
+    for c in all_clients:
         res = run_worker(c, "import", args, env)
         if "error" in res:
             last = res["error"].strip().splitlines()[-1].strip()
@@ -409,23 +565,41 @@ def main(argv: list[str] | None = None) -> int:
                 file=log,
             )
             available[c] = {"available": False, "error": res["error"]}
-            clients.remove(c)
         else:
             available[c] = {"available": True, "import_s_warmup": res["import_s"]}
-    if not clients:
-        print("[bench] no client could be imported", file=log)
+    plan: list[tuple[Suite, list[str], list[str]]] = []
+    for name in suite_names:
+        suite = SUITE_BY_NAME[name]
+        skip = QUICK_SKIP if args.quick and args.suites is None else set()
+        clients = [
+            c for c in suite.clients if available.get(c, {}).get("available") and c not in skip
+        ]
+        workloads = [
+            w
+            for w in suite.workloads
+            if (wanted_workloads is None or w in wanted_workloads) and w not in skip
+        ]
+        if clients and workloads:
+            plan.append((suite, clients, workloads))
+    if not plan:
+        print("[bench] nothing to run", file=log)
         return 1
 
-    rounds: list[dict[str, dict[str, dict[str, Any]]]] = []
+    # rounds[r][suite][workload][client]
+    rounds: list[dict[str, dict[str, dict[str, dict[str, Any]]]]] = []
     for r in range(rounds_n):
         t_round = time.perf_counter()
-        this: dict[str, dict[str, dict[str, Any]]] = {}
-        for w in workloads:
-            for c in clients:
-                res = run_worker(c, w, args, env)
-                this.setdefault(w, {})[c] = res
-                if "error" in res:
-                    print(f"[bench] round {r + 1} {w} {c} FAILED: {res['error']}", file=log)
+        this: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
+        for suite, clients, workloads in plan:
+            for w in workloads:
+                for c in clients:
+                    res = run_worker(c, w, args, env, suite.worker_args)
+                    this.setdefault(suite.name, {}).setdefault(w, {})[c] = res
+                    if "error" in res:
+                        print(
+                            f"[bench] round {r + 1} {suite.name} {w} {c} FAILED: {res['error']}",
+                            file=log,
+                        )
         rounds.append(this)
         print(
             f"[bench] round {r + 1}/{rounds_n} done in {time.perf_counter() - t_round:.1f} s",
@@ -433,27 +607,11 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
 
-    summary: dict[str, dict[str, float | None]] = {}
-    for m in METRICS:
-        summary[m.key] = {}
-        for c in clients:
-            vals = [v for v in per_round(rounds, m, c) if v is not None]
-            summary[m.key][c] = median_or_none(vals)
-    verdicts = (
-        [evaluate_target(t, rounds) for t in TARGETS]
-        if SUBJECT in clients
-        else [
-            {**evaluate_target(t, []), "verdict": "n/a", "note": f"{SUBJECT} not run"}
-            for t in TARGETS
-        ]
-    )
-    ratios = {
-        m.key: {
-            f"{a}/{b}": ratio_median(rounds, m, a, b)
-            for a, b in [(SUBJECT, "floor"), (SUBJECT, "sdk"), ("floor", "sdk")]
-            if a in clients and b in clients
-        }
-        for m in METRICS
+    results = {
+        suite.name: evaluate_suite(
+            suite, clients, workloads, [rd.get(suite.name, {}) for rd in rounds]
+        )
+        for suite, clients, workloads in plan
     }
     elapsed = time.perf_counter() - started
     machine = machine_info()
@@ -469,36 +627,37 @@ def main(argv: list[str] | None = None) -> int:
         f"Python {machine['python']}; SDK mcp {machine['packages']['mcp']} on "
         f"anyio/{args.sdk_backend}"
     )
+    all_verdicts: list[dict[str, Any]] = []
+    for name, res in results.items():
+        print()
+        print(f"== {name}: {res['title']}")
+        print(res["table"])
+        all_verdicts.extend(res["targets"])
     print()
-    print(render_table(summary, rounds, verdicts, clients))
-    print()
-    sub_notes = []
-    for c, info in available.items():
-        if not info["available"]:
-            sub_notes.append(f"{c}: not run (does not import)")
-    codec_impl = next(
-        (
-            res.get("codec_impl")
-            for rd in rounds
-            for res in rd.get("codec", {}).values()
-            if res.get("codec_impl")
-        ),
-        None,
-    )
-    if codec_impl:
-        sub_notes.append(f"trio_mcp codec: {codec_impl}")
-    counted = [v for v in verdicts if v["verdict"] != "n/a"]
+    counted = [v for v in all_verdicts if v["verdict"] != "n/a"]
     print(
         f"targets: {sum(v['verdict'] == 'PASS' for v in counted)} PASS, "
         f"{sum(v['verdict'] == 'MISS' for v in counted)} MISS, "
-        f"{len(verdicts) - len(counted)} n/a; total time {elapsed:.0f} s"
+        f"{len(all_verdicts) - len(counted)} n/a; total time {elapsed:.0f} s"
     )
-    for note in sub_notes:
-        print("note: " + note)
+    for c, info in available.items():
+        if not info["available"]:
+            print(f"note: {c}: not run (does not import)")
+    imports = {
+        c: round(info["import_s_warmup"] * 1e3, 1)
+        for c, info in available.items()
+        if info.get("available")
+    }
+    print("note: import time of each client module (warm-up run, ms): " + json.dumps(imports))
+    cli_ms = time_cli(env)
+    if cli_ms is not None:
+        print(
+            f"note: `trio-mcp --help`: {cli_ms:.0f} ms (python -m trio_mcp.cli --help, median of 5)"
+        )
 
     if args.json:
         out = {
-            "version": 1,
+            "version": 2,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "machine": machine,
             "config": {
@@ -507,21 +666,11 @@ def main(argv: list[str] | None = None) -> int:
                 "tools": args.tools,
                 "modern_server": args.modern,
                 "sdk_backend": args.sdk_backend,
-                "clients": clients,
-                "workloads": workloads,
+                "suites": [s.name for s, _, _ in plan],
             },
             "clients": available,
-            "metrics": {
-                m.key: {
-                    "label": m.label.strip(),
-                    "unit": m.unit,
-                    "higher_is_better": m.higher_is_better,
-                }
-                for m in METRICS
-            },
-            "summary": summary,
-            "ratios": ratios,
-            "targets": verdicts,
+            "cli_help_ms": cli_ms,
+            "suites": results,
             "rounds": rounds,
             "elapsed_s": elapsed,
         }
@@ -531,6 +680,24 @@ def main(argv: list[str] | None = None) -> int:
             json.dump(out, f, indent=1)
         print(f"wrote {args.json}")
     return 0
+
+
+def time_cli(env: dict[str, str]) -> float | None:
+    """Median wall time of ``python -m trio_mcp.cli --help`` (fresh processes), ms."""
+    times = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        proc = subprocess.run(
+            [sys.executable, "-m", "trio_mcp.cli", "--help"],
+            capture_output=True,
+            env=env,
+            cwd=ROOT,
+            timeout=60,
+        )
+        if proc.returncode != 0:
+            return None
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
 
 
 if __name__ == "__main__":

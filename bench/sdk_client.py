@@ -30,9 +30,19 @@ del trio
 
 
 @asynccontextmanager
-async def open_session(command: list[str]) -> AsyncIterator[ClientSession]:
-    """Starts the server, initializes (legacy handshake), yields, closes."""
-    params = StdioServerParameters(command=command[0], args=list(command[1:]))
+async def open_session(target: list[str] | str) -> AsyncIterator[ClientSession]:
+    """Starts the server (stdio) or connects to its URL (Streamable HTTP), initializes
+    (legacy handshake), yields, closes."""
+    if isinstance(target, str):
+        from mcp.client.streamable_http import streamable_http_client
+
+        # No SSE event limit (default 1 MiB): the blob workload sends 1 MiB results.
+        async with streamable_http_client(target, max_sse_event_size=None) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                yield session
+        return
+    params = StdioServerParameters(command=target[0], args=list(target[1:]))
     async with stdio_client(params, errlog=sys.stderr) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
