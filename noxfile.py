@@ -54,6 +54,8 @@ TYPECHECK = ["mypy==2.4.1", "pyright==1.1.414", "exceptiongroup==1.3.0"]  # 3.10
 PYTEST = ["pytest==9.2.0", "pytest-trio==0.8.0", "pytest-timeout==2.4.0", "hypothesis==6.170.15"]
 # tests/test_notebook.py executes a real notebook on an IPython kernel
 PYTEST += ["nbclient==0.11.0", "nbformat==5.11.1", "ipykernel==7.4.0"]
+# tests/test_cli_terminal.py drives the trio-mcp command in a pseudo-terminal
+PYTEST += ["pexpect==4.9.0"]
 # Examples per property for ``nox -s fuzz``: summed over tests/test_fuzz.py's properties an
 # example feeds about 47 generated messages, so 3000 feed some 140,000 (the run prints the total).
 FUZZ_EXAMPLES = "3000"

@@ -24,7 +24,7 @@ DEMO = [sys.executable, "-m", "trio_mcp.testing"]
 # plain functions (run in a worker thread / by asyncio) as well as async ones.
 WIDENED = {("set_request_handler", "handler")}  # (method, parameter)
 # Async context managers become plain (blocking) / async context managers of a stream.
-STREAMS = {"notifications", "listen", "catalogue"}
+STREAMS = {"notifications", "listen", "catalogue", "start_tool_task"}
 RENAMED = {"aclose": "close"}
 
 

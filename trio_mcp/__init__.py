@@ -67,6 +67,11 @@ from ._exceptions import ResourceNotFoundError as ResourceNotFoundError
 from ._exceptions import SchemaError as SchemaError
 from ._exceptions import ServerError as ServerError
 from ._exceptions import ServerUnavailableError as ServerUnavailableError
+from ._exceptions import SkillVerificationError as SkillVerificationError
+from ._exceptions import TaskCancelledError as TaskCancelledError
+from ._exceptions import TaskError as TaskError
+from ._exceptions import TaskFailedError as TaskFailedError
+from ._exceptions import TaskLostError as TaskLostError
 from ._exceptions import TokenRequestError as TokenRequestError
 from ._exceptions import ToolError as ToolError
 from ._exceptions import TransportError as TransportError
@@ -91,6 +96,13 @@ from ._resilience import CircuitState as CircuitState
 from ._resilience import RetryPolicy as RetryPolicy
 from ._session import ClientSession as ClientSession
 from ._session import Notification as Notification
+from ._skills import Skill as Skill
+from ._skills import SkillFile as SkillFile
+from ._skills import list_skills as list_skills
+from ._skills import load_skill as load_skill
+from ._skills import read_skill_file as read_skill_file
+from ._tasks import TaskState as TaskState
+from ._tasks import ToolTask as ToolTask
 from ._transports._base import MessageInfo as MessageInfo
 from ._transports._base import RequestFailure as RequestFailure
 from ._transports._base import Transport as Transport
@@ -476,6 +488,9 @@ __all__ = [
     "ServerUnavailableError",
     "SetLevelRequestParams",
     "SingleSelectEnumSchema",
+    "Skill",
+    "SkillFile",
+    "SkillVerificationError",
     "StdioParameters",
     "StoredClient",
     "StoredToken",
@@ -489,7 +504,12 @@ __all__ = [
     "SubscriptionsListenResultMetaObject",
     "Task",
     "TaskAugmentedRequestParams",
+    "TaskCancelledError",
+    "TaskError",
+    "TaskFailedError",
+    "TaskLostError",
     "TaskMetadata",
+    "TaskState",
     "TaskStatus",
     "TaskStatusNotificationParams",
     "TextContent",
@@ -506,6 +526,7 @@ __all__ = [
     "ToolError",
     "ToolExecution",
     "ToolResultContent",
+    "ToolTask",
     "ToolUseContent",
     "ToolsCapability",
     "Transport",
@@ -527,12 +548,15 @@ __all__ = [
     "check_consent",
     "check_url",
     "compile_schema",
+    "list_skills",
     "load_config",
+    "load_skill",
     "open_asyncio_session",
     "open_blocking_session",
     "open_mcp_session",
     "open_server_group",
     "parse_config",
+    "read_skill_file",
     "run_agent",
     "sampling_handler",
     "to_builtins",

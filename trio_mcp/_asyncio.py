@@ -31,7 +31,8 @@ import trio
 from . import _types as t
 from ._exceptions import MCPError
 from ._handlers import RequestContext
-from ._session import ClientSession, Era, ListKind, Notification
+from ._session import ClientSession, Era, ListKind, Notification, ResultClaimHandler
+from ._tasks import TaskState, ToolTask
 from ._transports._base import Transport
 
 if TYPE_CHECKING:
@@ -669,6 +670,67 @@ class AsyncioSession(metaclass=_NoPublicConstructor):
             self._session.call_tool, name, arguments, timeout=timeout,
             on_progress=self._callback(on_progress), result_type=result_type,
         )  # fmt: skip
+
+    def start_tool_task(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> AbstractAsyncContextManager[ToolTask]:
+        """Call a tool and hold the server task it becomes (see ``docs/tasks.md``).
+
+        The :class:`ToolTask` lives in the guest Trio run: read ``task_id`` and ``state``
+        from asyncio code (its methods are Trio coroutines); leaving the block cancels an
+        unfinished task. To just wait for the result, :meth:`call_tool` drives tasks.
+
+        Args:
+            name: The tool's name.
+            arguments: The tool's arguments.
+            timeout: Seconds for the ``tools/call`` request itself.
+            on_progress: Called (or awaited by asyncio) with each progress notification.
+
+        Returns:
+            An async context manager yielding the :class:`ToolTask`.
+        """
+        session = self._session
+        progress = self._callback(on_progress)
+        return self._hold(
+            lambda: session.start_tool_task(name, arguments, timeout=timeout, on_progress=progress),
+            _same,
+        )
+
+    async def list_tasks(self, *, timeout: float | None = None) -> list[TaskState]:
+        """List the server's tasks (2025-11-25 ``tasks/list``).
+
+        Args:
+            timeout: Seconds for each page request.
+        """
+        return await self._bridge.call(self._session.list_tasks, timeout=timeout)
+
+    def claim_result_type(
+        self,
+        result_type: str,
+        handler: ResultClaimHandler,
+        *,
+        methods: Iterable[str] | None = None,
+    ) -> Callable[[], None]:
+        """Handle results of a new ``resultType`` yourself (SEP-2133).
+
+        ``handler`` is a Trio coroutine function, run in the guest Trio run; see
+        :meth:`ClientSession.claim_result_type`.
+
+        Args:
+            result_type: The ``resultType`` value to claim.
+            handler: ``async def handler(method, result) -> Mapping``.
+            methods: Only results of these methods.
+
+        Returns:
+            A function that removes the claim again.
+        """
+        self._bridge.check()
+        return self._session.claim_result_type(result_type, handler, methods=methods)
 
     async def list_resources(
         self, *, cache: bool = True, timeout: float | None = None

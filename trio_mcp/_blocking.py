@@ -36,7 +36,8 @@ import trio
 from . import _types as t
 from ._exceptions import MCPError
 from ._handlers import RequestContext
-from ._session import ClientSession, Era, ListKind, Notification
+from ._session import ClientSession, Era, ListKind, Notification, ResultClaimHandler
+from ._tasks import TaskState, ToolTask
 from ._transports._base import Transport
 
 if TYPE_CHECKING:
@@ -714,6 +715,77 @@ class BlockingSession(metaclass=_NoPublicConstructor):
             "call_tool()", self._session.call_tool, name, arguments, timeout=timeout,
             on_progress=_progress(on_progress), result_type=result_type,
         )  # fmt: skip
+
+    def start_tool_task(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> AbstractContextManager[ToolTask]:
+        """Call a tool and hold the server task it becomes (see ``docs/tasks.md``).
+
+        The :class:`ToolTask` lives on the session's Trio thread: read ``task_id`` and
+        ``state`` from yours; leaving the ``with`` block cancels an unfinished task. To
+        just wait for the result, :meth:`call_tool` drives tasks by itself.
+
+        Args:
+            name: The tool's name.
+            arguments: The tool's arguments.
+            timeout: Seconds for the ``tools/call`` request itself.
+            on_progress: Called with each progress notification (in a worker thread).
+
+        Returns:
+            A context manager yielding the :class:`ToolTask`.
+        """
+        session = self._session
+        progress = _progress(on_progress)
+        return self._hold(
+            "start_tool_task()",
+            lambda: session.start_tool_task(name, arguments, timeout=timeout, on_progress=progress),
+            _same,
+        )
+
+    def list_tasks(self, *, timeout: float | None = None) -> list[TaskState]:
+        """List the server's tasks (2025-11-25 ``tasks/list``).
+
+        Args:
+            timeout: Seconds for each page request.
+        """
+        return self._runner.call("list_tasks()", self._session.list_tasks, timeout=timeout)
+
+    def claim_result_type(
+        self,
+        result_type: str,
+        handler: ResultClaimHandler,
+        *,
+        methods: Iterable[str] | None = None,
+    ) -> Callable[[], None]:
+        """Handle results of a new ``resultType`` yourself (SEP-2133).
+
+        ``handler`` is a Trio coroutine function run on the session's Trio thread; see
+        :meth:`ClientSession.claim_result_type`.
+
+        Args:
+            result_type: The ``resultType`` value to claim.
+            handler: ``async def handler(method, result) -> Mapping``.
+            methods: Only results of these methods.
+
+        Returns:
+            A function that removes the claim again.
+        """
+        runner = self._runner
+        remove = runner.run_sync(
+            "claim_result_type()",
+            lambda: self._session.claim_result_type(result_type, handler, methods=methods),
+        )
+
+        def remove_claim() -> None:
+            if not runner.closed:
+                runner.run_sync("remove()", remove)
+
+        return remove_claim
 
     def list_resources(
         self, *, cache: bool = True, timeout: float | None = None

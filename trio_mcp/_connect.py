@@ -116,6 +116,8 @@ def open_mcp_session(
     max_server_requests: int = 32,
     era_cache: EraCache | None = None,
     output_validation: str = "report",
+    tasks: bool = False,
+    extensions: Mapping[str, Mapping[str, Any]] | None = None,
     env: Mapping[str, str] | None = ...,
     cwd: Any = ...,
     inherit_env: bool = ...,
@@ -156,6 +158,8 @@ def open_mcp_session(
     max_server_requests: int = 32,
     era_cache: EraCache | None = None,
     output_validation: str = "report",
+    tasks: bool = False,
+    extensions: Mapping[str, Mapping[str, Any]] | None = None,
     env: Mapping[str, str] | None = ...,
     cwd: Any = ...,
     inherit_env: bool = ...,
@@ -196,6 +200,8 @@ def open_mcp_session(
     max_server_requests: int = 32,
     era_cache: EraCache | None = None,
     output_validation: str = "report",
+    tasks: bool = False,
+    extensions: Mapping[str, Mapping[str, Any]] | None = None,
     env: Mapping[str, str] | None = _NOT_GIVEN,
     cwd: Any = _NOT_GIVEN,
     inherit_env: bool = _NOT_GIVEN,
@@ -266,6 +272,12 @@ def open_mcp_session(
             ``structuredContent`` does not match the tool's ``outputSchema``: ``"report"``
             (default: keep it, outcome on ``result.validation``), ``"strict"`` (raise
             :class:`OutputValidationError` carrying it) or ``"off"``.
+        tasks: Advertise the Tasks extension (SEP-2663, ``io.modelcontextprotocol/tasks``)
+            and run 2025-11-25 tools whose ``taskSupport`` is ``"optional"`` as tasks.
+            Tasks a server makes are driven by :meth:`ClientSession.call_tool` either way
+            (see ``docs/tasks.md``).
+        extensions: Further client extensions to advertise (SEP-2133), e.g.
+            ``{"io.modelcontextprotocol/ui": {"mimeTypes": [...]}}``.
         env: stdio: extra environment variables for the server process.
         cwd: stdio: the server's working directory.
         inherit_env: stdio: pass this process's whole environment.
@@ -317,7 +329,7 @@ def open_mcp_session(
         max_input_rounds=max_input_rounds, max_pages=max_pages,
         notification_buffer=notification_buffer, listen_ack_timeout=listen_ack_timeout,
         max_server_requests=max_server_requests, era_cache=era_cache,
-        output_validation=output_validation,
+        output_validation=output_validation, tasks=tasks, extensions=extensions,
     )  # fmt: skip
     resolved = _resolve_target(target, transport_options)
     handlers = ServerRequestHandlers(

@@ -15,6 +15,11 @@ The tree is small on purpose::
     │   ├── ConnectionClosed          the server went away (exit code, stderr tail)
     │   └── HTTPStatusError           an HTTP request failed (status code, body)
     ├── InputRequestError             a multi-round-trip input could not be provided
+    ├── TaskError                     a task-augmented call did not give a result (``task_id``)
+    │   ├── TaskFailedError           the task ended ``failed`` (``code``, ``message``, ``data``)
+    │   ├── TaskCancelledError        the task ended ``cancelled`` by someone else
+    │   └── TaskLostError             the server no longer knows the task (``tasks/get`` error)
+    ├── SkillVerificationError        a skill file does not match its manifest (digest, size...)
     ├── CircuitOpenError              the circuit breaker is open (``trio_mcp.CircuitBreaker``)
     ├── ConfigError                   a server config file is invalid (file, key path, problem)
     ├── ServerUnavailableError        a server of a group is not running (why, stderr tail)
@@ -84,6 +89,11 @@ __all__ = [
     "ResourceNotFoundError",
     "SchemaError",
     "ServerError",
+    "SkillVerificationError",
+    "TaskCancelledError",
+    "TaskError",
+    "TaskFailedError",
+    "TaskLostError",
     "TokenRequestError",
     "ToolError",
     "TransportError",
@@ -233,6 +243,61 @@ class InputRequestError(MCPError):
     Raised when an input request has no handler, its handler failed or declined, or the
     server kept asking for input past the configured round limit.
     """
+
+
+class TaskError(MCPError):
+    """A task-augmented call (a long-running tool, see ``docs/tasks.md``) gave no result.
+
+    Attributes:
+        task_id: The server's id of the task.
+    """
+
+    def __init__(self, message: str, *, task_id: str) -> None:
+        self.task_id = task_id
+        super().__init__(message)
+
+
+class TaskFailedError(TaskError):
+    """The task ended with status ``failed``; its JSON-RPC error is kept.
+
+    Attributes:
+        code: The error's JSON-RPC code (``-32603`` when the server sent none).
+        error_message: The server's error message (or its status message).
+        data: The error's ``data`` member, or ``None``.
+    """
+
+    def __init__(self, task_id: str, code: int, error_message: str, data: Any = None) -> None:
+        self.code = code
+        self.error_message = error_message
+        self.data = data
+        super().__init__(f"task {task_id} failed: {error_message} (code {code})", task_id=task_id)
+
+
+class TaskCancelledError(TaskError):
+    """The task ended with status ``cancelled``, though this client did not cancel it."""
+
+
+class TaskLostError(TaskError):
+    """The server no longer knows the task: ``tasks/get`` (or ``tasks/result``) failed.
+
+    The server's :class:`ServerError` is the ``__cause__``. The task may have expired
+    (its ``ttl`` passed) or the server restarted without keeping its tasks.
+    """
+
+
+class SkillVerificationError(MCPError):
+    """A skill's file does not match its manifest entry (SEP-2640): do not use the skill.
+
+    Raised for a wrong ``sha256`` digest, a wrong size, a missing digest, a file outside
+    the manifest, or frontmatter that differs from the ``skills/list`` entry.
+
+    Attributes:
+        uri: The URI of the file (or skill) that failed.
+    """
+
+    def __init__(self, message: str, *, uri: str) -> None:
+        self.uri = uri
+        super().__init__(message)
 
 
 class CircuitOpenError(MCPError):

@@ -67,6 +67,7 @@ from ._jsonrpc import RequestId, decode_json, decode_payload
 if TYPE_CHECKING:
     from ._catalogue import Catalogue
 from ._rpc import PendingCall, RPCConnection
+from ._tasks import TASKS_EXTENSION, TaskDriver, TaskState, ToolTask, decode_task
 from ._transports._base import Transport
 from ._validation import CompiledSchema, OutputValidation, compile_schema, decode_structured
 
@@ -107,6 +108,7 @@ _MAX_CALLBACK_TASKS: Final = 64
 _MAX_CACHE_ENTRIES: Final = 1024
 
 ProgressCallback = Callable[[t.ProgressNotificationParams], "Awaitable[None] | None"]
+ResultClaimHandler = Callable[[str, dict[str, Any]], Awaitable[Mapping[str, Any]]]
 ListKind = Literal["tools", "prompts", "resources"]
 
 
@@ -168,8 +170,16 @@ class _Options:
     max_server_requests: int = 32
     era_cache: EraCache | None = None
     output_validation: str = "report"
+    tasks: bool = False
+    extensions: Mapping[str, Mapping[str, Any]] | None = None
 
     def __post_init__(self) -> None:
+        for name, settings in (self.extensions or {}).items():
+            if "/" not in name or not isinstance(settings, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise ValueError(
+                    "open_mcp_session(): extensions maps ids like 'com.example/name' to "
+                    f"settings dicts, not {name!r}: {settings!r}"
+                )
         if self.output_validation not in ("report", "strict", "off"):
             raise ValueError(
                 "open_mcp_session(): output_validation must be 'report', 'strict' or 'off', "
@@ -275,6 +285,14 @@ class ClientSession(metaclass=_NoPublicConstructor):
         self._elicitation_waiters: dict[str, trio.Event] = {}
         self._elicitations_done: dict[str, None] = {}
         self._stop_roots: Callable[[], None] | None = None
+        # SEP-2133: extensions advertised under capabilities.extensions; resultTypes claimed
+        self._extensions: dict[str, dict[str, Any]] = {
+            name: dict(settings) for name, settings in (options.extensions or {}).items()
+        }
+        if options.tasks:
+            self._extensions.setdefault(TASKS_EXTENSION, {})
+        self._claims: dict[str, tuple[frozenset[str] | None, ResultClaimHandler]] = {}
+        self._task_support: dict[str, str] = {}  # execution.taskSupport per tool (2025-11-25)
         if isinstance(handlers.roots, Roots):
             self._stop_roots = listen_to_roots(handlers.roots, self._roots_changed)
 
@@ -474,8 +492,10 @@ class ClientSession(metaclass=_NoPublicConstructor):
         }
         if self._log_level is not None:
             plain[_META_LOG] = self._log_level
+        if self._extensions:
+            plain[_META_CAPS] = {"extensions": self._extensions}
         full = dict(plain)
-        full[_META_CAPS] = self._handlers.capabilities()
+        full[_META_CAPS] = self._capabilities()
         self._meta_plain = plain
         self._meta_full = full
 
@@ -486,7 +506,7 @@ class ClientSession(metaclass=_NoPublicConstructor):
         self._transport.negotiated(modern=False, protocol_version=None)
         params = {
             "protocolVersion": LATEST_LEGACY_VERSION,
-            "capabilities": self._handlers.capabilities(),
+            "capabilities": self._capabilities(legacy=True),
             "clientInfo": t.to_builtins(self._client_info),
         }
         try:
@@ -544,6 +564,18 @@ class ClientSession(metaclass=_NoPublicConstructor):
         if key is not None:
             self._era_cache.put(key, "modern")
 
+    def _capabilities(self, *, legacy: bool = False) -> dict[str, Any]:
+        """The client capabilities, with ``extensions`` (the tasks one is modern only)."""
+        caps: dict[str, Any] = self._handlers.capabilities()
+        extensions = {
+            name: settings
+            for name, settings in self._extensions.items()
+            if not (legacy and name == TASKS_EXTENSION)
+        }
+        if extensions:
+            caps = {**caps, "extensions": extensions}
+        return caps
+
     async def _handshake(self, params: dict[str, Any]) -> msgspec.Raw:
         timeout = self._opts.init_timeout
         with trio.move_on_after(timeout if timeout is not None else float("inf")):
@@ -574,12 +606,37 @@ class ClientSession(metaclass=_NoPublicConstructor):
         name: str | None = None,
         headers: Mapping[str, str] | None = None,
         idempotent: bool = False,
+        keep_task: bool = False,
     ) -> msgspec.Raw:
-        """One logical call in either era, with one meaning of ``timeout``: the whole call."""
+        """One logical call in either era, with one meaning of ``timeout``: the whole call.
+
+        A task the server makes of a ``tools/call`` is driven to its end within that
+        timeout, unless ``keep_task`` asks for the task itself.
+        """
+        from ._tracing import traced
+
+        with traced(method, name, params) as params:
+            return await self._timed(
+                method, params, timeout, on_progress, name, headers, idempotent, keep_task
+            )
+
+    async def _timed(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        timeout: float | None,
+        on_progress: ProgressCallback | None,
+        name: str | None,
+        headers: Mapping[str, str] | None,
+        idempotent: bool,
+        keep_task: bool,
+    ) -> msgspec.Raw:
         if timeout is None:
             timeout = self._opts.default_timeout
         if timeout is None:
-            return await self._rounds(method, params, on_progress, name, headers, idempotent)
+            return await self._rounds(
+                method, params, on_progress, name, headers, idempotent, keep_task
+            )
         if not timeout > 0:
             raise ValueError(f"timeout must be positive, not {timeout!r}")
         started = trio.current_time()
@@ -587,7 +644,9 @@ class ClientSession(metaclass=_NoPublicConstructor):
         if self._opts.progress_resets_timeout:
             on_progress = self._deadline_bumper(scope, started, timeout, on_progress)
         with scope:
-            return await self._rounds(method, params, on_progress, name, headers, idempotent)
+            return await self._rounds(
+                method, params, on_progress, name, headers, idempotent, keep_task
+            )
         raise trio.TooSlowError(f"{method} timed out after {timeout} s")
 
     def _deadline_bumper(
@@ -617,14 +676,20 @@ class ClientSession(metaclass=_NoPublicConstructor):
         name: str | None,
         headers: Mapping[str, str] | None,
         idempotent: bool,
+        keep_task: bool = False,
     ) -> msgspec.Raw:
-        """Version retry, idempotent re-issue and the multi-round-trip loop."""
+        """Version retry, idempotent re-issue, the multi-round-trip loop, claimed results."""
         rpc = self._rpc
         if self._era != "modern":
-            return await rpc.request(
+            raw = await rpc.request(
                 method, params, on_progress=on_progress, name=name, headers=headers,
                 idempotent=idempotent,
             )  # fmt: skip
+            if method == "tools/call" and isinstance(params, Mapping) and "task" in params:
+                driver = self._legacy_task(raw)
+                if driver is not None and not keep_task:
+                    return await driver.run()
+            return raw
         extra: dict[str, Any] = {}
         version_retried = False
         stream_retried = False
@@ -655,6 +720,11 @@ class ClientSession(metaclass=_NoPublicConstructor):
             kind = head.result_type
             if kind is UNSET or kind == "complete":
                 return raw
+            if kind == "task" and method == "tools/call":
+                return raw if keep_task else await self._modern_task(raw).run()
+            claim = self._claims.get(kind)
+            if claim is not None and (claim[0] is None or method in claim[0]):
+                return await self._resolve_claim(kind, claim[1], method, raw)
             if kind != "input_required" or method not in _INPUT_METHODS:
                 raise ProtocolError(f"unexpected resultType {kind!r} in the result of {method}")
             rounds += 1
@@ -670,6 +740,89 @@ class ClientSession(metaclass=_NoPublicConstructor):
                 # echoed byte for byte, so it must be valid JSON (UTF-8 included) first
                 decode_json(head.request_state, f"requestState of {method}")
                 extra["requestState"] = head.request_state
+
+    # -- tasks and claimed result types (SEP-2663, SEP-1686, SEP-2133) ------------------
+
+    def _driver(self, state: TaskState, body: dict[str, Any], *, legacy: bool) -> TaskDriver:
+        return TaskDriver(
+            state=state,
+            legacy=legacy,
+            call=self._call,
+            gather=self._gather_inputs,
+            add_handler=self.add_notification_handler,
+            cancel_notice_timeout=self._opts.cancel_notice_timeout,
+            max_input_rounds=self._opts.max_input_rounds,
+            body=body,
+        )
+
+    def _modern_task(self, raw: msgspec.Raw) -> TaskDriver:
+        body = decode_json(raw, "result of tools/call")
+        if not isinstance(body, dict):
+            raise ProtocolError("the task result of tools/call is not an object")
+        wire = cast("dict[str, Any]", body)
+        return self._driver(decode_task(wire, "result of tools/call"), wire, legacy=False)
+
+    def _legacy_task(self, raw: msgspec.Raw) -> TaskDriver | None:
+        """A 2025-11-25 ``CreateTaskResult``'s driver; None for an ordinary result."""
+        body = decode_json(raw, "result of tools/call")
+        if not isinstance(body, dict):
+            return None
+        task: object = cast("dict[str, Any]", body).get("task")
+        if not isinstance(task, dict) or "content" in body:
+            return None
+        wire = cast("dict[str, Any]", task)
+        return self._driver(decode_task(wire, "CreateTaskResult"), wire, legacy=True)
+
+    async def _resolve_claim(
+        self, kind: str, handler: ResultClaimHandler, method: str, raw: msgspec.Raw
+    ) -> msgspec.Raw:
+        body = decode_json(raw, f"result of {method}")
+        if not isinstance(body, dict):
+            raise ProtocolError(f"the {kind!r} result of {method} is not an object")
+        final = await handler(method, cast("dict[str, Any]", body))
+        try:
+            return msgspec.Raw(msgspec.json.encode(final))
+        except (TypeError, msgspec.EncodeError) as exc:
+            raise ProtocolError(
+                f"the handler of resultType {kind!r} returned no JSON value: {exc}"
+            ) from exc
+
+    def claim_result_type(
+        self,
+        result_type: str,
+        handler: ResultClaimHandler,
+        *,
+        methods: Iterable[str] | None = None,
+    ) -> Callable[[], None]:
+        """Handle results of a new ``resultType`` (an extension's, SEP-2133) yourself.
+
+        When a result of ``methods`` (default: any) carries ``resultType: result_type``,
+        ``await handler(method, result)`` is called with the decoded result (wire form) in
+        the caller's task and cancel scope, and must return the final result in wire
+        form, which the typed method then decodes (e.g. a ``CallToolResult`` dict).
+        ``complete``, ``input_required`` and ``task`` are the library's own.
+
+        Args:
+            result_type: The ``resultType`` value to claim.
+            handler: ``async def handler(method, result) -> Mapping``.
+            methods: Only results of these methods.
+
+        Returns:
+            A function that removes the claim again.
+
+        Raises:
+            ValueError: ``result_type`` is one of the library's own.
+        """
+        if result_type in ("complete", "input_required", "task"):
+            raise ValueError(f"resultType {result_type!r} is handled by trio_mcp itself")
+        entry = (None if methods is None else frozenset(methods), handler)
+        self._claims[result_type] = entry
+
+        def remove() -> None:
+            if self._claims.get(result_type) is entry:
+                del self._claims[result_type]
+
+        return remove
 
     async def _gather_inputs(self, requests: Mapping[str, msgspec.Raw]) -> dict[str, Any]:
         """Answer a round's input requests concurrently, through the session's handlers."""
@@ -1309,6 +1462,11 @@ class ClientSession(metaclass=_NoPublicConstructor):
             schema = tool.output_schema
             self._output_schemas[tool.name] = None if schema is UNSET else schema
             self._validators.pop(tool.name, None)
+            execution = tool.execution
+            if execution is not UNSET and isinstance(execution.task_support, str):
+                self._task_support[tool.name] = execution.task_support
+            else:
+                self._task_support.pop(tool.name, None)
 
     def _validate_output(self, name: str, result: t.CallToolResult) -> OutputValidation:
         """Check ``result`` against the tool's ``outputSchema`` (compiled once per tool)."""
@@ -1397,18 +1555,54 @@ class ClientSession(metaclass=_NoPublicConstructor):
             ToolError: ``result_type`` is given and the tool reported an error.
         """
         args: Mapping[str, Any] = arguments if arguments is not None else {}
-        params = {"name": name, "arguments": args}
+        raw = await self._call_tool_raw(name, args, timeout, on_progress, keep_task=False)
+        result = self._tool_result(name, raw)
+        if result_type is None:
+            return result
+        result.raise_for_error()
+        return decode_structured(result, result_type)
+
+    def _wants_legacy_task(self, name: str) -> bool:
+        """2025-11-25: does this tool call go out task-augmented (``task: {}``)?"""
+        if self._era != "legacy" or self._protocol_version != "2025-11-25":
+            return False
+        tasks = self.server_capabilities.tasks
+        requests: object = tasks.get("requests") if isinstance(tasks, dict) else None
+        tools: object = (
+            cast("dict[str, Any]", requests).get("tools") if isinstance(requests, dict) else None
+        )
+        if not isinstance(tools, dict) or "call" not in tools:
+            return False
+        support = self._task_support.get(name)
+        return support == "required" or (support == "optional" and self._opts.tasks)
+
+    async def _call_tool_raw(
+        self,
+        name: str,
+        args: Mapping[str, Any],
+        timeout: float | None,
+        on_progress: ProgressCallback | None,
+        *,
+        keep_task: bool,
+    ) -> msgspec.Raw:
+        params: dict[str, Any] = {"name": name, "arguments": args}
+        if self._wants_legacy_task(name):
+            params["task"] = {}
         headers: Mapping[str, str] | None = None
         if self._transport.wants_param_headers:
             headers = self._param_headers(name, args)
-        raw = await self._call(
+        return await self._call(
             "tools/call",
             params,
             timeout=timeout,
             on_progress=on_progress,
             name=name,
             headers=headers,
+            keep_task=keep_task,
         )
+
+    def _tool_result(self, name: str, raw: msgspec.Raw) -> t.CallToolResult:
+        """Decode a tool result and check it against the tool's ``outputSchema``."""
         result = self._decode(raw, t.CallToolResult, "tools/call")
         if self._opts.output_validation != "off":
             validation = self._validate_output(name, result)
@@ -1417,10 +1611,89 @@ class ClientSession(metaclass=_NoPublicConstructor):
                 raise OutputValidationError(
                     f"tool {name!r}: {validation.describe()}", result, validation
                 )
-        if result_type is None:
-            return result
-        result.raise_for_error()
-        return decode_structured(result, result_type)
+        return result
+
+    @asynccontextmanager
+    async def start_tool_task(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> AsyncGenerator[ToolTask, None]:
+        """Call a tool and hold the server task it becomes, to watch and wait yourself.
+
+        :meth:`call_tool` already drives tasks transparently; use this for the task id,
+        its status changes and your own waiting (see ``docs/tasks.md``). A server that
+        answers at once gives a :class:`ToolTask` whose ``task_id`` is None and whose
+        :meth:`ToolTask.result` returns that answer. Leaving the block before the task
+        ended cancels it on the server (``tasks/cancel``, shielded and bounded).
+
+        Args:
+            name: The tool's name.
+            arguments: The tool's arguments.
+            timeout: Seconds for the ``tools/call`` request itself (not the task).
+            on_progress: Called (or awaited) with each progress notification of the call.
+
+        Yields:
+            The :class:`ToolTask`.
+
+        Raises:
+            ProtocolError: The task the server made has an unknown status.
+        """
+        args: Mapping[str, Any] = arguments if arguments is not None else {}
+        raw = await self._call_tool_raw(name, args, timeout, on_progress, keep_task=True)
+        driver: TaskDriver | None
+        if self._era == "modern":
+            head = decode_payload(raw, _ResultHead, "result of tools/call")
+            driver = self._modern_task(raw) if head.result_type == "task" else None
+        else:
+            driver = self._legacy_task(raw)
+        task = ToolTask(
+            driver, functools.partial(self._tool_result, name), raw if driver is None else None
+        )
+        try:
+            yield task
+        finally:
+            await task._close()  # pyright: ignore[reportPrivateUsage]
+
+    async def list_tasks(self, *, timeout: float | None = None) -> list[TaskState]:
+        """List the server's tasks (2025-11-25 ``tasks/list``, every page).
+
+        The 2026-07-28 Tasks extension has no listing: keep the ids you started.
+
+        Args:
+            timeout: Seconds for each page request.
+
+        Returns:
+            A :class:`TaskState` per task.
+
+        Raises:
+            ServerError: The server has no ``tasks/list`` (e.g. a modern server).
+            ProtocolError: A task has an unknown status.
+        """
+        states: list[TaskState] = []
+        cursor: str | None = None
+        for _ in range(self._opts.max_pages):
+            raw = await self._call(
+                "tasks/list", {"cursor": cursor} if cursor else None, timeout=timeout,
+                idempotent=True,
+            )  # fmt: skip
+            page = decode_json(raw, "result of tasks/list")
+            body = cast("dict[str, Any]", page) if isinstance(page, dict) else {}
+            items: object = body.get("tasks")
+            if not isinstance(items, list):
+                raise ProtocolError("the result of tasks/list has no tasks array")
+            for item in cast("list[object]", items):
+                if not isinstance(item, dict):
+                    raise ProtocolError("tasks/list: a task is not an object")
+                states.append(decode_task(cast("dict[str, Any]", item), "tasks/list"))
+            next_cursor: object = body.get("nextCursor")
+            if not isinstance(next_cursor, str) or not next_cursor:
+                return states
+            cursor = next_cursor
+        raise ProtocolError(f"tasks/list: more than {self._opts.max_pages} pages")
 
     def _param_headers(self, name: str, arguments: Mapping[str, Any]) -> Mapping[str, str] | None:
         tool = self._tool_wire.get(name)

@@ -10,16 +10,13 @@ Only trio_mcp's public API is used. Each scenario is the ordinary work an applic
 would do (list, call, read); everything the protocol demands on the wire (SEP-1034
 elicitation defaults, ``Mcp-Method``/``Mcp-Name``/``Mcp-Param-*`` headers, dropping tools
 with an invalid ``x-mcp-header``, ``requestState`` echo, SSE ``retry``/``Last-Event-ID``,
-version negotiation) is the library's job. The one exception is the Skills extension
-(SEP-2640), which trio_mcp does not implement: its host-side rules (load a skill's files
-only when the skill is used, verify each file against its manifest entry) live in the small
-``SkillHost`` below, on top of ``session.request`` and ``session.read_resource``.
+version negotiation) is the library's job, and so are the Skills extension's host rules
+(SEP-2640: load a skill's files only when it is used, verify each against its manifest):
+``trio_mcp.list_skills`` and ``trio_mcp.load_skill``.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import logging
 import os
@@ -28,7 +25,6 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, cast
 
-import msgspec
 import trio
 
 import trio_mcp
@@ -138,119 +134,6 @@ async def list_tools(session: trio_mcp.ClientSession) -> list[trio_mcp.Tool]:
     return tools
 
 
-# --------------------------------------------------------------------- SEP-2640 skills
-
-
-SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
-
-
-class SkillResource(msgspec.Struct, kw_only=True):
-    """One file of a skill's manifest (SEP-2640)."""
-
-    uri: str
-    digest: str | None = None
-    size: int | None = None
-
-
-class Skill(msgspec.Struct, kw_only=True):
-    """A ``skills/list`` entry: the SKILL.md URI, its frontmatter, the file manifest."""
-
-    uri: str
-    frontmatter: dict[str, Any] = {}
-    resources: list[SkillResource] = []
-
-
-class ListSkillsResult(msgspec.Struct, kw_only=True):
-    """The result of ``skills/list``."""
-
-    skills: list[Skill]
-
-
-class SkillVerificationError(Exception):
-    """A skill file did not match its manifest entry; the skill must not be used."""
-
-
-def parse_frontmatter(text: str) -> dict[str, Any]:
-    """Parse the YAML frontmatter of a SKILL.md: flat ``key: value`` scalars only.
-
-    Anything this small parser does not understand is a verification failure (fail closed).
-    """
-    lines = text.splitlines()
-    if not lines or lines[0].strip() != "---":
-        raise SkillVerificationError("SKILL.md has no YAML frontmatter")
-    fields: dict[str, Any] = {}
-    for line in lines[1:]:
-        if line.strip() == "---":
-            return fields
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        key, sep, value = line.partition(":")
-        if not sep or line[:1].isspace() or not key.strip():
-            raise SkillVerificationError(f"unsupported frontmatter line: {line!r}")
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        fields[key.strip()] = value
-    raise SkillVerificationError("SKILL.md frontmatter is not closed")
-
-
-class SkillHost:
-    """The host side of the Skills extension: discover, then load and verify on use."""
-
-    def __init__(self, session: trio_mcp.ClientSession) -> None:
-        self.session = session
-
-    async def list_skills(self) -> list[Skill]:
-        """``skills/list``: every skill entry (reads no skill file)."""
-        result: ListSkillsResult = await self.session.request(
-            "skills/list", {}, result_type=ListSkillsResult
-        )
-        log.info("skills/list -> %s", [skill.uri for skill in result.skills])
-        return result.skills
-
-    async def read_verified(self, skill: Skill, uri: str) -> bytes:
-        """Read one file of a skill and check it against its manifest ``size`` and ``digest``."""
-        entry = next((item for item in skill.resources if item.uri == uri), None)
-        if entry is None:
-            raise SkillVerificationError(f"{uri} is not in the skill's manifest")
-        result = await self.session.read_resource(uri)
-        if len(result.contents) != 1:
-            raise SkillVerificationError(f"{uri}: expected exactly one content item")
-        content = result.contents[0]
-        if isinstance(content, trio_mcp.TextResourceContents):
-            data = content.text.encode("utf-8")
-        elif isinstance(content, trio_mcp.BlobResourceContents):
-            data = base64.b64decode(content.blob)
-        else:
-            raise SkillVerificationError(f"{uri}: unexpected content {content!r}")
-        if entry.size is not None and len(data) != entry.size:
-            raise SkillVerificationError(
-                f"{uri}: {len(data)} bytes, the manifest says {entry.size}"
-            )
-        if entry.digest is None or not entry.digest.startswith("sha256:"):
-            raise SkillVerificationError(f"{uri}: no sha256 digest to verify against")
-        actual = "sha256:" + hashlib.sha256(data).hexdigest()
-        if actual != entry.digest:
-            raise SkillVerificationError(
-                f"{uri}: digest {actual}, the manifest says {entry.digest}"
-            )
-        return data
-
-    async def load(self, skill: Skill) -> dict[str, bytes]:
-        """Load a skill: its SKILL.md (verified, frontmatter compared), then its other files."""
-        body = await self.read_verified(skill, skill.uri)
-        found = parse_frontmatter(body.decode("utf-8"))
-        if found != skill.frontmatter:
-            raise SkillVerificationError(
-                f"{skill.uri}: frontmatter {found!r} differs from the entry's {skill.frontmatter!r}"
-            )
-        files = {skill.uri: body}
-        for item in skill.resources:
-            if item.uri != skill.uri:
-                files[item.uri] = await self.read_verified(skill, item.uri)
-        return files
-
-
 # --------------------------------------------------------------------- scenarios
 
 Scenario = Callable[[trio_mcp.ClientSession, Mapping[str, Any]], Awaitable[None]]
@@ -325,7 +208,8 @@ async def scenario_schema_echo(session: trio_mcp.ClientSession, context: Mapping
 
 async def scenario_skills_list(session: trio_mcp.ClientSession, context: Mapping[str, Any]) -> None:
     """Discover skills without loading any (no file may be read ahead of need)."""
-    await SkillHost(session).list_skills()
+    skills = await trio_mcp.list_skills(session)
+    log.info("skills/list -> %s", [skill.uri for skill in skills])
 
 
 async def scenario_skills_load(session: trio_mcp.ClientSession, context: Mapping[str, Any]) -> None:
@@ -333,11 +217,10 @@ async def scenario_skills_load(session: trio_mcp.ClientSession, context: Mapping
 
     Refusing a tampered skill is the correct outcome, so it is logged, not a failure.
     """
-    host = SkillHost(session)
-    for entry in await host.list_skills():
+    for entry in await trio_mcp.list_skills(session):
         try:
-            files = await host.load(entry)
-        except SkillVerificationError as exc:
+            files = await trio_mcp.load_skill(session, entry)
+        except trio_mcp.SkillVerificationError as exc:
             log.warning("rejected skill %s, not using it: %s", entry.uri, exc)
             continue
         log.info("loaded skill %s (%d files)", entry.uri, len(files))

@@ -42,6 +42,7 @@ from ._faults import FaultyStream as FaultyStream
 from ._faults import Match as Match
 from ._faults import MockClientTransport as MockClientTransport
 from ._server import MockServer as MockServer
+from ._tasks import MockTask as MockTask
 
 __all__ = [
     "CHECKS",
@@ -53,6 +54,7 @@ __all__ = [
     "Match",
     "MockClientTransport",
     "MockServer",
+    "MockTask",
     "REDACTED",
     "Recorder",
     "ReplayServer",

@@ -27,6 +27,7 @@ import trio
 
 from .._exceptions import MCPError, ToolError
 from ._registry import JSONDict, ServerState, match_uri_template
+from ._tasks import RELATED_TASK, TASKS_EXTENSION, TERMINAL, MockTask
 
 if TYPE_CHECKING:
     from ._server import MockServer
@@ -343,6 +344,12 @@ class ToolContext:
         self._era: Era = era
         self._scope = scope
         self._inputs = inputs
+        self._task: MockTask | None = None
+
+    @property
+    def task(self) -> MockTask | None:
+        """The task this call runs as, or None (see ``MockServer.tasks``)."""
+        return self._task
 
     @property
     def request_id(self) -> RequestId:
@@ -514,6 +521,8 @@ class ToolContext:
         wanted: dict[str, JSONDict] = {}
         for key, request in requests.items():
             wanted[key] = dict(request)
+        if self._task is not None:
+            return await self._task_inputs(wanted)
         if self._era == "legacy":
             results: dict[str, JSONDict] = {}
 
@@ -529,9 +538,45 @@ class ToolContext:
             return results
         return self._modern_inputs(wanted)
 
+    async def _task_inputs(self, requests: dict[str, JSONDict]) -> dict[str, JSONDict]:
+        """Input for a task: ``input_required`` until the client answers."""
+        task = self._task
+        assert task is not None
+        task.set_status("input_required", "waiting for input")
+        await self._connection.task_status_changed(task)
+        results: dict[str, JSONDict] = {}
+        if task.era == "legacy":
+            for key, request in requests.items():
+                params = dict(_as_dict(request.get("params")) or {})
+                meta = dict(_as_dict(params.get("_meta")) or {})
+                meta[RELATED_TASK] = {"taskId": task.task_id}
+                params["_meta"] = meta
+                results[key] = await self._connection.client_request(
+                    str(request.get("method")), params
+                )
+        else:
+            task.input_requests = dict(requests)
+            while not all(key in task.responses for key in requests):
+                task.answered = trio.Event()
+                await task.answered.wait()
+            for key in requests:
+                results[key] = _as_dict(task.responses.pop(key)) or {}
+            task.input_requests = {}
+        task.set_status("working")
+        await self._connection.task_status_changed(task)
+        return results
+
     async def _single(
         self, method: str, params: Mapping[str, Any] | None, key: str | None
     ) -> JSONDict:
+        if self._task is not None:
+            if key is None:
+                self._inputs.counter += 1
+                key = f"input-{self._inputs.counter}"
+            wanted: JSONDict = {"method": method}
+            if params is not None:
+                wanted["params"] = dict(params)
+            return (await self._task_inputs({key: wanted}))[key]
         if self._era == "legacy":
             return await self._connection.client_request(
                 method, dict(params) if params is not None else None
@@ -673,7 +718,19 @@ class Connection:
 
     def _capabilities(self) -> JSONDict:
         override = self.server.capabilities
-        return dict(override) if override is not None else self.state.capabilities()
+        if override is not None:
+            return dict(override)
+        capabilities = self.state.capabilities()
+        if any(entry.task is not None for entry in self.state.tools.values()):
+            if self.legacy:
+                capabilities["tasks"] = {
+                    "list": {},
+                    "cancel": {},
+                    "requests": {"tools": {"call": {}}},
+                }
+            else:
+                capabilities["extensions"] = {TASKS_EXTENSION: {}}
+        return capabilities
 
     def _advertised_versions(self) -> list[str]:
         """The versions named in DiscoverResult and UnsupportedProtocolVersionError."""
@@ -879,6 +936,17 @@ class Connection:
                 await self._scripted_discover(request_id, params)
                 return
             raise _RpcError(-32600, f"Invalid request: {method} received before initialize")
+        if method in self.server.methods:
+            answer = await _maybe_await(self.server.methods[method](params))
+            await self._send_result(request_id, dict(answer))
+            return
+        if method in ("tasks/get", "tasks/result", "tasks/list", "tasks/cancel"):
+            if method == "tasks/result":
+                assert self._nursery is not None
+                self._nursery.start_soon(self._task_result, request_id, params)
+                return
+            await self._send_result(request_id, self._task_request("legacy", method, params))
+            return
         if method not in _LEGACY_METHODS:
             raise _RpcError(-32601, f"Method not found: {method}")
         if method in _HANDLER_METHODS:
@@ -968,6 +1036,23 @@ class Connection:
         client_info = _as_dict(meta.get(CLIENT_INFO))
         if client_info is not None:
             server.client_info = client_info
+        if method in server.methods:
+            result = dict(await _maybe_await(server.methods[method](params)))
+            kind = result.get("resultType", "complete")
+            result = self._complete(method, result)
+            result["resultType"] = kind
+            await self._send_result(request_id, result)
+            return
+        if method in ("tasks/get", "tasks/update", "tasks/cancel"):
+            if TASKS_EXTENSION not in (_as_dict(capabilities.get("extensions")) or {}):
+                raise _RpcError(
+                    -32021,
+                    f"Server requires the {TASKS_EXTENSION} extension for {method}",
+                    {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
+                )
+            result = self._task_request("modern", method, params)
+            await self._send_result(request_id, self._complete(method, result))
+            return
         if method not in _MODERN_METHODS:
             raise _RpcError(-32601, f"Method not found: {method}")
         if method in _HANDLER_METHODS:
@@ -1090,6 +1175,12 @@ class Connection:
                 except _RpcError as error:
                     await self._send_error(request_id, error.code, error.message, error.data)
                     return
+                if method == "tools/call":
+                    task = self._task_for(era, params)
+                    if task is not None:
+                        del self.inflight[request_id]
+                        await self._run_task(task, request_id, params)
+                        return
                 inputs = _Inputs(params, round_number)
                 ctx = ToolContext(
                     self,
@@ -1114,6 +1205,145 @@ class Connection:
         finally:
             if self.inflight.get(request_id) is scope:
                 del self.inflight[request_id]
+
+    # -- tasks -----------------------------------------------------------------------------
+
+    def _task_for(self, era: Era, params: JSONDict) -> MockTask | None:
+        """A new task when this ``tools/call`` is to run as one, else None."""
+        entry = self.state.tools.get(str(params.get("name")))
+        if entry is None or entry.task is None:
+            return None
+        if era == "legacy":
+            if _as_dict(params.get("task")) is None:
+                return None
+        else:
+            meta = _as_dict(params.get("_meta")) or {}
+            extensions = _as_dict((_as_dict(meta.get(CLIENT_CAPABILITIES)) or {}).get("extensions"))
+            if extensions is None or TASKS_EXTENSION not in extensions:
+                return None
+        server = self.server
+        server.task_serial += 1
+        task = MockTask(task_id=f"task-{server.task_serial}", tool=entry.name, era=era)
+        server.tasks[task.task_id] = task
+        return task
+
+    def _task_wire(self, task: MockTask) -> JSONDict:
+        server = self.server
+        return task.wire(
+            ttl_ms=server.task_ttl_ms,
+            poll_ms=server.task_poll_interval_ms,
+            spelling=server.task_field_spelling,
+        )
+
+    async def task_status_changed(self, task: MockTask) -> None:
+        """2025-11-25: ``notifications/tasks/status`` with the whole task."""
+        if task.era == "legacy":
+            await self.send(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/tasks/status",
+                    "params": self._task_wire(task),
+                }
+            )
+
+    async def _run_task(self, task: MockTask, request_id: RequestId, params: JSONDict) -> None:
+        """Answer with the task at once, then run the tool in this handler's task."""
+        if task.era == "legacy":
+            await self._send_result(request_id, {"task": self._task_wire(task)})
+        else:
+            created = self._complete("tools/call", self._task_wire(task))
+            created["resultType"] = "task"
+            await self._send_result(request_id, created)
+        ctx = ToolContext(
+            self,
+            request_id=request_id,
+            method="tools/call",
+            params=params,
+            era=task.era,
+            scope=task.scope,
+            inputs=_Inputs(params, 0),
+        )
+        ctx._task = task  # pyright: ignore[reportPrivateUsage]
+        with task.scope:
+            try:
+                result: JSONDict = await self._call_tool(ctx, params)
+            except ToolError as error:
+                custom = _as_dict(error.result)
+                result = {"content": [_text(str(error))]}
+                if custom is not None and "content" in custom:
+                    result = dict(custom)
+                result["isError"] = True
+            except _RpcError as error:
+                task.error = {"code": error.code, "message": error.message}
+                if error.data is not None:
+                    task.error["data"] = error.data
+                task.set_status("failed", error.message)
+                await self.task_status_changed(task)
+                return
+            except Exception as exc:
+                message = f"Internal error: {type(exc).__name__}: {exc}"
+                task.error = {"code": -32603, "message": message}
+                task.set_status("failed", message)
+                await self.task_status_changed(task)
+                return
+            task.result = result
+            task.set_status("completed")
+            await self.task_status_changed(task)
+
+    def _known_task(self, params: JSONDict) -> MockTask:
+        task_id = params.get("taskId")
+        task = self.server.tasks.get(task_id) if isinstance(task_id, str) else None
+        if task is None:
+            raise _RpcError(-32602, f"Invalid params: unknown task {task_id!r}")
+        return task
+
+    def _task_request(self, era: Era, method: str, params: JSONDict) -> JSONDict:
+        """``tasks/get``, ``tasks/update``, ``tasks/cancel`` (both eras), ``tasks/list``."""
+        if method == "tasks/list":
+            return {"tasks": [self._task_wire(task) for task in self.server.tasks.values()]}
+        task = self._known_task(params)
+        if method == "tasks/cancel":
+            if task.status in TERMINAL:
+                raise _RpcError(-32602, f"Invalid params: task {task.task_id} already ended")
+            task.cancel_requested = True
+            task.set_status("cancelled", "cancelled by the client")
+            task.scope.cancel()
+            return self._task_wire(task) if era == "legacy" else {}
+        if method == "tasks/update":
+            responses = _as_dict(params.get("inputResponses"))
+            if responses is None:
+                raise _RpcError(-32602, "Invalid params: tasks/update needs inputResponses")
+            task.updates.append(dict(responses))
+            task.responses.update(responses)
+            task.answered.set()
+            return {}
+        body = self._task_wire(task)
+        if era == "modern":
+            if task.status == "completed" and task.result is not None:
+                body["result"] = self._complete("tools/call", dict(task.result))
+            elif task.status == "failed" and task.error is not None:
+                body["error"] = dict(task.error)
+            elif task.status == "input_required" and task.input_requests:
+                body["inputRequests"] = dict(task.input_requests)
+        return body
+
+    async def _task_result(self, request_id: RequestId, params: JSONDict) -> None:
+        """2025-11-25 ``tasks/result``: wait for the end, answer what tools/call would."""
+        try:
+            task = self._known_task(params)
+        except _RpcError as error:
+            await self._send_error(request_id, error.code, error.message, error.data)
+            return
+        await task.done.wait()
+        if task.status == "completed" and task.result is not None:
+            result = dict(task.result)
+            meta = dict(_as_dict(result.get("_meta")) or {})
+            meta[RELATED_TASK] = {"taskId": task.task_id}
+            result["_meta"] = meta
+            await self._send_result(request_id, result)
+            return
+        failure = task.error or {"code": -32603, "message": f"task {task.task_id} {task.status}"}
+        await self._send_error(request_id, failure["code"], failure["message"], failure.get("data"))
 
     async def _failed(self, ctx: ToolContext, inputs: _Inputs, exc: BaseException) -> None:
         """Answer a request whose handler raised ``exc`` (or re-raise it)."""

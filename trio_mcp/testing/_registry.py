@@ -47,6 +47,8 @@ class ToolEntry:
     #: Parameter names the function accepts (after ``ctx``); ``None`` if it takes ``**kwargs``.
     accepted: frozenset[str] | None
     required: tuple[str, ...]
+    #: ``"optional"`` or ``"required"``: the tool may run as a task (None: never).
+    task: str | None = None
 
 
 @dataclass

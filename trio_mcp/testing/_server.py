@@ -27,6 +27,7 @@ from ._registry import (
     infer_input_schema,
     resource_contents,
 )
+from ._tasks import MockTask
 
 __all__ = ["DiscoverResponse", "Eras", "MockServer"]
 
@@ -110,6 +111,16 @@ class MockServer:
         client_capabilities: The last client capabilities seen.
         protocol_version: The last protocol version negotiated or requested.
         crash_count: How many connections ended by :meth:`crash` or :class:`ServerCrash`.
+
+    Tasks (tools registered with ``task=``; see ``docs/tasks.md``):
+
+    Attributes:
+        tasks: Every task by id (:class:`MockTask`); edit one to script ``tasks/get``,
+            delete it to make the server forget it.
+        task_poll_interval_ms: The ``pollIntervalMs`` suggested (None: none).
+        task_ttl_ms: The ``ttlMs`` announced (None: unlimited).
+        task_field_spelling: ``"ttlMs"`` (``ttlMs``/``pollIntervalMs``) or ``"ttlSeconds"``
+            (``ttlSeconds``/``pollIntervalMilliseconds``, an earlier SEP-2663 draft).
     """
 
     def __init__(
@@ -154,6 +165,12 @@ class MockServer:
         self.client_capabilities: dict[str, Any] | None = None
         self.protocol_version: str | None = None
         self.crash_count: int = 0
+        self.tasks: dict[str, MockTask] = {}
+        self.task_poll_interval_ms: int | None = 1000
+        self.task_ttl_ms: int | None = 60_000
+        self.task_field_spelling: Literal["ttlMs", "ttlSeconds"] = "ttlMs"
+        self.task_serial: int = 0
+        self.methods: dict[str, Callable[[dict[str, Any]], Any]] = {}
         self._state = ServerState()
 
     # -- registration ----------------------------------------------------------------------
@@ -172,6 +189,7 @@ class MockServer:
         input_schema: Mapping[str, Any] | None = None,
         annotations: Mapping[str, Any] | None = None,
         x_mcp_header: Mapping[str, str] | None = None,
+        task: Literal["optional", "required"] | None = None,
         **fields: Any,
     ) -> Callable[[F], F]: ...
 
@@ -185,6 +203,7 @@ class MockServer:
         input_schema: Mapping[str, Any] | None = None,
         annotations: Mapping[str, Any] | None = None,
         x_mcp_header: Mapping[str, str] | None = None,
+        task: Literal["optional", "required"] | None = None,
         **fields: Any,
     ) -> F | Callable[[F], F]:
         """Register a tool; use as ``@server.tool`` or ``@server.tool(description=...)``.
@@ -205,6 +224,9 @@ class MockServer:
             annotations: The tool's ``annotations`` object.
             x_mcp_header: Maps argument names to HTTP header names: sets the
                 ``x-mcp-header`` annotation on those properties of the input schema.
+            task: ``"optional"`` or ``"required"``: the tool runs as a server task when the
+                client asks (2025-11-25 ``task`` param, ``execution.taskSupport`` listed)
+                or advertises the Tasks extension (2026-07-28, SEP-2663); see ``tasks``.
             **fields: Further tool fields, sent verbatim (``title=``, ``outputSchema=``,
                 ``icons=``, ``_meta=``...).
 
@@ -237,6 +259,8 @@ class MockServer:
             definition["inputSchema"] = schema
             if annotations is not None:
                 definition["annotations"] = dict(annotations)
+            if task is not None:
+                definition["execution"] = {"taskSupport": task}
             definition.update(fields)
             self._state.tools[tool_name] = ToolEntry(
                 name=tool_name,
@@ -244,12 +268,26 @@ class MockServer:
                 definition=definition,
                 accepted=accepted,
                 required=required,
+                task=task,
             )
             return function
 
         if function is not None:
             return register(function)
         return register
+
+    def add_method(self, method: str, handler: Callable[[dict[str, Any]], Any]) -> None:
+        """Serve a further request method (an extension's, e.g. ``skills/list``), both eras.
+
+        The handler (sync or async) gets the params dict and returns the result dict; a
+        modern result gets ``resultType: "complete"`` unless it names its own (to test
+        :meth:`ClientSession.claim_result_type`).
+
+        Args:
+            method: The request method.
+            handler: Called with the params; returns the result.
+        """
+        self.methods[method] = handler
 
     def remove_tool(self, name: str) -> None:
         """Unregister a tool (then call :meth:`notify_tools_changed` to tell clients).

@@ -1,0 +1,46 @@
+"""OpenTelemetry client spans: W3C trace context travels in ``_meta`` (SEP-414)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import trio_mcp
+from trio_mcp.testing import MockServer
+
+trace = pytest.importorskip("opentelemetry.trace")
+
+TRACE_ID = 0x0AF7651916CD43DD8448EB211C80319C
+SPAN_ID = 0xB7AD6B7169203331
+
+
+def parent() -> object:
+    context = trace.SpanContext(TRACE_ID, SPAN_ID, is_remote=False, trace_flags=trace.TraceFlags(1))
+    return trace.NonRecordingSpan(context)
+
+
+@pytest.mark.parametrize("eras", ["modern", "legacy"])
+async def test_trace_context_rides_in_meta(eras: str) -> None:
+    server = MockServer(eras=eras)
+
+    @server.tool
+    async def echo(ctx: object, text: str) -> str:
+        return text
+
+    async with trio_mcp.open_mcp_session(server) as session:
+        await session.list_tools()
+        with trace.use_span(parent()):  # type: ignore[arg-type]
+            await session.call_tool("echo", {"text": "hi"})
+    calls = [m for m in server.received if m.get("method") == "tools/call"]
+    meta = calls[0]["params"]["_meta"]
+    assert meta["traceparent"] == f"00-{TRACE_ID:032x}-{SPAN_ID:016x}-01"
+    listing = next(m for m in server.received if m.get("method") == "tools/list")
+    assert "traceparent" not in (listing.get("params") or {}).get("_meta", {})
+
+
+def test_import_does_not_load_opentelemetry() -> None:
+    code = "import sys, trio_mcp; print('opentelemetry' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

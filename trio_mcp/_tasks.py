@@ -1,0 +1,459 @@
+"""Long-running tools: driving server tasks to their result (see ``docs/tasks.md``).
+
+Two wire forms, one caller-facing behaviour:
+
+* **2026-07-28, the Tasks extension** (SEP-2663, ``io.modelcontextprotocol/tasks``): a
+  ``tools/call`` may answer ``resultType: "task"`` with a flat task; the client polls
+  ``tasks/get`` (whose answer carries the ``result``, the ``error`` or the
+  ``inputRequests``), answers input with ``tasks/update`` and cancels with
+  ``tasks/cancel``.
+* **2025-11-25, experimental tasks** (SEP-1686): a ``tools/call`` sent with ``task: {}``
+  answers ``{"task": {...}}``; the client polls ``tasks/get`` (or is woken by
+  ``notifications/tasks/status``) and fetches the outcome with ``tasks/result``, during
+  which the server sends its input requests as ordinary server-to-client requests.
+
+The :class:`TaskDriver` does both; :class:`ToolTask` is the handle of
+:meth:`ClientSession.start_tool_task`. Time is trio's clock only.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, cast
+
+import msgspec
+import trio
+
+from . import _types as t
+from ._exceptions import (
+    InputRequestError,
+    MCPError,
+    ProtocolError,
+    ServerError,
+    TaskCancelledError,
+    TaskFailedError,
+    TaskLostError,
+)
+from ._jsonrpc import decode_json
+
+if TYPE_CHECKING:
+    from ._session import Notification
+
+__all__ = ["TASKS_EXTENSION", "TaskDriver", "TaskState", "ToolTask", "decode_task"]
+
+logger = logging.getLogger("trio_mcp")
+
+TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
+"""The extension id of SEP-2663 tasks, advertised under ``capabilities.extensions``."""
+
+TERMINAL_STATUSES: Final = frozenset({"completed", "failed", "cancelled"})
+KNOWN_STATUSES: Final = frozenset({"working", "input_required", *TERMINAL_STATUSES})
+#: Seconds between polls when the server suggests no interval.
+DEFAULT_POLL_INTERVAL: Final = 1.0
+#: The shortest poll interval honoured, so a server's ``0`` cannot make a busy loop.
+MIN_POLL_INTERVAL: Final = 0.01
+
+_encoder = msgspec.json.Encoder()
+
+# Field names drifted while SEP-2663 was in review; every spelling seen is decoded.
+_TTL_FIELDS: Final = (("ttlMs", 0.001), ("ttlSeconds", 1.0), ("ttl", 0.001))
+_POLL_FIELDS: Final = (
+    ("pollIntervalMs", 0.001),
+    ("pollIntervalMilliseconds", 0.001),
+    ("pollInterval", 0.001),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskState:
+    """What the server last said about a task, in either protocol era.
+
+    Attributes:
+        task_id: The server's id of the task.
+        status: ``working``, ``input_required``, ``completed``, ``failed`` or ``cancelled``.
+        status_message: The server's human-readable status, if any.
+        created_at: ISO 8601 creation time, if sent.
+        last_updated_at: ISO 8601 time of the last change, if sent.
+        ttl: Seconds the server keeps the task after creation; ``None`` when unlimited or
+            not said (decoded from ``ttlMs``, ``ttlSeconds`` or 2025-11-25 ``ttl``).
+        poll_interval: The server's suggested seconds between polls, or ``None``
+            (decoded from ``pollIntervalMs``, ``pollIntervalMilliseconds`` or
+            ``pollInterval``).
+    """
+
+    task_id: str
+    status: str
+    status_message: str | None = None
+    created_at: str | None = None
+    last_updated_at: str | None = None
+    ttl: float | None = None
+    poll_interval: float | None = None
+
+    @property
+    def terminal(self) -> bool:
+        """Whether the task has ended (``completed``, ``failed`` or ``cancelled``)."""
+        return self.status in TERMINAL_STATUSES
+
+
+def _seconds(body: Mapping[str, Any], fields: tuple[tuple[str, float], ...]) -> float | None:
+    for name, scale in fields:
+        value = body.get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+            return float(value) * scale
+    return None
+
+
+def _text(body: Mapping[str, Any], name: str) -> str | None:
+    value = body.get(name)
+    return value if isinstance(value, str) else None
+
+
+def decode_task(body: Mapping[str, Any], where: str) -> TaskState:
+    """Decode a task object of either era (flat SEP-2663 or 2025-11-25 ``Task``).
+
+    Args:
+        body: The decoded task fields.
+        where: What the object is, for error messages.
+
+    Returns:
+        The :class:`TaskState`.
+
+    Raises:
+        ProtocolError: No ``taskId``, or a status this client does not know.
+    """
+    task_id = body.get("taskId")
+    if not isinstance(task_id, str) or not task_id:
+        raise ProtocolError(f"{where}: the task has no taskId")
+    status = body.get("status")
+    if status not in KNOWN_STATUSES:
+        raise ProtocolError(
+            f"{where}: task {task_id} has unknown status {status!r} "
+            f"(known: {', '.join(sorted(KNOWN_STATUSES))})"
+        )
+    return TaskState(
+        task_id=task_id,
+        status=cast(str, status),
+        status_message=_text(body, "statusMessage"),
+        created_at=_text(body, "createdAt"),
+        last_updated_at=_text(body, "lastUpdatedAt"),
+        ttl=_seconds(body, _TTL_FIELDS),
+        poll_interval=_seconds(body, _POLL_FIELDS),
+    )
+
+
+def _as_dict(value: object) -> dict[str, Any] | None:
+    return cast("dict[str, Any]", value) if isinstance(value, dict) else None
+
+
+Call = Callable[..., Awaitable[msgspec.Raw]]
+Gather = Callable[[Mapping[str, msgspec.Raw]], Awaitable[dict[str, Any]]]
+AddHandler = Callable[[str, Callable[["Notification"], Any]], Callable[[], None]]
+
+
+@dataclass(eq=False)
+class TaskDriver:
+    """Polls one task to its end, answering its input requests (internal).
+
+    ``call`` is the session's one logical request (``_meta``, timeouts); ``gather``
+    answers input requests through the session's handlers.
+    """
+
+    state: TaskState
+    legacy: bool
+    call: Call
+    gather: Gather
+    add_handler: AddHandler
+    cancel_notice_timeout: float
+    max_input_rounds: int
+    body: dict[str, Any] = field(default_factory=dict[str, Any])
+    cancel_sent: bool = False
+    _changed: trio.Event = field(default_factory=trio.Event)
+    _answered: frozenset[str] = frozenset()
+    _rounds: int = 0
+    _refreshed_terminal: bool = False
+    _polled: bool = False
+
+    @property
+    def task_id(self) -> str:
+        return self.state.task_id
+
+    def on_status(self, note: Notification) -> None:
+        """``notifications/tasks/status`` (2025-11-25): adopt it and wake the poller."""
+        if note.params.get("taskId") != self.task_id:
+            return
+        try:
+            state = decode_task(note.params, "notifications/tasks/status")
+        except ProtocolError as exc:
+            logger.debug("ignoring a malformed task status notification: %s", exc)
+            return
+        if not self.state.terminal:
+            self.state = state
+        self._changed.set()
+
+    async def refresh(self) -> TaskState:
+        """One ``tasks/get``.
+
+        Raises:
+            TaskLostError: The server answered with an error (it forgot the task).
+            ProtocolError: The answer is not a task, or has an unknown status.
+        """
+        try:
+            raw = await self.call("tasks/get", {"taskId": self.task_id}, idempotent=True)
+        except ServerError as exc:
+            raise TaskLostError(
+                f"the server no longer knows task {self.task_id}: {exc.message}",
+                task_id=self.task_id,
+            ) from exc
+        body = _as_dict(decode_json(raw, "result of tasks/get"))
+        if body is None:
+            raise ProtocolError(f"the result of tasks/get for task {self.task_id} is no object")
+        state = decode_task(body, "result of tasks/get")
+        if state.task_id != self.task_id:
+            raise ProtocolError(
+                f"tasks/get for task {self.task_id} answered about task {state.task_id}"
+            )
+        self.state = state
+        self.body = body
+        self._polled = True
+        return state
+
+    async def pause(self) -> None:
+        """Wait the server's poll interval (or until a status notification arrives)."""
+        interval = self.state.poll_interval
+        interval = DEFAULT_POLL_INTERVAL if interval is None else interval
+        self._changed = trio.Event()
+        with trio.move_on_after(max(interval, MIN_POLL_INTERVAL)):
+            await self._changed.wait()
+
+    async def finish(self) -> msgspec.Raw:
+        """Drive the task to its end and return the raw final result.
+
+        Raises:
+            TaskFailedError: The task failed.
+            TaskCancelledError: The task was cancelled (not by this driver).
+            TaskLostError: The server forgot the task.
+            InputRequestError: Its input could not be given, or it asked too often.
+            ProtocolError: The server broke the protocol (unknown status, ...).
+        """
+        remove = self.add_handler("notifications/tasks/status", self.on_status)
+        try:
+            while True:
+                state = self.state
+                if state.status == "working":
+                    await self.pause()
+                    await self.refresh()
+                elif self.legacy:
+                    return await self._legacy_outcome()
+                elif state.status == "input_required":
+                    await self._answer_inputs()
+                else:
+                    return await self._modern_outcome()
+        finally:
+            remove()
+
+    async def _legacy_outcome(self) -> msgspec.Raw:
+        if self.state.status == "cancelled":
+            raise TaskCancelledError(f"task {self.task_id} was cancelled", task_id=self.task_id)
+        # input_required or terminal: tasks/result blocks until the end, while the server
+        # sends its input requests (related-task _meta) to the session's handlers.
+        try:
+            raw = await self.call("tasks/result", {"taskId": self.task_id})
+        except ServerError as exc:
+            if self.state.status == "input_required" or self.state.status == "failed":
+                raise TaskFailedError(self.task_id, exc.code, exc.message, exc.data) from exc
+            raise TaskLostError(
+                f"tasks/result for task {self.task_id} failed: {exc.message}",
+                task_id=self.task_id,
+            ) from exc
+        self.state = TaskState(
+            self.task_id, "completed", self.state.status_message, self.state.created_at,
+            self.state.last_updated_at, self.state.ttl, self.state.poll_interval,
+        )  # fmt: skip
+        return raw
+
+    async def _answer_inputs(self) -> None:
+        requests = _as_dict(self.body.get("inputRequests")) or {}
+        fresh = {key: value for key, value in requests.items() if key not in self._answered}
+        if not fresh:
+            # Not yet told what is wanted, or our answers are still being taken in.
+            if self._polled:
+                await self.pause()
+            await self.refresh()
+            return
+        self._rounds += 1
+        if self._rounds > self.max_input_rounds:
+            raise InputRequestError(
+                f"task {self.task_id} still required input after {self.max_input_rounds} "
+                "rounds; giving up (raise max_input_rounds to allow more)"
+            )
+        wanted = {key: msgspec.Raw(_encoder.encode(value)) for key, value in fresh.items()}
+        responses = await self.gather(wanted)
+        await self.call("tasks/update", {"taskId": self.task_id, "inputResponses": responses})
+        self._answered |= frozenset(fresh)
+        await self.refresh()
+
+    async def _modern_outcome(self) -> msgspec.Raw:
+        state = self.state
+        key = {"completed": "result", "failed": "error"}.get(state.status)
+        if key is not None and _as_dict(self.body.get(key)) is None:
+            if self._refreshed_terminal:
+                if state.status == "failed":
+                    raise TaskFailedError(self.task_id, -32603, state.status_message or "failed")
+                raise ProtocolError(f"task {self.task_id} completed without a result")
+            self._refreshed_terminal = True
+            await self.refresh()
+            return await self._modern_outcome()
+        if state.status == "completed":
+            return msgspec.Raw(_encoder.encode(self.body["result"]))
+        if state.status == "failed":
+            error = cast("dict[str, Any]", self.body["error"])
+            code = error.get("code")
+            message = error.get("message")
+            raise TaskFailedError(
+                self.task_id,
+                code if isinstance(code, int) else -32603,
+                message if isinstance(message, str) else (state.status_message or "failed"),
+                error.get("data"),
+            )
+        raise TaskCancelledError(f"task {self.task_id} was cancelled", task_id=self.task_id)
+
+    async def cancel(self) -> None:
+        """Send ``tasks/cancel`` (once).
+
+        Raises:
+            ServerError: The server refused (e.g. the task had already ended).
+        """
+        if self.cancel_sent:
+            await trio.lowlevel.checkpoint()
+            return
+        self.cancel_sent = True
+        raw = await self.call("tasks/cancel", {"taskId": self.task_id})
+        body = _as_dict(decode_json(raw, "result of tasks/cancel", empty=b"null"))
+        try:
+            self.state = decode_task(body or {}, "result of tasks/cancel")
+        except ProtocolError:  # SEP-2663 answers a bare acknowledgement
+            self.state = TaskState(self.task_id, "cancelled", self.state.status_message)
+
+    async def cancel_quietly(self) -> None:
+        """``tasks/cancel`` from a shielded, bounded scope; never raises (for cleanup)."""
+        if self.state.terminal or self.cancel_sent:
+            return
+        with trio.move_on_after(self.cancel_notice_timeout, shield=True) as scope:
+            try:
+                await self.cancel()
+            except (MCPError, trio.ClosedResourceError) as exc:
+                logger.debug("tasks/cancel for task %s failed: %r", self.task_id, exc)
+        if scope.cancelled_caught:
+            logger.warning("tasks/cancel for task %s could not be sent in time", self.task_id)
+
+    async def run(self) -> msgspec.Raw:
+        """:meth:`finish`, cancelling the task on the server if anything goes wrong."""
+        try:
+            return await self.finish()
+        except BaseException:
+            await self.cancel_quietly()
+            raise
+
+
+class ToolTask:
+    """A tool call running as a server task: the handle of :meth:`ClientSession.start_tool_task`.
+
+    Use it inside its ``async with`` block; leaving the block cancels the task on the
+    server if it has not ended (``tasks/cancel``), so nothing is left running. Every
+    method is a checkpoint and takes the caller's cancel scope.
+    """
+
+    def __init__(
+        self,
+        driver: TaskDriver | None,
+        decode: Callable[[msgspec.Raw], t.CallToolResult],
+        immediate: msgspec.Raw | None,
+    ) -> None:
+        self._driver = driver
+        self._decode = decode
+        self._result: t.CallToolResult | None = None
+        if immediate is not None:
+            self._result = decode(immediate)
+
+    @property
+    def task_id(self) -> str | None:
+        """The server's task id; ``None`` when the server answered at once, without a task."""
+        return None if self._driver is None else self._driver.task_id
+
+    @property
+    def state(self) -> TaskState | None:
+        """What the server last said about the task (``None`` without a task)."""
+        return None if self._driver is None else self._driver.state
+
+    async def poll(self) -> TaskState | None:
+        """Ask the server for the task's state now (one ``tasks/get``).
+
+        Returns:
+            The new :class:`TaskState` (``None`` without a task).
+
+        Raises:
+            TaskLostError: The server no longer knows the task.
+            ProtocolError: The status is unknown.
+        """
+        if self._driver is None or self._driver.state.terminal:
+            await trio.lowlevel.checkpoint()
+            return self.state
+        return await self._driver.refresh()
+
+    async def wait_for_change(self) -> TaskState | None:
+        """Poll at the server's interval until the status (or status message) changes.
+
+        Input requests are not answered here: :meth:`result` answers them.
+
+        Returns:
+            The new :class:`TaskState` (``None`` without a task).
+
+        Raises:
+            TaskLostError: The server no longer knows the task.
+        """
+        driver = self._driver
+        if driver is None or driver.state.terminal:
+            await trio.lowlevel.checkpoint()
+            return self.state
+        before = (driver.state.status, driver.state.status_message)
+        while (driver.state.status, driver.state.status_message) == before:
+            await driver.pause()
+            if (driver.state.status, driver.state.status_message) == before:
+                await driver.refresh()
+        return driver.state
+
+    async def result(self) -> t.CallToolResult:
+        """Wait for the task to end, answering its input requests, and return its result.
+
+        Returns:
+            The tool's :class:`CallToolResult`.
+
+        Raises:
+            TaskFailedError: The task failed.
+            TaskCancelledError: The task was cancelled.
+            TaskLostError: The server forgot the task.
+            InputRequestError: The task's input could not be given.
+        """
+        if self._result is not None:
+            await trio.lowlevel.checkpoint()
+            return self._result
+        assert self._driver is not None
+        self._result = self._decode(await self._driver.finish())
+        return self._result
+
+    async def cancel(self) -> None:
+        """Cancel the task on the server now (``tasks/cancel``).
+
+        Raises:
+            ServerError: The server refused (the task had already ended, ...).
+        """
+        if self._driver is None:
+            await trio.lowlevel.checkpoint()
+            return
+        await self._driver.cancel()
+
+    async def _close(self) -> None:
+        if self._driver is not None and self._result is None:
+            await self._driver.cancel_quietly()

@@ -1,0 +1,56 @@
+"""OpenTelemetry client spans with W3C trace context in ``_meta`` (SEP-414).
+
+Active only when ``opentelemetry-api`` is installed (the ``otel`` extra); it is imported on
+the first request, never by ``import trio_mcp``. Without an OpenTelemetry SDK configured
+the API's no-op tracer costs next to nothing and puts nothing on the wire.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Generator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+__all__ = ["traced"]
+
+
+@functools.cache
+def _otel() -> tuple[Any, Any] | None:
+    try:
+        from opentelemetry import propagate, trace
+    except ImportError:
+        return None
+    return trace, propagate
+
+
+@contextmanager
+def traced(
+    method: str, name: str | None, params: Mapping[str, Any] | None
+) -> Generator[Mapping[str, Any] | None, None, None]:
+    """A CLIENT span around one logical request; yields params carrying the trace context.
+
+    The ``traceparent`` (and ``tracestate``, baggage) go into ``params["_meta"]``, as
+    SEP-414 describes; params are returned unchanged when there is nothing to propagate.
+    """
+    otel = _otel()
+    if otel is None:
+        yield params
+        return
+    trace, propagate = otel
+    tracer = trace.get_tracer("trio_mcp")
+    span_name = f"{method} {name}" if name else method
+    attributes: dict[str, str] = {"rpc.system": "mcp", "mcp.method.name": method}
+    if name:
+        attributes["mcp.request.target"] = name
+    with tracer.start_as_current_span(span_name, kind=trace.SpanKind.CLIENT, attributes=attributes):
+        carrier: dict[str, str] = {}
+        propagate.inject(carrier)
+        if not carrier:
+            yield params
+            return
+        merged: dict[str, Any] = dict(params) if params else {}
+        given: object = merged.get("_meta")
+        meta: dict[str, Any] = dict(given) if isinstance(given, dict) else {}  # pyright: ignore[reportUnknownArgumentType]
+        merged["_meta"] = {**meta, **carrier}
+        yield merged
