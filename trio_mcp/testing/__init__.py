@@ -41,6 +41,7 @@ from ._faults import Faults as Faults
 from ._faults import FaultyStream as FaultyStream
 from ._faults import Match as Match
 from ._faults import MockClientTransport as MockClientTransport
+from ._http import MockHTTPServer as MockHTTPServer
 from ._server import MockServer as MockServer
 from ._tasks import MockTask as MockTask
 
@@ -53,6 +54,7 @@ __all__ = [
     "FaultyStream",
     "Match",
     "MockClientTransport",
+    "MockHTTPServer",
     "MockServer",
     "MockTask",
     "REDACTED",

@@ -7,7 +7,7 @@ import inspect
 import sys
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import trio
 
@@ -28,6 +28,9 @@ from ._registry import (
     resource_contents,
 )
 from ._tasks import MockTask
+
+if TYPE_CHECKING:
+    from ._http import MockHTTPServer
 
 __all__ = ["DiscoverResponse", "Eras", "MockServer"]
 
@@ -476,6 +479,31 @@ class MockServer:
             yield client
         finally:
             await client.aclose()
+
+    @asynccontextmanager
+    async def open_http(self, nursery: trio.Nursery) -> AsyncGenerator[MockHTTPServer, None]:
+        """Serve this server over Streamable HTTP in-process, through ``httpx.MockTransport``.
+
+        The real HTTP client code runs (trio_mcp's transport, or yours) with no socket::
+
+            async with server.open_http(nursery) as http:
+                async with open_mcp_session(nursery, http.url, client=http.client) as s:
+                    ...
+
+        Args:
+            nursery: Where each HTTP session's server loop runs.
+
+        Yields:
+            The :class:`MockHTTPServer`; leaving the block ends its sessions and closes
+            its client.
+        """
+        from ._http import MockHTTPServer
+
+        http = MockHTTPServer(self, nursery)
+        try:
+            yield http
+        finally:
+            await http.aclose()
 
     async def serve(self, stream: ServerStream) -> None:
         """Serve one connection until the client ends the stream or the server crashes.
