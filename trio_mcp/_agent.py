@@ -1,6 +1,7 @@
 """The agentic tool loop: a model, MCP tools from one or more sessions, and a conversation.
 
-:func:`run_agent` offers the tools of every session to a model (with collision-free names),
+:func:`run_agent` offers the tools of every session (or :class:`ServerGroup`) to a model
+(with collision-free names),
 runs every tool call the model asks for concurrently, feeds the results back and repeats
 until the model stops asking, the iteration cap is reached or the deadline passes. The
 conversation is MCP's own sampling format (:class:`SamplingMessage` with
@@ -17,13 +18,17 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 import msgspec
 import trio
 from msgspec import UNSET
+
+if sys.version_info < (3, 11):  # pragma: no cover
+    from exceptiongroup import BaseExceptionGroup
 
 from . import _types as t
 from ._exceptions import AgentDeadlineError, AgentIterationLimitError, MCPError, ModelError
@@ -31,8 +36,11 @@ from ._exceptions import AgentDeadlineError, AgentIterationLimitError, MCPError,
 if TYPE_CHECKING:
     import httpx
 
+    from ._group import ServerGroup
     from ._handlers import RequestContext
     from ._session import ClientSession
+
+    _Source: TypeAlias = ClientSession | ServerGroup
 
 __all__ = [
     "AgentResult",
@@ -112,7 +120,7 @@ _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 @dataclass(slots=True)
 class _Offered:
-    session: ClientSession
+    session: _Source
     tool: t.Tool
 
 
@@ -123,15 +131,25 @@ class _Toolbox:
     offered: dict[str, _Offered] = field(default_factory=dict[str, _Offered])
 
     @classmethod
-    async def gather(cls, sessions: Mapping[str, ClientSession]) -> _Toolbox:
+    async def gather(cls, sessions: Mapping[str, _Source]) -> _Toolbox:
+        """List every source's tools (a group's under its own collision-free names)."""
         listed: dict[str, list[t.Tool]] = {}
 
-        async def one(label: str, session: ClientSession) -> None:
+        async def one(label: str, session: _Source) -> None:
             listed[label] = await session.list_tools()
 
-        async with trio.open_nursery() as nursery:
-            for label, session in sessions.items():
-                nursery.start_soon(one, label, session)
+        try:
+            async with trio.open_nursery() as nursery:
+                for label, session in sessions.items():
+                    nursery.start_soon(one, label, session)
+        except BaseExceptionGroup as failed:  # the caller sees the (first) error itself
+            _cancelled, rest = failed.split(trio.Cancelled)
+            if rest is None:
+                raise
+            first: BaseException = rest
+            while isinstance(first, BaseExceptionGroup):
+                first = cast("BaseExceptionGroup[BaseException]", first).exceptions[0]  # pyright: ignore[reportUnnecessaryCast]
+            raise first from first.__cause__
         counts: dict[str, int] = {}
         for tools in listed.values():
             for tool in tools:
@@ -179,7 +197,12 @@ async def _run_tool(
 
 async def run_agent(
     model: Model,
-    sessions: ClientSession | Sequence[ClientSession] | Mapping[str, ClientSession],
+    sessions: (
+        ClientSession
+        | ServerGroup
+        | Sequence[ClientSession | ServerGroup]
+        | Mapping[str, ClientSession | ServerGroup]
+    ),
     messages: Sequence[t.SamplingMessage | str],
     *,
     system_prompt: str | None = None,
@@ -201,7 +224,11 @@ async def run_agent(
         model: The model (see :data:`Model`).
         sessions: One session, several, or a mapping from labels to sessions. Tool names
             that collide across sessions are offered as ``<label>__<name>`` (labels default
-            to the servers' names, else ``s0``, ``s1``...).
+            to the servers' names, else ``s0``, ``s1``...). A :class:`ServerGroup` may
+            stand in for a session: its tools are offered under the group's exposed names
+            (its collision policy), each call is routed by the group, and the tool list is
+            read again before every model call, so a restarted server's refreshed
+            catalogue is seen; a call to a server that is down is an error result.
         messages: The conversation so far (a string is one user text message).
         system_prompt: The system prompt.
         max_iterations: The most model calls.
@@ -220,6 +247,7 @@ async def run_agent(
         AgentDeadlineError: ``timeout`` passed (a :class:`trio.TooSlowError` too), with the
             transcript so far.
         ModelError: The model (adapter) failed.
+        NameCollisionError: A group under ``collisions="error"`` has a clashing tool name.
         ValueError: ``max_iterations`` or ``timeout`` is not positive, or no session given.
     """
     if max_iterations < 1 or (timeout is not None and not timeout > 0):
@@ -235,7 +263,11 @@ async def run_agent(
     ) as scope:
         box = await _Toolbox.gather(labelled)
         tools = box.tools()
+        live = _has_group(labelled)
         for iteration in range(1, max_iterations + 1):
+            if live and iteration > 1:  # a group's servers come and go: offer what is there
+                box = await _Toolbox.gather(labelled)
+                tools = box.tools()
             request = ModelRequest(
                 messages=tuple(transcript), tools=tools, system_prompt=system_prompt,
                 max_tokens=max_tokens, tool_choice=tool_choice,
@@ -275,17 +307,29 @@ async def _run_into(
     results[index] = await _run_tool(box, use, timeout)
 
 
+def _has_group(labelled: Mapping[str, _Source]) -> bool:
+    from ._group import ServerGroup
+
+    return any(isinstance(source, ServerGroup) for source in labelled.values())
+
+
 def _label(
-    sessions: ClientSession | Sequence[ClientSession] | Mapping[str, ClientSession],
-) -> dict[str, ClientSession]:
+    sessions: ClientSession | ServerGroup | Sequence[_Source] | Mapping[str, _Source],
+) -> dict[str, _Source]:
+    from ._group import ServerGroup
+
+    labelled: dict[str, _Source]
     if isinstance(sessions, Mapping):
         labelled = dict(sessions)
     else:
         listed = [sessions] if not isinstance(sessions, Sequence) else list(sessions)
         labelled = {}
         for index, session in enumerate(listed):
-            info = session.server_info
-            label = info.name if info is not None else f"s{index}"
+            if isinstance(session, ServerGroup):
+                label = f"group{index}" if len(listed) > 1 else "group"
+            else:
+                info = session.server_info
+                label = info.name if info is not None else f"s{index}"
             if label in labelled:
                 label = f"{label}{index}"
             labelled[label] = session
