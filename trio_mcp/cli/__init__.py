@@ -1,0 +1,207 @@
+"""``trio-mcp``: explore an MCP server from the command line (``docs/cli.md``).
+
+Usage::
+
+    trio-mcp [options] TARGET                      # the interactive mode (a terminal)
+    trio-mcp [options] TARGET info | tools | resources | templates | prompts | ping
+    trio-mcp [options] TARGET call NAME [key=value | key:=JSON | key=@FILE | JSON]...
+    trio-mcp [options] TARGET read URI
+    trio-mcp [options] TARGET prompt NAME [key=value]...
+    trio-mcp auth login | status | logout TARGET
+
+TARGET is a command line (quoted; split like a POSIX shell would), an ``http(s)://`` or
+``ws(s)://`` URL, or the name of a server in a config file. Exit statuses: 0 success,
+1 tool or server error, 2 usage, 3 connection, 4 auth, 5 timeout, 6 protocol,
+130 interrupted. This module imports only :mod:`argparse` until a command runs, so
+``--help`` is fast; the rest needs the ``cli`` extra (``rich``, ``prompt_toolkit``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+__all__ = ["main"]
+
+_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+_VALUE_OPTIONS = frozenset(
+    {"--protocol", "--timeout", "--config", "--env", "-e", "--cwd", "--header", "-H", "--log-level"}
+)
+
+_EPILOG = """\
+arguments of call: key=value (coerced by the tool's input schema), key:=<json>,
+key=@file (the file's text), or one JSON object.
+
+exit status: 0 success, 1 tool or server error, 2 usage, 3 connection, 4 auth,
+5 timeout, 6 protocol, 130 interrupted. With --json errors are a JSON object on stderr.
+"""
+
+
+def _add_options(parser: argparse.ArgumentParser, top: bool) -> None:
+    """The options every command takes (before or after the command word)."""
+
+    def default(value: object) -> object:
+        return value if top else argparse.SUPPRESS
+
+    group = parser.add_argument_group("connection and output options")
+    group.add_argument(
+        "--json", action="store_true", default=default(False), help="JSON output for scripts"
+    )
+    group.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=default(False),
+        help="print every protocol message in and out (stderr)",
+    )
+    group.add_argument(
+        "--log-level",
+        choices=_LEVELS,
+        default=default(None),
+        help="ask the server for log messages at this level and show them",
+    )
+    group.add_argument(
+        "--protocol",
+        default=default("auto"),
+        help="auto (default), legacy, or a protocol version to pin",
+    )
+    group.add_argument(
+        "--timeout",
+        type=float,
+        default=default(30.0),
+        help="seconds for connecting and for each request (0: none; default 30)",
+    )
+    group.add_argument(
+        "--config",
+        default=default(None),
+        help="config file with named servers (mcpServers or VS Code)",
+    )
+    group.add_argument(
+        "-e",
+        "--env",
+        action="append",
+        default=default(None),
+        metavar="K=V",
+        help="environment variable for a command-line server (repeatable)",
+    )
+    group.add_argument(
+        "--inherit-env",
+        action="store_true",
+        default=default(False),
+        help="pass this whole environment to the server (default: a safe minimum plus --env)",
+    )
+    group.add_argument("--cwd", default=default(None), help="working directory of the server")
+    group.add_argument(
+        "-H",
+        "--header",
+        action="append",
+        default=default(None),
+        metavar="K:V",
+        help="HTTP header for a URL target (repeatable)",
+    )
+    group.add_argument(
+        "--no-input",
+        action="store_true",
+        default=default(False),
+        help="never ask: decline sampling and elicitation requests",
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="trio-mcp",
+        description="Explore an MCP server: a command line, an http(s):// or ws(s):// URL, "
+        "or a server named in a config file. Without a command: the interactive mode.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("target", help="server command line (quoted), URL or config name")
+    _add_options(parser, top=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def command(name: str, text: str) -> argparse.ArgumentParser:
+        found = sub.add_parser(name, help=text, description=text)
+        _add_options(found, top=False)
+        return found
+
+    command("info", "server name, version, era, capabilities")
+    command("tools", "list the tools with their arguments")
+    call = command("call", "call a tool")
+    call.add_argument("name")
+    call.add_argument("arguments", nargs="*", help="key=value, key:=JSON, key=@FILE or JSON")
+    command("resources", "list resources")
+    command("templates", "list resource templates")
+    read = command("read", "read a resource")
+    read.add_argument("uri")
+    command("prompts", "list prompts")
+    prompt = command("prompt", "get a prompt")
+    prompt.add_argument("name")
+    prompt.add_argument("arguments", nargs="*", help="key=value (or a JSON object)")
+    command("ping", "check that the server answers")
+    command("repl", "the interactive mode (the default on a terminal)")
+    return parser
+
+
+def _auth_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="trio-mcp auth",
+        description="Log in to an OAuth-protected HTTP server once; later commands use the "
+        "stored token (kept in $XDG_CONFIG_HOME/trio-mcp/tokens.json, mode 0600).",
+    )
+    parser.add_argument("action", choices=["login", "status", "logout"])
+    parser.add_argument("target", help="the server's http(s):// URL or config name")
+    parser.add_argument("--json", action="store_true", help="JSON output for scripts")
+    parser.add_argument("--config", help="config file with named servers")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds to log in")
+    parser.add_argument("--client-id", help="a pre-registered OAuth client id")
+    parser.add_argument("--scope", action="append", help="a scope to ask for (repeatable)")
+    parser.add_argument(
+        "--no-browser", action="store_true", help="print the URL instead of opening a browser"
+    )
+    return parser
+
+
+def _first_word(argv: Sequence[str]) -> str | None:
+    skip = False
+    for word in argv:
+        if skip:
+            skip = False
+            continue
+        if word in _VALUE_OPTIONS:
+            skip = True
+            continue
+        if word.startswith("-"):
+            continue
+        return word
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``trio-mcp`` command line.
+
+    Args:
+        argv: The arguments (default: ``sys.argv[1:]``).
+
+    Returns:
+        The exit status (see the module's docstring).
+    """
+    words = list(sys.argv[1:] if argv is None else argv)
+    if _first_word(words) == "auth":
+        words.remove("auth")
+        auth_args = _auth_parser().parse_args(words)
+        from ._auth import run_auth
+
+        return run_auth(auth_args)
+    args = _parser().parse_args(words)
+    if args.command == "repl":
+        args.command = None
+    if args.command is None and not (sys.stdin.isatty() and sys.stdout.isatty()):
+        _parser().error("give a COMMAND (the interactive mode needs a terminal)")
+    from ._run import run
+
+    return run(args)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

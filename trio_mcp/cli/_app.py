@@ -1,0 +1,458 @@
+"""Running the commands: one connection, one-shot commands, Ctrl-C, exit statuses."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import signal
+import sys
+from collections.abc import AsyncGenerator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any, cast
+
+import trio
+
+from .. import _types as t
+from .._connect import _resolve_target, open_mcp_session
+from .._session import ClientSession
+from ._args import UsageError, check_arguments, parse_arguments
+from ._connection import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_TOOL_ERROR,
+    Connection,
+    ConnectTimeout,
+    classify,
+    read_schema_cache,
+    resolve,
+    write_schema_cache,
+)
+from ._interact import Terminal
+from ._output import Output, to_plain
+from ._wire import WiretapFactory
+
+__all__ = ["App", "Interrupted"]
+
+
+class Interrupted(Exception):
+    """The user pressed Ctrl-C (exit status 130)."""
+
+
+def _str(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def argument_summary(schema: Mapping[str, Any]) -> str:
+    """``text: string*, seconds: number = 1.0`` for a tool's input schema."""
+    props_obj: object = schema.get("properties")
+    props: Mapping[str, Any] = (
+        cast("Mapping[str, Any]", props_obj) if isinstance(props_obj, Mapping) else {}
+    )
+    required_obj: object = schema.get("required")
+    required = cast("list[str]", required_obj) if isinstance(required_obj, list) else []
+    parts: list[str] = []
+    for name, spec_obj in props.items():
+        spec: Mapping[str, Any] = (
+            cast("Mapping[str, Any]", spec_obj) if isinstance(spec_obj, Mapping) else {}
+        )
+        kind: Any = spec.get("type", "any")
+        if isinstance(kind, list):
+            kind = "|".join(str(k) for k in cast("list[object]", kind))
+        if isinstance(spec.get("enum"), list):
+            kind = "|".join(json.dumps(v) for v in cast("list[object]", spec["enum"]))
+        text = f"{name}: {kind}" + ("*" if name in required else "")
+        if "default" in spec:
+            text += f" = {json.dumps(spec['default'])}"
+        parts.append(text)
+    return ", ".join(parts)
+
+
+class _Progress:
+    """A progress bar on a terminal's stderr from a call's progress notifications."""
+
+    def __init__(self, out: Output, label: str) -> None:
+        self._bar: Any = None
+        self._task: Any = None
+        self._label = label
+        if sys.stderr.isatty() and not out.json_mode:
+            try:
+                import rich.progress
+            except ImportError:  # pragma: no cover
+                return
+            self._bar = rich.progress.Progress(
+                rich.progress.SpinnerColumn(),
+                rich.progress.TextColumn("{task.description}"),
+                rich.progress.BarColumn(),
+                rich.progress.TaskProgressColumn(),
+                rich.progress.TimeElapsedColumn(),
+                console=out.err_console,
+                transient=True,
+                auto_refresh=False,
+            )
+
+    def update(self, note: t.ProgressNotificationParams) -> None:
+        if self._bar is None:
+            return
+        total = note.total if isinstance(note.total, (int, float)) else None
+        text = f"{self._label}: {note.message}" if isinstance(note.message, str) else self._label
+        if self._task is None:
+            self._bar.start()
+            self._task = self._bar.add_task(text, total=total)
+        self._bar.update(self._task, completed=note.progress, total=total, description=text)
+        self._bar.refresh()
+
+    def stop(self) -> None:
+        if self._bar is not None and self._task is not None:
+            self._bar.stop()
+
+
+class App:
+    """One run of the command: options, output, the terminal, Ctrl-C.
+
+    Args:
+        args: The parsed command line.
+    """
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.out = Output(json_mode=args.json)
+        interactive = sys.stdin.isatty() and not args.no_input
+        self.term: Terminal | None = Terminal(self.out) if interactive else None
+        self.conn: Connection | None = None
+        self._current: trio.CancelScope | None = None
+        self._root: trio.CancelScope | None = None
+        self._interrupts = 0
+        self._quit_idle = False
+        self.session: ClientSession | None = None
+        self.tools: dict[str, t.Tool] = {}
+
+    # -- Ctrl-C ----------------------------------------------------------------------------
+
+    async def _watch_sigint(self) -> None:
+        with trio.open_signal_receiver(signal.SIGINT) as signals:
+            async for _ in signals:
+                self.interrupted()
+
+    def interrupted(self) -> bool:
+        """Count one Ctrl-C: cancel the running request, or quit on the second.
+
+        Returns:
+            True when this Ctrl-C asks to quit.
+        """
+        self._interrupts += 1
+        if self._current is not None and self._interrupts == 1:
+            self.out.note("cancelling (Ctrl-C again to quit)", "yellow")
+            self._current.cancel()
+            return False
+        if self._interrupts == 1:
+            self.out.note("(Ctrl-C again or Ctrl-D to leave)")
+            return False
+        self._quit_idle = self._current is None
+        if self._root is not None:
+            self._root.cancel()
+        return True
+
+    def reset_interrupts(self) -> None:
+        """Start counting Ctrl-C afresh (a new command began)."""
+        self._interrupts = 0
+
+    async def interruptible(self, operation: Any, *args: Any, **kwargs: Any) -> Any:
+        """Run one request; Ctrl-C cancels it (the session tells the server)."""
+        with trio.CancelScope() as scope:
+            self._current = scope
+            try:
+                return await operation(*args, **kwargs)
+            finally:
+                self._current = None
+        raise Interrupted("cancelled")
+
+    # -- the connection --------------------------------------------------------------------
+
+    def _wire(self, elapsed: float, direction: str, data: bytes) -> None:
+        arrow = "→" if direction == ">" else "←"
+        stamp = datetime.datetime.now().strftime("%H:%M:%S.%f")[:-3]
+        text = data.decode("utf-8", "replace")
+        print(f"{stamp} +{elapsed:7.3f}s {arrow} {text}", file=sys.stderr, flush=True)
+
+    def _stderr(self, line: str) -> None:
+        if self.conn is not None:
+            self.conn.stderr_tail.append(line)
+        if self.args.verbose:
+            print(f"[server stderr] {line}", file=sys.stderr, flush=True)
+
+    async def prepare(self) -> Connection:
+        """Resolve the target (no process starts)."""
+        if self.conn is None:
+            self.conn = await resolve(self.args, self._stderr)
+        return self.conn
+
+    @asynccontextmanager
+    async def connect(self) -> AsyncGenerator[ClientSession]:
+        """Open the session; ``--timeout`` bounds the whole connect (start and handshake)."""
+        conn = await self.prepare()
+        target: Any = conn.target
+        options = dict(conn.options)
+        if self.args.verbose:
+            target, options = WiretapFactory(_resolve_target(target, options), self._wire), {}
+        handlers: dict[str, Any] = {}
+        if self.term is not None:
+            handlers = {
+                "sampling": self.term.sampling,
+                "elicitation": self.term.elicitation,
+                "elicitation_modes": ("form", "url"),
+            }
+        timeout: float | None = self.args.timeout or None
+        connected = False
+        with trio.CancelScope() as scope:
+            if timeout is not None:
+                scope.deadline = trio.current_time() + timeout
+            async with open_mcp_session(
+                target,
+                protocol=self.args.protocol,
+                default_timeout=timeout,
+                init_timeout=timeout,
+                **handlers,
+                **options,
+            ) as session:
+                scope.deadline = math.inf
+                connected = True
+                self.session = session
+                await self._subscribe(session)
+                yield session
+        if scope.cancelled_caught and not connected:
+            raise ConnectTimeout(f"connecting took longer than --timeout {timeout:g} s")
+
+    async def _subscribe(self, session: ClientSession) -> None:
+        level: str | None = self.args.log_level
+        if level is not None:
+            session.on_log(self._on_log)
+            try:
+                await session.set_logging_level(level)
+            except Exception as exc:  # a server without logging: say so, go on
+                self.out.note(f"the server did not accept --log-level {level}: {exc}", "yellow")
+
+    def _on_log(self, note: t.LoggingMessageNotificationParams) -> None:
+        data = note.data if isinstance(note.data, str) else json.dumps(note.data)
+        source = f" {note.logger}" if isinstance(note.logger, str) else ""
+        style = "red" if note.level in ("error", "critical", "alert", "emergency") else "dim"
+        self.out.note(f"[{note.level}{source}] {data}", style)
+
+    # -- commands --------------------------------------------------------------------------
+
+    async def list_tools(self, session: ClientSession) -> list[t.Tool]:
+        """List the tools, remember them and cache their schemas."""
+        tools: list[t.Tool] = await self.interruptible(session.list_tools)
+        self.tools = {tool.name: tool for tool in tools}
+        if self.conn is not None:
+            write_schema_cache(self.conn, {tool.name: tool.input_schema for tool in tools})
+        return tools
+
+    def show_tools(self, tools: list[t.Tool]) -> None:
+        """Print the tools."""
+        if self.out.json_mode:
+            self.out.json([to_plain(tool) for tool in tools])
+            return
+        rows = [
+            [tool.name, argument_summary(tool.input_schema), _str(tool.description)]
+            for tool in tools
+        ]
+        self.out.table("Tools", ["Name", "Arguments (* required)", "Description"], rows)
+
+    def show_info(self, session: ClientSession) -> None:
+        """Print server name, era, protocol, capabilities."""
+        info = session.server_info
+        caps = to_plain(session.server_capabilities)
+        if self.out.json_mode:
+            self.out.json(
+                {
+                    "server": to_plain(info) if info else None,
+                    "era": session.era,
+                    "protocolVersion": session.protocol_version,
+                    "capabilities": caps,
+                    "instructions": session.instructions,
+                }
+            )
+            return
+        name = f"{info.name} {info.version}" if info else "?"
+        rows = [
+            ["server", name],
+            ["era", str(session.era)],
+            ["protocol", str(session.protocol_version)],
+            ["capabilities", ", ".join(sorted(caps)) or "none"],
+        ]
+        if session.instructions:
+            rows.append(["instructions", session.instructions])
+        self.out.table("Server", ["Field", "Value"], rows)
+
+    async def tool_schema(
+        self, session: ClientSession | None, name: str
+    ) -> Mapping[str, Any] | None:
+        """The input schema of a tool: cached, or listed."""
+        if name in self.tools:
+            return self.tools[name].input_schema
+        if session is None:
+            conn = await self.prepare()
+            cached = read_schema_cache(conn)
+            found: Any = (cached or {}).get(name)
+            return cast("Mapping[str, Any]", found) if isinstance(found, dict) else None
+        await self.list_tools(session)
+        if name not in self.tools:
+            known = ", ".join(sorted(self.tools)) or "none"
+            raise UsageError(f"the server has no tool named {name!r} (it has: {known})")
+        return self.tools[name].input_schema
+
+    async def call(self, session: ClientSession, name: str, words: list[str]) -> int:
+        """Call a tool with command-line arguments; print the result."""
+        schema = await self.tool_schema(session, name)
+        arguments = parse_arguments(words, schema)
+        check_arguments(name, schema, arguments)
+        progress = _Progress(self.out, name)
+        try:
+            result: t.CallToolResult = await self.interruptible(
+                session.call_tool, name, arguments, on_progress=progress.update
+            )
+        finally:
+            progress.stop()
+        self.out.tool_result(result)
+        return EXIT_TOOL_ERROR if result.is_error else EXIT_OK
+
+    async def run_command(self, session: ClientSession, command: str, rest: list[str]) -> int:
+        """Run one command (one-shot or typed in the interactive mode)."""
+        if command == "info":
+            self.show_info(session)
+        elif command == "tools":
+            self.show_tools(await self.list_tools(session))
+        elif command == "call":
+            if not rest:
+                raise UsageError("call needs a tool name")
+            return await self.call(session, rest[0], rest[1:])
+        elif command == "resources":
+            items: list[t.Resource] = await self.interruptible(session.list_resources)
+            if self.out.json_mode:
+                self.out.json([to_plain(r) for r in items])
+            else:
+                rows = [[r.uri, r.name, _str(r.mime_type), _str(r.description)] for r in items]
+                self.out.table("Resources", ["URI", "Name", "Type", "Description"], rows)
+        elif command == "templates":
+            temps: list[t.ResourceTemplate] = await self.interruptible(
+                session.list_resource_templates
+            )
+            if self.out.json_mode:
+                self.out.json([to_plain(r) for r in temps])
+            else:
+                rows = [[r.uri_template, r.name, _str(r.description)] for r in temps]
+                self.out.table("Resource templates", ["URI template", "Name", "Description"], rows)
+        elif command == "read":
+            if len(rest) != 1:
+                raise UsageError("read needs one URI")
+            self.out.read_result(await self.interruptible(session.read_resource, rest[0]))
+        elif command == "prompts":
+            prompts: list[t.Prompt] = await self.interruptible(session.list_prompts)
+            if self.out.json_mode:
+                self.out.json([to_plain(p) for p in prompts])
+            else:
+                rows = [
+                    [
+                        p.name,
+                        ", ".join(
+                            a.name + ("*" if a.required is True else "")
+                            for a in (p.arguments or [])
+                        ),
+                        _str(p.description),
+                    ]
+                    for p in prompts
+                ]
+                self.out.table("Prompts", ["Name", "Arguments (* required)", "Description"], rows)
+        elif command == "prompt":
+            if not rest:
+                raise UsageError("prompt needs a prompt name")
+            arguments = parse_arguments(rest[1:], {"type": "object"})
+            strings = {k: v if isinstance(v, str) else json.dumps(v) for k, v in arguments.items()}
+            self.out.prompt_result(await self.interruptible(session.get_prompt, rest[0], strings))
+        elif command == "ping":
+            await self.interruptible(session.ping)
+            if self.out.json_mode:
+                self.out.json({})
+            else:
+                self.out.line("pong")
+        else:
+            raise UsageError(f"unknown command {command!r}")
+        return EXIT_OK
+
+    # -- the whole run ---------------------------------------------------------------------
+
+    async def main(self) -> int:
+        """Run the command line; returns the exit status (errors raise, bare)."""
+        failure: Exception | None = None
+        status = EXIT_INTERRUPTED
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._watch_sigint)
+            try:
+                with trio.CancelScope() as root:
+                    self._root = root
+                    status = await self._run()
+            except Exception as exc:  # re-raised bare below, never as an ExceptionGroup
+                failure = exc
+            finally:
+                nursery.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
+        if self._root is not None and self._root.cancelled_caught:
+            if self._quit_idle and self.args.command is None:
+                return EXIT_OK  # the interactive mode, left with Ctrl-C at the prompt
+            raise Interrupted("interrupted")
+        return status
+
+    async def _run(self) -> int:
+        args = self.args
+        if args.command == "call":
+            # Reject bad arguments before the server starts, when the schema is cached.
+            schema = await self.tool_schema(None, args.name)
+            if schema is not None:
+                check_arguments(args.name, schema, parse_arguments(args.arguments, schema))
+        async with self.connect() as session:
+            if args.command is None:
+                from ._repl import Repl
+
+                return await Repl(self, session).run()
+            rest: list[str] = []
+            if args.command == "call" or args.command == "prompt":
+                rest = [args.name, *args.arguments]
+            elif args.command == "read":
+                rest = [args.uri]
+            return await self.run_command(session, args.command, rest)
+
+
+def report(app: App | None, json_mode: bool, exc: BaseException) -> int:
+    """Print an error (a line, or the JSON envelope) and return its exit status."""
+    if isinstance(exc, Interrupted):
+        code, kind = EXIT_INTERRUPTED, "interrupted"
+    else:
+        code, kind = classify(exc)
+    message = str(exc) or type(exc).__name__
+    if json_mode:
+        envelope = {
+            "error": {
+                "kind": kind,
+                "exitCode": code,
+                "type": type(exc).__name__,
+                "message": message,
+            }
+        }
+        data: Any = getattr(exc, "data", None)
+        if data is not None:
+            envelope["error"]["data"] = data
+        print(json.dumps(envelope, ensure_ascii=False), file=sys.stderr, flush=True)
+        return code
+    out = app.out if app is not None else Output(json_mode=False)
+    if isinstance(exc, Interrupted):
+        out.error("interrupted")
+        return code
+    out.error(f"{kind.replace('_', ' ')}: {message}" if kind != "usage" else message)
+    if app is not None and app.conn is not None and app.conn.stderr_tail and kind == "connection":
+        out.note("the server's last stderr lines:")
+        for line in app.conn.stderr_tail:
+            out.note(f"  {line}")
+    return code

@@ -1,0 +1,209 @@
+"""The interactive mode: one connection, a prompt with completion and history."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import trio
+from msgspec import UNSET
+
+from .. import _types as t
+from .._exceptions import MCPError
+from ._args import UsageError
+from ._connection import classify
+
+if TYPE_CHECKING:
+    from prompt_toolkit.completion import CompleteEvent, Completion
+    from prompt_toolkit.document import Document
+
+    from .._session import ClientSession
+    from ._app import App
+
+__all__ = ["COMMANDS", "Repl"]
+
+COMMANDS = {
+    "tools": "list the tools",
+    "call": "call NAME [key=value ...]: call a tool",
+    "resources": "list resources",
+    "templates": "list resource templates",
+    "read": "read URI: read a resource",
+    "prompts": "list prompts",
+    "prompt": "prompt NAME [key=value ...]: get a prompt",
+    "info": "server name, era, capabilities",
+    "ping": "check that the server answers",
+    "help": "this list",
+    "exit": "leave (Ctrl-D too)",
+}
+
+
+def history_path() -> Path:
+    """Where the interactive mode keeps its history."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
+    return Path(base) / "trio-mcp" / "history"
+
+
+class Repl:
+    """The interactive mode over an open session.
+
+    Args:
+        app: The run (options, output, Ctrl-C).
+        session: The session, kept open until the user leaves.
+    """
+
+    def __init__(self, app: App, session: ClientSession) -> None:
+        self.app = app
+        self.session = session
+        self.resources: list[str] = []
+        self.prompts: dict[str, list[str]] = {}
+        self.cancelled = False
+
+    def _notify(self, text: str) -> None:
+        self.app.out.note(text, "cyan")
+
+    def _on_list_changed(self, kind: Any) -> None:
+        self._notify(f"[server] the {kind} list changed")
+
+    def _on_updated(self, note: Any) -> None:
+        self._notify(f"[server] resource updated: {getattr(note, 'uri', note)}")
+
+    def _on_log(self, note: t.LoggingMessageNotificationParams) -> None:
+        self.app._on_log(note)  # pyright: ignore[reportPrivateUsage]
+
+    async def _prefetch(self) -> None:
+        caps = self.session.server_capabilities
+        try:
+            if caps.tools is not UNSET:
+                await self.app.list_tools(self.session)
+            if caps.resources is not UNSET:
+                self.resources = [r.uri for r in await self.session.list_resources()]
+            if caps.prompts is not UNSET:
+                self.prompts = {
+                    p.name: [a.name for a in (p.arguments or [])]
+                    for p in await self.session.list_prompts()
+                }
+        except MCPError as exc:
+            self.app.out.note(f"could not list everything: {exc}", "yellow")
+
+    async def run(self) -> int:
+        """Read commands until ``exit`` or Ctrl-D; returns the exit status (0)."""
+        from prompt_toolkit import PromptSession
+        from prompt_toolkit.history import FileHistory, InMemoryHistory
+        from prompt_toolkit.patch_stdout import patch_stdout
+
+        session = self.session
+        session.on_list_changed(self._on_list_changed)
+        session.on_resource_updated(self._on_updated)
+        if self.app.args.log_level is None:
+            session.on_log(self._on_log)
+        await self._prefetch()
+        info = session.server_info
+        out = self.app.out
+        out.line(
+            f"connected to {info.name if info else '?'} {info.version if info else ''} "
+            f"({session.era} era, protocol {session.protocol_version}); "
+            "'help' lists commands, Ctrl-D leaves",
+            "green",
+        )
+        history: Any
+        try:
+            history_path().parent.mkdir(parents=True, exist_ok=True)
+            history = FileHistory(str(history_path()))
+        except OSError:
+            history = InMemoryHistory()
+        prompt = PromptSession[str](history=history, completer=_completer(self))
+
+        def read_line() -> str:
+            # Output that arrives while the prompt waits (notifications) goes above it;
+            # a command's own output is written directly, in order.
+            with patch_stdout(raw=True):
+                return prompt.prompt("mcp> ")
+
+        if True:
+            while True:
+                try:
+                    line = await trio.to_thread.run_sync(read_line, abandon_on_cancel=True)
+                except KeyboardInterrupt:
+                    if self.app.interrupted():
+                        return 0
+                    continue
+                except EOFError:
+                    return 0
+                if line.strip():
+                    self.app.reset_interrupts()
+                self.cancelled = False
+                if not await self.execute(line):
+                    return 0
+                if not self.cancelled:  # after a cancelled call, the next Ctrl-C leaves
+                    self.app.reset_interrupts()
+
+    async def execute(self, line: str) -> bool:
+        """Run one line; False when the user leaves."""
+        from ._app import Interrupted
+
+        out = self.app.out
+        try:
+            words = shlex.split(line)
+        except ValueError as exc:
+            out.error(str(exc))
+            return True
+        if not words:
+            return True
+        command, rest = words[0], words[1:]
+        if command in ("exit", "quit"):
+            return False
+        if command == "help":
+            for name, text in COMMANDS.items():
+                out.line(f"  {name:<10} {text}")
+            return True
+        try:
+            await self.app.run_command(self.session, command, rest)
+        except Interrupted:
+            self.cancelled = True
+            out.note("cancelled (Ctrl-C again to leave)", "yellow")
+        except (MCPError, UsageError, trio.TooSlowError) as exc:
+            kind = classify(exc)[1]
+            out.error(str(exc) if kind == "usage" else f"{kind.replace('_', ' ')}: {exc}")
+            if self.session.closed:
+                out.error("the connection is gone; leaving")
+                return False
+        return True
+
+
+def _completer(repl: Repl) -> Any:
+    from prompt_toolkit.completion import Completer, Completion
+
+    class ReplCompleter(Completer):
+        def get_completions(
+            self, document: Document, complete_event: CompleteEvent
+        ) -> Iterable[Completion]:
+            del complete_event
+            text = document.text_before_cursor
+            words = text.split()
+            if text.endswith(" ") or not words:
+                words.append("")
+            current = words[-1]
+            candidates: list[str] = []
+            if len(words) == 1:
+                candidates = list(COMMANDS)
+            elif words[0] == "call" and len(words) == 2:
+                candidates = sorted(repl.app.tools)
+            elif words[0] == "call" and words[1] in repl.app.tools:
+                schema = repl.app.tools[words[1]].input_schema
+                props: Any = schema.get("properties") or {}
+                given = {w.split("=", 1)[0].rstrip(":") for w in words[2:-1]}
+                candidates = [f"{name}=" for name in props if name not in given]
+            elif words[0] == "read" and len(words) == 2:
+                candidates = repl.resources
+            elif words[0] == "prompt" and len(words) == 2:
+                candidates = sorted(repl.prompts)
+            elif words[0] == "prompt" and words[1] in repl.prompts:
+                candidates = [f"{name}=" for name in repl.prompts[words[1]]]
+            for candidate in candidates:
+                if candidate.startswith(current):
+                    yield Completion(candidate, start_position=-len(current))
+
+    return ReplCompleter()
