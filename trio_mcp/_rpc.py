@@ -63,8 +63,8 @@ __all__ = ["PendingCall", "RPCConnection", "RequestHandler"]
 
 logger = logging.getLogger("trio_mcp")
 
-#: Serves one server-to-client request: ``(request_id, method, params, meta)`` to the result
-#: in wire form; raising ``HandlerError`` answers with that error.
+#: Serves one server-to-client request: ``(request_id, method, params)`` to the result in
+#: wire form; raising ``HandlerError`` answers with that error.
 RequestHandler = Callable[[RequestId, str, msgspec.Raw], Awaitable[Any]]
 ProgressCallback = Callable[[t.ProgressNotificationParams], "Awaitable[None] | None"]
 

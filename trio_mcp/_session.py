@@ -54,6 +54,7 @@ from ._exceptions import (
     ServerError,
     TransportError,
     UnsupportedProtocolVersionError,
+    fresh_copy,
 )
 from ._handlers import (
     HandlerError,
@@ -2040,7 +2041,7 @@ class ClientSession(metaclass=_NoPublicConstructor):
                 with trio.move_on_after(self._opts.listen_ack_timeout):
                     await sub.acknowledged.wait()
                 if failures and not isinstance(failures[0], ConnectionClosed):
-                    raise fresh_error(failures[0])
+                    raise fresh_copy(failures[0])
                 if not self._rpc.usable:
                     raise self._rpc.error_for_caller()
                 if not sub.acknowledged.is_set():
@@ -2096,13 +2097,6 @@ class ClientSession(metaclass=_NoPublicConstructor):
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
-
-
-def fresh_error(error: MCPError) -> MCPError:
-    """A copy of ``error`` for raising in one more place."""
-    from ._exceptions import fresh_copy
-
-    return fresh_copy(error)
 
 
 @functools.cache
