@@ -8,6 +8,7 @@ import json
 import math
 import signal
 import sys
+import threading
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, cast
@@ -131,6 +132,8 @@ class App:
     # -- Ctrl-C ----------------------------------------------------------------------------
 
     async def _watch_sigint(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # run from another thread (an embedding app): Ctrl-C is not ours to take
         with trio.open_signal_receiver(signal.SIGINT) as signals:
             async for _ in signals:
                 self.interrupted()
