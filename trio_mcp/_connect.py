@@ -22,7 +22,8 @@ import trio
 from . import _types as t
 from ._eras import EraCache
 from ._handlers import ElicitationHandler, RootsHandler, SamplingHandler, ServerRequestHandlers
-from ._session import ClientSession, _Options, _ProbeCrashedError
+from ._negotiation import _ProbeCrashedError
+from ._session import ClientSession, _Options
 from ._transports._base import Transport, TransportFactory
 
 if sys.version_info < (3, 11):  # pragma: no cover

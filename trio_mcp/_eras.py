@@ -14,7 +14,7 @@ verdict following ``2026-07-28/basic/versioning.mdx`` and the transport binding 
 
 No answer within the probe timeout is not a verdict: the session sends ``initialize`` and
 keeps the probe pending, and whichever the server answers first decides (see
-``ClientSession._probe``). Verdicts are remembered per origin or command in an
+``trio_mcp._negotiation``). Verdicts are remembered per origin or command in an
 :class:`EraCache`.
 """
 

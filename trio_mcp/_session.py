@@ -4,9 +4,9 @@ The JSON-RPC engine underneath (ids, the pending table, the reader, dispatch, ca
 notices, server-request tasks, the one decode boundary) is :mod:`trio_mcp._rpc`. This
 module adds what MCP means on top of it:
 
-* **Era negotiation** (:meth:`ClientSession._start`): ``initialize`` for legacy servers,
-  ``server/discover`` for modern ones, and in ``auto`` mode a probe that works with every
-  real server (see ``docs/protocol-eras.md``).
+* **Era negotiation** (inherited from :mod:`trio_mcp._negotiation`): ``initialize`` for
+  legacy servers, ``server/discover`` for modern ones, and in ``auto`` mode a probe that
+  works with every real server (see ``docs/protocol-eras.md``).
 * **One meaning of** ``timeout=``: the whole call, in both eras (every round of a
   multi-round-trip call and the handlers answering its input requests included), extended
   by progress when ``progress_resets_timeout`` is set, never past ``max_timeout``.
@@ -35,12 +35,8 @@ if sys.version_info < (3, 11):  # pragma: no cover
     pass
 
 from ._eras import (
-    LATEST_LEGACY_VERSION,
-    LEGACY_VERSIONS,
     MODERN_VERSIONS,
     EraCache,
-    ProbeVerdict,
-    classify_probe,
     era_cache,
 )
 from ._exceptions import (
@@ -52,7 +48,6 @@ from ._exceptions import (
     ProtocolError,
     SchemaError,
     ServerError,
-    TransportError,
     UnsupportedProtocolVersionError,
     fresh_copy,
 )
@@ -67,7 +62,8 @@ from ._jsonrpc import RequestId, decode_json, decode_payload
 
 if TYPE_CHECKING:
     from ._catalogue import Catalogue
-from ._rpc import PendingCall, RPCConnection
+from ._negotiation import EraNegotiation
+from ._rpc import RPCConnection
 from ._tasks import TASKS_EXTENSION, TaskDriver, TaskState, ToolTask, decode_task
 from ._transports._base import Transport
 from ._validation import CompiledSchema, OutputValidation, compile_schema, decode_structured
@@ -206,14 +202,6 @@ class _Options:
             raise ValueError("open_mcp_session(): notification_buffer must not be negative")
 
 
-class _ProbeCrashedError(Exception):
-    """Internal: the server went away while answering the era probe (old servers do)."""
-
-    def __init__(self, error: MCPError) -> None:
-        self.error = error
-        super().__init__(str(error))
-
-
 class _NoPublicConstructor(type):
     """Metaclass: ``ClientSession(...)`` raises; the library builds sessions itself."""
 
@@ -227,7 +215,7 @@ class _NoPublicConstructor(type):
         return super().__call__(*args, **kwargs)  # type: ignore[misc, no-any-return]
 
 
-class ClientSession(metaclass=_NoPublicConstructor):
+class ClientSession(EraNegotiation, metaclass=_NoPublicConstructor):
     """A session with one MCP server. Open it with :func:`open_mcp_session`.
 
     All methods may be called concurrently from many tasks, and every one is a checkpoint.
@@ -338,250 +326,6 @@ class ClientSession(metaclass=_NoPublicConstructor):
     def failure(self) -> MCPError | None:
         """Why the session stopped working (the server went away, ...), or None."""
         return None if self._rpc.closed else self._rpc.failure
-
-    # -- start-up: era negotiation -------------------------------------------------------
-
-    async def _start(self) -> None:
-        """Start the reader and negotiate the era.
-
-        Raises:
-            _ProbeCrashedError: In ``auto`` mode the server died on the era probe.
-        """
-        self._rpc.start()
-        option = self._opts.protocol
-        transport = self._transport
-        if option == "legacy" or (option == "auto" and not transport.can_probe):
-            await self._initialize()
-            return
-        if option != "auto":
-            await self._probe(option, pinned=True)
-            return
-        key = transport.era_key
-        if key is not None and self._era_cache.get(key) == "legacy":
-            try:
-                await self._initialize()
-                return
-            except (ServerError, ProtocolError, HTTPStatusError) as exc:
-                # versioning.mdx: re-probe when the cached assumption fails.
-                logger.debug("cached legacy era of %s failed (%r); probing again", key, exc)
-                self._era_cache.forget(key)
-                if not self._rpc.usable:
-                    raise
-        await self._probe(MODERN_VERSIONS[0], pinned=False)
-
-    async def _probe(self, version: str, *, pinned: bool) -> None:
-        """Send ``server/discover``; go modern, retry at another version, or fall back.
-
-        A probe that gets no answer within ``probe_timeout`` stays pending while
-        ``initialize`` is sent: a server that was merely slow to start answers the probe
-        first (it reads its input in order) and the session goes modern; a legacy server
-        that ignores unknown methods answers ``initialize``.
-        """
-        key = self._transport.era_key
-        for _attempt in range(2):
-            self._set_modern(version)
-            call = await self._rpc.start_request("server/discover", {"_meta": self._meta_plain})
-            wait = self._opts.probe_timeout
-            if pinned:
-                wait = self._opts.init_timeout or float("inf")
-            discovered: t.DiscoverResult | None = None
-            error: MCPError | None = None
-            with trio.move_on_after(wait):
-                discovered, error = await self._probe_outcome(call)
-            if not call.done:
-                if pinned:
-                    call.abandon()
-                    raise trio.TooSlowError(
-                        f"server/discover timed out after {self._opts.init_timeout} s"
-                    )
-                logger.debug("no answer to server/discover yet; sending initialize as well")
-                await self._initialize(probe=call)
-                return
-            verdict = classify_probe(discovered, error, MODERN_VERSIONS, LEGACY_VERSIONS)
-            if verdict.kind == ProbeVerdict.MODERN:
-                assert discovered is not None and verdict.version is not None
-                self._adopt_discover(discovered, verdict.version)
-                if key is not None:
-                    self._era_cache.put(key, "modern")
-                return
-            if verdict.kind == ProbeVerdict.RETRY:
-                assert verdict.version is not None
-                version = verdict.version
-                continue
-            if verdict.kind == ProbeVerdict.FAIL or pinned:
-                if error is not None:
-                    raise error
-                raise ProtocolError(verdict.reason)
-            logger.debug("server/discover probe: %s; falling back to initialize", verdict.reason)
-            await self._initialize()
-            return
-        raise ProtocolError("the server rejected every mutually supported protocol version")
-
-    async def _probe_outcome(
-        self, call: PendingCall
-    ) -> tuple[t.DiscoverResult | None, MCPError | None]:
-        """Wait for the probe's answer: ``(result, None)`` or ``(None, error)``.
-
-        Raises:
-            _ProbeCrashedError: The whole connection ended while waiting (the server died).
-            TransportError: The server could not be reached at all.
-        """
-        try:
-            raw = await call.wait()
-        except (ServerError, ProtocolError, HTTPStatusError) as exc:
-            return None, exc
-        except ConnectionClosed as exc:
-            if not self._rpc.usable:
-                raise _ProbeCrashedError(exc) from exc
-            return None, exc  # only the probe's stream ended (HTTP): an old server
-        try:
-            return decode_payload(raw, t.DiscoverResult, "result of server/discover"), None
-        except ProtocolError as exc:  # e.g. a legacy server's ``{}`` for any method
-            return None, exc
-
-    def _late_discover(self, probe: PendingCall) -> tuple[t.DiscoverResult, str] | None:
-        """A modern answer to a probe that outlived its timeout, if one has arrived."""
-        try:
-            raw = probe.poll()
-        except MCPError:
-            return None
-        finally:
-            probe.abandon()
-        if raw is None:
-            return None
-        try:
-            discovered = decode_payload(raw, t.DiscoverResult, "result of server/discover")
-        except ProtocolError:
-            return None
-        return self._modern_in(discovered)
-
-    @staticmethod
-    def _modern_in(discovered: t.DiscoverResult | None) -> tuple[t.DiscoverResult, str] | None:
-        """``(result, version)`` when a discover result names a modern version we speak."""
-        if discovered is None:
-            return None
-        verdict = classify_probe(discovered, None, MODERN_VERSIONS, LEGACY_VERSIONS)
-        if verdict.kind != ProbeVerdict.MODERN or verdict.version is None:
-            return None
-        return discovered, verdict.version
-
-    def _adopt_discover(self, discovered: t.DiscoverResult, version: str) -> None:
-        self._set_modern(version)
-        self._server_capabilities = discovered.capabilities
-        if discovered.instructions is not UNSET:
-            self._instructions = discovered.instructions
-        meta = discovered.meta if discovered.meta is not UNSET else {}
-        info: object = meta.get(_META_SERVER)
-        if isinstance(info, dict):
-            try:
-                self._server_info = msgspec.convert(info, t.Implementation)  # pyright: ignore[reportUnknownArgumentType]
-            except msgspec.ValidationError:
-                logger.debug("ignoring malformed serverInfo %r", info)  # pyright: ignore[reportUnknownArgumentType]
-
-    def _set_modern(self, version: str) -> None:
-        self._era = "modern"
-        self._protocol_version = version
-        self._transport.negotiated(modern=True, protocol_version=version)
-        self._rebuild_meta()
-
-    def _rebuild_meta(self) -> None:
-        info = t.to_builtins(self._client_info)
-        plain: dict[str, Any] = {
-            _META_VERSION: self._protocol_version,
-            _META_CLIENT: info,
-            _META_CAPS: {},
-        }
-        if self._log_level is not None:
-            plain[_META_LOG] = self._log_level
-        if self._extensions:
-            plain[_META_CAPS] = {"extensions": self._extensions}
-        full = dict(plain)
-        full[_META_CAPS] = self._capabilities()
-        self._meta_plain = plain
-        self._meta_full = full
-
-    async def _initialize(self, *, probe: PendingCall | None = None) -> None:
-        """The legacy handshake; ``probe`` is an era probe still waiting for its answer."""
-        self._era = "legacy"
-        self._protocol_version = None
-        self._transport.negotiated(modern=False, protocol_version=None)
-        params = {
-            "protocolVersion": LATEST_LEGACY_VERSION,
-            "capabilities": self._capabilities(legacy=True),
-            "clientInfo": t.to_builtins(self._client_info),
-        }
-        try:
-            try:
-                raw = await self._handshake(params)
-            except TransportError as exc:
-                if isinstance(exc, ConnectionClosed) or not await self._transport.fallback():
-                    raise
-                logger.debug("initialize failed (%r); retrying over the fallback transport", exc)
-                raw = await self._handshake(params)
-        except ConnectionClosed as exc:
-            if probe is not None and not self._rpc.usable:
-                raise _ProbeCrashedError(exc) from exc
-            raise
-        except ServerError:
-            if probe is None:
-                raise
-            # A server that read the probe first (it was slow to start) has committed to
-            # the modern era and rejects initialize: its answer to the probe decides.
-            discovered: t.DiscoverResult | None = None
-            with trio.move_on_after(self._opts.init_timeout or self._opts.probe_timeout):
-                discovered, _ = await self._probe_outcome(probe)
-            probe.abandon()
-            late = self._modern_in(discovered)
-            if late is None:
-                raise
-            self._adopt_modern_late(*late)
-            return
-        if probe is not None:
-            late = self._late_discover(probe)
-            if late is not None:  # the server answered the probe first: it speaks modern
-                self._adopt_modern_late(*late)
-                return
-        init = decode_payload(raw, t.InitializeResult, "result of initialize")
-        if init.protocol_version not in LEGACY_VERSIONS:
-            raise ProtocolError(
-                f"the server answered initialize with protocol version "
-                f"{init.protocol_version!r}, which trio_mcp does not speak "
-                f"(it speaks {', '.join(LEGACY_VERSIONS + MODERN_VERSIONS)})"
-            )
-        self._protocol_version = init.protocol_version
-        self._transport.negotiated(modern=False, protocol_version=init.protocol_version)
-        self._server_info = init.server_info
-        self._server_capabilities = init.capabilities
-        if init.instructions is not UNSET:
-            self._instructions = init.instructions
-        await self._rpc.notify("notifications/initialized")
-        key = self._transport.era_key
-        if key is not None and self._opts.protocol == "auto":
-            self._era_cache.put(key, "legacy")
-
-    def _adopt_modern_late(self, discovered: t.DiscoverResult, version: str) -> None:
-        self._adopt_discover(discovered, version)
-        key = self._transport.era_key
-        if key is not None:
-            self._era_cache.put(key, "modern")
-
-    def _capabilities(self, *, legacy: bool = False) -> dict[str, Any]:
-        """The client capabilities, with ``extensions`` (the tasks one is modern only)."""
-        caps: dict[str, Any] = self._handlers.capabilities()
-        extensions = {
-            name: settings
-            for name, settings in self._extensions.items()
-            if not (legacy and name == TASKS_EXTENSION)
-        }
-        if extensions:
-            caps = {**caps, "extensions": extensions}
-        return caps
-
-    async def _handshake(self, params: dict[str, Any]) -> msgspec.Raw:
-        timeout = self._opts.init_timeout
-        with trio.move_on_after(timeout if timeout is not None else float("inf")):
-            return await self._rpc.request("initialize", params, announce_cancel=False)
-        raise trio.TooSlowError(f"initialize timed out after {timeout} s")
 
     # -- the request path ----------------------------------------------------------------
 
