@@ -29,11 +29,15 @@ RENAMED = {"aclose": "close"}
 
 
 def public_members(cls: type) -> dict[str, Any]:
-    return {
-        name: value
-        for name, value in vars(cls).items()
-        if not name.startswith("_") and (inspect.isfunction(value) or isinstance(value, property))
-    }
+    members: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__[:-1]):  # inherited members too, object excepted
+        members.update(
+            (name, value)
+            for name, value in vars(klass).items()
+            if not name.startswith("_")
+            and (inspect.isfunction(value) or isinstance(value, property))
+        )
+    return members
 
 
 def check_surface(cls: type, extra: set[str], renamed: dict[str, str]) -> None:

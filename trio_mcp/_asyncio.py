@@ -29,9 +29,8 @@ import outcome
 import trio
 
 from . import _types as t
-from ._exceptions import MCPError
 from ._handlers import RequestContext
-from ._session import ClientSession, Era, ListKind, Notification, ResultClaimHandler
+from ._session import ClientSession, ListKind, Notification, ResultClaimHandler, SessionView
 from ._tasks import TaskState, ToolTask
 from ._transports._base import Transport
 
@@ -266,7 +265,7 @@ class _NoPublicConstructor(type):
         return super().__call__(*args, **kwargs)  # type: ignore[misc, no-any-return]
 
 
-class AsyncioSession(metaclass=_NoPublicConstructor):
+class AsyncioSession(SessionView, metaclass=_NoPublicConstructor):
     """A :class:`ClientSession` for asyncio code. Open it with :func:`open_asyncio_session`.
 
     Every method of :class:`ClientSession` is here with the same parameters and return type,
@@ -286,31 +285,6 @@ class AsyncioSession(metaclass=_NoPublicConstructor):
         return session
 
     @property
-    def era(self) -> Era | None:
-        """``"legacy"`` (initialize handshake) or ``"modern"`` (2026-07-28, stateless)."""
-        return self._session.era
-
-    @property
-    def protocol_version(self) -> str | None:
-        """The protocol revision in use, e.g. ``"2025-11-25"`` or ``"2026-07-28"``."""
-        return self._session.protocol_version
-
-    @property
-    def server_info(self) -> t.Implementation | None:
-        """The server's self-reported name and version."""
-        return self._session.server_info
-
-    @property
-    def server_capabilities(self) -> t.ServerCapabilities:
-        """What the server said it supports."""
-        return self._session.server_capabilities
-
-    @property
-    def instructions(self) -> str | None:
-        """The server's natural-language instructions, if it sent any."""
-        return self._session.instructions
-
-    @property
     def transport(self) -> Transport:
         """The transport the session runs on (driven by the guest Trio run)."""
         return self._session.transport
@@ -319,11 +293,6 @@ class AsyncioSession(metaclass=_NoPublicConstructor):
     def closed(self) -> bool:
         """Whether the session has been closed."""
         return self._bridge.closed or self._session.closed
-
-    @property
-    def failure(self) -> MCPError | None:
-        """Why the session stopped working (the server went away, ...), or None."""
-        return self._session.failure
 
     @property
     def async_session(self) -> ClientSession:

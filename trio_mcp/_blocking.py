@@ -34,9 +34,8 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar, overload
 import trio
 
 from . import _types as t
-from ._exceptions import MCPError
 from ._handlers import RequestContext
-from ._session import ClientSession, Era, ListKind, Notification, ResultClaimHandler
+from ._session import ClientSession, ListKind, Notification, ResultClaimHandler, SessionView
 from ._tasks import TaskState, ToolTask
 from ._transports._base import Transport
 
@@ -284,7 +283,7 @@ class _NoPublicConstructor(type):
         return super().__call__(*args, **kwargs)  # type: ignore[misc, no-any-return]
 
 
-class BlockingSession(metaclass=_NoPublicConstructor):
+class BlockingSession(SessionView, metaclass=_NoPublicConstructor):
     """A :class:`ClientSession` for code that does not run Trio: scripts, notebooks, threads.
 
     Open it with :func:`open_blocking_session`. Every method of :class:`ClientSession` is
@@ -310,31 +309,6 @@ class BlockingSession(metaclass=_NoPublicConstructor):
     # -- properties (read from the calling thread) ---------------------------------------
 
     @property
-    def era(self) -> Era | None:
-        """``"legacy"`` (initialize handshake) or ``"modern"`` (2026-07-28, stateless)."""
-        return self._session.era
-
-    @property
-    def protocol_version(self) -> str | None:
-        """The protocol revision in use, e.g. ``"2025-11-25"`` or ``"2026-07-28"``."""
-        return self._session.protocol_version
-
-    @property
-    def server_info(self) -> t.Implementation | None:
-        """The server's self-reported name and version."""
-        return self._session.server_info
-
-    @property
-    def server_capabilities(self) -> t.ServerCapabilities:
-        """What the server said it supports."""
-        return self._session.server_capabilities
-
-    @property
-    def instructions(self) -> str | None:
-        """The server's natural-language instructions, if it sent any."""
-        return self._session.instructions
-
-    @property
     def transport(self) -> Transport:
         """The transport the session runs on (driven by the session's Trio thread)."""
         return self._session.transport
@@ -343,11 +317,6 @@ class BlockingSession(metaclass=_NoPublicConstructor):
     def closed(self) -> bool:
         """Whether :meth:`close` has been called."""
         return self._runner.closed or self._session.closed
-
-    @property
-    def failure(self) -> MCPError | None:
-        """Why the session stopped working (the server went away, ...), or None."""
-        return self._session.failure
 
     @property
     def async_session(self) -> ClientSession:

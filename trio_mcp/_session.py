@@ -215,6 +215,45 @@ class _NoPublicConstructor(type):
         return super().__call__(*args, **kwargs)  # type: ignore[misc, no-any-return]
 
 
+class SessionView:
+    """The read-only state of a :class:`ClientSession`, shared by the wrappers that drive one
+    from another world (the blocking session and the asyncio session)."""
+
+    @property
+    def _session(self) -> ClientSession:
+        raise NotImplementedError  # pragma: no cover - every wrapper overrides it
+
+    @property
+    def era(self) -> Era | None:
+        """``"legacy"`` (initialize handshake) or ``"modern"`` (2026-07-28, stateless)."""
+        return self._session.era
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The protocol revision in use, e.g. ``"2025-11-25"`` or ``"2026-07-28"``."""
+        return self._session.protocol_version
+
+    @property
+    def server_info(self) -> t.Implementation | None:
+        """The server's self-reported name and version."""
+        return self._session.server_info
+
+    @property
+    def server_capabilities(self) -> t.ServerCapabilities:
+        """What the server said it supports."""
+        return self._session.server_capabilities
+
+    @property
+    def instructions(self) -> str | None:
+        """The server's natural-language instructions, if it sent any."""
+        return self._session.instructions
+
+    @property
+    def failure(self) -> MCPError | None:
+        """Why the session stopped working (the server went away, ...), or None."""
+        return self._session.failure
+
+
 class ClientSession(EraNegotiation, metaclass=_NoPublicConstructor):
     """A session with one MCP server. Open it with :func:`open_mcp_session`.
 
