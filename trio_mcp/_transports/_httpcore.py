@@ -26,11 +26,10 @@ the redirect is handled here.
 Clients trio_mcp creates share one SSL context per process (made on the first ``https://``
 use), so opening a transport does not load the CA bundle again; a client for an
 ``http://`` URL gets a context with no CA certificates at all (any TLS connection it tried
-would fail verification). Their pool keeps up to :data:`POOL_CONNECTIONS` connections alive,
-and at most that many requests wait for their response headers at once; more wait in a
-trio :class:`~trio.CapacityLimiter` (first come, first served) instead of in httpcore's
-pool, whose cost per queued request grows with the queue (1,000 concurrent requests went
-from over 20 s to about 2 s on loopback). A caller's own client is used as it is.
+would fail verification). Their connection layer is trio_mcp's own lean HTTP/1.1 pool
+(:class:`~trio_mcp._transports._h11pool.H11Transport`, under httpx's API): at most
+:data:`POOL_CONNECTIONS` connections in use, all kept alive, more requests waiting their
+turn first come, first served. A caller's own client is used as it is.
 """
 
 from __future__ import annotations
@@ -69,6 +68,8 @@ from ._eventstream import ServerSentEvent, SSEDecoder
 
 if TYPE_CHECKING:
     import httpx
+
+    from ._h11pool import H11Transport
 
 __all__ = [
     "ACCEPT_BOTH",
@@ -134,6 +135,8 @@ INCOMING_QUEUE_SIZE: Final = 16
 POOL_CONNECTIONS: Final = 100
 #: How many same-origin redirects in a row one request follows.
 MAX_REDIRECTS: Final = 5
+# How many parsed URLs a transport keeps (it uses one or two: the endpoint, a redirect).
+_URL_MEMORY: Final = 16
 # How many answered request ids are remembered (request ids are never reused).
 _ANSWERED_MEMORY: Final = 1024
 
@@ -505,28 +508,36 @@ def ssl_context_for(url: str) -> ssl.SSLContext:
     return _context_without_cas()
 
 
-def make_client(options: HTTPOptions) -> tuple[httpx.AsyncClient, bool]:
-    """The user's client (not ours to close), or a new one (ours).
+def make_client(options: HTTPOptions) -> tuple[httpx.AsyncClient, bool, H11Transport | None]:
+    """The user's client (not ours to close), or a new one (ours) on trio_mcp's own pool.
 
     Args:
         options: The transport's parameters.
 
     Returns:
-        The client, and whether the transport owns (closes) it.
+        The client; whether the transport owns (closes) it; and the pool requests may go
+        to directly, skipping the client's per-request machinery (only for a client of
+        ours, with no auth flow and no proxy configured in the environment, where the
+        client would add nothing but cookies, which the direct path handles too).
     """
     if options.client is not None:
-        return options.client, False
+        return options.client, False, None
+    import urllib.request
+
     import httpx
 
+    from ._h11pool import H11Transport
+
+    context = ssl_context_for(options.url)
+    pool = H11Transport(ssl_context=context, max_connections=POOL_CONNECTIONS)
     client = httpx.AsyncClient(
         timeout=httpx.Timeout(options.timeout, read=None),
         follow_redirects=False,
-        verify=ssl_context_for(options.url),
-        limits=httpx.Limits(
-            max_connections=POOL_CONNECTIONS, max_keepalive_connections=POOL_CONNECTIONS
-        ),
+        verify=context,
+        transport=pool,
     )
-    return client, True
+    direct = options.auth is None and not urllib.request.getproxies()
+    return client, True, pool if direct else None
 
 
 # -- the shared plumbing -------------------------------------------------------------------
@@ -563,6 +574,7 @@ class HTTPCore:
     Args:
         client: The httpx client every request goes through.
         own_client: Whether :meth:`aclose` closes ``client``.
+        direct: The pool under ``client`` that requests go to directly, if they may.
         headers: Extra headers for every request.
         auth: The httpx auth flow for every request.
         timeout: Seconds to connect, write and get a pooled connection.
@@ -577,6 +589,7 @@ class HTTPCore:
         *,
         client: httpx.AsyncClient,
         own_client: bool,
+        direct: H11Transport | None = None,
         headers: Mapping[str, str] | None,
         auth: httpx.Auth | None,
         timeout: float,
@@ -589,6 +602,10 @@ class HTTPCore:
 
         self.client = client
         self.own_client = own_client
+        self._direct = direct
+        # the client's default headers (User-Agent, Accept-Encoding...), for direct requests
+        self._default_headers = {name.lower(): value for name, value in client.headers.items()}
+        self._urls: dict[str, httpx.URL] = {}
         self.headers = dict(headers or {})
         self.timeout = timeout
         self.max_message_size = max_message_size
@@ -601,9 +618,6 @@ class HTTPCore:
         self._auth_kwargs: dict[str, Any] = {"auth": auth} if auth is not None else {}
         self._stream_timeout = httpx.Timeout(timeout, read=None)
         self._short_timeout = httpx.Timeout(timeout)
-        # Sends beyond the pool's size wait here, in trio's FIFO, not in httpcore's pool,
-        # which rescans every queued request on each change (quadratic in a burst).
-        self._sending = trio.CapacityLimiter(POOL_CONNECTIONS) if own_client else None
         self._send, self._receive = trio.open_memory_channel[bytes](INCOMING_QUEUE_SIZE)
         # the ids of the latest responses delivered: a later failure of those is dropped
         self._answered: OrderedDict[RequestId, None] = OrderedDict()
@@ -614,6 +628,11 @@ class HTTPCore:
         self.closed = False
         self.ended: MCPError | None = None  # why the server ended the connection
         self._end_error: MCPError | None = None  # None: it ended the stream cleanly
+
+    @property
+    def uses_pool_directly(self) -> bool:
+        """Whether requests go to trio_mcp's pool directly, not through ``client.send``."""
+        return self._direct is not None
 
     # incoming side
 
@@ -894,19 +913,56 @@ class HTTPCore:
         timeout: httpx.Timeout,
     ) -> httpx.Response:
         try:
+            if self._direct is not None:
+                return await self._send_direct(self._direct, method, url, headers, content, timeout)
             request = self.client.build_request(
                 method, url, headers=headers, content=content, timeout=timeout
             )
-            async with self._sending if self._sending is not None else nullcontext():
-                return await self.client.send(
-                    request, stream=True, follow_redirects=False, **self._auth_kwargs
-                )
+            return await self.client.send(
+                request, stream=True, follow_redirects=False, **self._auth_kwargs
+            )
         except MCPError:
             raise  # e.g. from an auth flow
         except httpx_errors() as exc:
             raise convert_httpx_error(exc, url, f"sending {method} to") from exc
         except Exception as exc:  # a custom transport or auth flow failed
             raise TransportError(f"sending {method} to {url} failed: {exc!r}") from exc
+
+    async def _send_direct(
+        self,
+        pool: H11Transport,
+        method: str,
+        url: str,
+        headers: Mapping[str, str],
+        content: bytes | None,
+        timeout: httpx.Timeout,
+    ) -> httpx.Response:
+        """What ``client.send`` does for a client of ours, without rebuilding the URL."""
+        import httpx
+
+        target = self._urls.get(url)
+        if target is None:
+            if len(self._urls) >= _URL_MEMORY:
+                self._urls.clear()
+            target = self._urls[url] = httpx.URL(url)
+        merged = self._default_headers.copy()
+        for name, value in headers.items():
+            merged[name.lower()] = value
+        request = httpx.Request(
+            method,
+            target,
+            headers=merged,
+            content=content,
+            extensions={"timeout": timeout.as_dict()},
+        )
+        cookies = self.client.cookies
+        if cookies.jar:
+            cookies.set_cookie_header(request)
+        response = await pool.handle_async_request(request)
+        response.request = request
+        if "set-cookie" in response.headers:
+            cookies.extract_cookies(response)
+        return response
 
     def _redirect_target(self, method: str, url: str, status: int, location: str) -> str:
         """Where a redirect may be followed to; raise if it must not be."""
@@ -1130,10 +1186,11 @@ def core_for(options: HTTPOptions, nursery: trio.Nursery) -> HTTPCore:
         origin_of(options.url)
     except ValueError as exc:
         raise TransportError(f"invalid MCP server URL {options.url!r}: {exc}") from exc
-    client, own = make_client(options)
+    client, own, direct = make_client(options)
     return HTTPCore(
         client=client,
         own_client=own,
+        direct=direct,
         headers=options.headers,
         auth=options.auth,
         timeout=options.timeout,

@@ -1,0 +1,363 @@
+"""trio_mcp's own HTTP/1.1 pool (``_transports/_h11pool.py``) against hand-scripted servers.
+
+Every server here is a trio TCP listener on 127.0.0.1 whose handler writes exactly the bytes
+a test needs, so keep-alive, early closes, garbage, slowness and TLS are all under control.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from functools import partial
+
+import h11
+import httpx
+import pytest
+import trio
+import trustme
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from trio_mcp._transports._h11pool import H11Transport
+from trio_mcp._transports._httpcore import HTTPOptions, close_response, core_for
+
+Handler = Callable[[trio.SocketStream], Awaitable[None]]
+PLAIN = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: application/json\r\n\r\n{}"
+
+
+class Server:
+    """A scripted listener: counts connections; ``handler`` serves each one."""
+
+    def __init__(self, handler: Handler) -> None:
+        self.handler = handler
+        self.connections = 0
+        self.port = 0
+
+    async def serve(self, stream: trio.SocketStream) -> None:
+        self.connections += 1
+        try:
+            await self.handler(stream)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        finally:
+            await trio.aclose_forcefully(stream)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+
+@asynccontextmanager
+async def serving(handler: Handler) -> AsyncGenerator[Server]:
+    server = Server(handler)
+    async with trio.open_nursery() as nursery:
+        listeners = await nursery.start(partial(trio.serve_tcp, server.serve, 0, host="127.0.0.1"))
+        server.port = listeners[0].socket.getsockname()[1]
+        yield server
+        nursery.cancel_scope.cancel()
+
+
+async def read_request(stream: trio.SocketStream, conn: h11.Connection) -> h11.Request | None:
+    """Read one whole request (its body dropped); None when the client closed."""
+    request: h11.Request | None = None
+    while True:
+        event = conn.next_event()
+        if event is h11.NEED_DATA:
+            data = await stream.receive_some(65536)
+            if not data:
+                return None
+            conn.receive_data(data)
+        elif isinstance(event, h11.Request):
+            request = event
+        elif isinstance(event, h11.EndOfMessage):
+            return request
+        elif isinstance(event, h11.ConnectionClosed):
+            return None
+
+
+async def keep_alive(stream: trio.SocketStream) -> None:
+    """Answer every request on the connection with ``{}``."""
+    conn = h11.Connection(h11.SERVER)
+    while await read_request(stream, conn) is not None:
+        await stream.send_all(OK)
+        conn = h11.Connection(h11.SERVER)
+
+
+def client_for(pool: H11Transport) -> httpx.AsyncClient:
+    return httpx.AsyncClient(transport=pool, timeout=httpx.Timeout(5.0))
+
+
+async def test_sequential_requests_share_one_connection() -> None:
+    async with serving(keep_alive) as server, H11Transport(ssl_context=PLAIN) as pool:
+        async with client_for(pool) as client:
+            for _ in range(5):
+                response = await client.post(server.url, content=b"{}")
+                assert response.status_code == 200 and response.json() == {}
+    assert server.connections == 1
+
+
+async def test_an_idle_connection_the_server_closed_is_not_reused() -> None:
+    async def one_answer(stream: trio.SocketStream) -> None:
+        conn = h11.Connection(h11.SERVER)
+        if await read_request(stream, conn) is not None:
+            await stream.send_all(OK)  # keep-alive promised, then closed
+
+    async with serving(one_answer) as server, H11Transport(ssl_context=PLAIN) as pool:
+        async with client_for(pool) as client:
+            await client.post(server.url, content=b"{}")
+            await trio.testing.wait_all_tasks_blocked()
+            await trio.sleep(0.05)  # the FIN reaches our socket
+            response = await client.post(server.url, content=b"{}")
+            assert response.json() == {}
+    assert server.connections == 2
+
+
+async def test_connection_close_and_read_until_close_bodies() -> None:
+    async def close_delimited(stream: trio.SocketStream) -> None:
+        conn = h11.Connection(h11.SERVER)
+        if await read_request(stream, conn) is not None:
+            await stream.send_all(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + b"x" * 100_000)
+
+    async with serving(close_delimited) as server, H11Transport(ssl_context=PLAIN) as pool:
+        async with client_for(pool) as client:
+            for _ in range(2):
+                response = await client.get(server.url)
+                assert response.content == b"x" * 100_000
+    assert server.connections == 2
+
+
+async def test_chunked_responses_and_streamed_request_bodies() -> None:
+    got: list[bytes] = []
+
+    async def chunked(stream: trio.SocketStream) -> None:
+        conn = h11.Connection(h11.SERVER)
+        body = b""
+        while True:
+            event = conn.next_event()
+            if event is h11.NEED_DATA:
+                conn.receive_data(await stream.receive_some(65536))
+            elif isinstance(event, h11.Data):
+                body += event.data
+            elif isinstance(event, h11.EndOfMessage):
+                break
+        got.append(body)
+        await stream.send_all(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"3\r\nabc\r\n4\r\ndefg\r\n0\r\n\r\n"
+        )
+
+    async def body() -> AsyncGenerator[bytes]:
+        yield b"one,"
+        yield b"two"
+
+    async with serving(chunked) as server, H11Transport(ssl_context=PLAIN) as pool:
+        async with client_for(pool) as client:
+            response = await client.post(server.url, content=body())
+            assert response.content == b"abcdefg"
+    assert got == [b"one,two"]
+
+
+async def test_a_body_closed_early_closes_its_connection() -> None:
+    async def big(stream: trio.SocketStream) -> None:
+        conn = h11.Connection(h11.SERVER)
+        while await read_request(stream, conn) is not None:
+            await stream.send_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n")
+            await stream.send_all(b"y" * 1_000_000)
+            conn = h11.Connection(h11.SERVER)
+
+    async with serving(big) as server, H11Transport(ssl_context=PLAIN, max_connections=1) as pool:
+        for _ in range(3):
+            response = await pool.handle_async_request(httpx.Request("GET", server.url))
+            body = response.stream
+            assert isinstance(body, httpx.AsyncByteStream)
+            await body.__aiter__().__anext__()
+            await response.aclose()  # given up half-way: the connection cannot be reused
+    assert server.connections == 3
+
+
+async def test_requests_beyond_the_limit_wait_first_come_first_served() -> None:
+    release = trio.Event()
+    order: list[int] = []
+
+    async def slow(stream: trio.SocketStream) -> None:
+        conn = h11.Connection(h11.SERVER)
+        while await read_request(stream, conn) is not None:
+            await release.wait()
+            await stream.send_all(OK)
+            conn = h11.Connection(h11.SERVER)
+
+    async with serving(slow) as server, H11Transport(ssl_context=PLAIN, max_connections=1) as pool:
+        async with client_for(pool) as client:
+
+            async def call(n: int) -> None:
+                await client.post(server.url, content=b"{}")
+                order.append(n)
+
+            async with trio.open_nursery() as nursery:
+                for n in range(6):  # one connection: served strictly in turn
+                    nursery.start_soon(call, n)
+                    await trio.testing.wait_all_tasks_blocked()
+                release.set()
+    assert server.connections == 1
+    assert order == [0, 1, 2, 3, 4, 5]
+
+
+async def test_pool_timeout() -> None:
+    async def never(stream: trio.SocketStream) -> None:
+        await trio.sleep_forever()
+
+    async with serving(never) as server, H11Transport(ssl_context=PLAIN, max_connections=1) as pool:
+        async with httpx.AsyncClient(transport=pool, timeout=httpx.Timeout(0.2)) as client:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(lambda: _expect(client, server.url, httpx.ReadTimeout))
+                await trio.testing.wait_all_tasks_blocked()
+                with pytest.raises(httpx.PoolTimeout):
+                    await client.post(server.url, content=b"{}")
+
+
+async def _expect(client: httpx.AsyncClient, url: str, kind: type[Exception]) -> None:
+    with pytest.raises(kind):
+        await client.post(url, content=b"{}")
+
+
+@pytest.mark.parametrize(
+    ("reply", "kind"),
+    [
+        (b"", httpx.RemoteProtocolError),  # closed without a response
+        (b"garbage\r\n\r\n", httpx.RemoteProtocolError),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", httpx.RemoteProtocolError),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n", httpx.RemoteProtocolError),
+    ],
+)
+async def test_broken_answers_are_httpx_errors(reply: bytes, kind: type[Exception]) -> None:
+    async def broken(stream: trio.SocketStream) -> None:
+        conn = h11.Connection(h11.SERVER)
+        if await read_request(stream, conn) is not None:
+            await stream.send_all(reply)
+
+    async with serving(broken) as server, H11Transport(ssl_context=PLAIN) as pool:
+        async with client_for(pool) as client:
+            with pytest.raises(kind):
+                await client.post(server.url, content=b"{}")
+
+
+async def test_connect_errors_and_unsupported_schemes() -> None:
+    async with H11Transport(ssl_context=PLAIN) as pool, client_for(pool) as client:
+        with pytest.raises(httpx.ConnectError):
+            await client.post("http://127.0.0.1:1/mcp", content=b"{}")
+        with pytest.raises(httpx.UnsupportedProtocol):
+            await pool.handle_async_request(httpx.Request("GET", "ftp://127.0.0.1/"))
+    with pytest.raises(ValueError, match="max_connections"):
+        H11Transport(ssl_context=PLAIN, max_connections=0)
+
+
+async def test_tls_with_a_verified_certificate() -> None:
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1")
+    server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    cert.configure_cert(server_context)  # pyright: ignore[reportUnknownMemberType]
+    client_context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+    async def tls(stream: trio.SocketStream) -> None:
+        wrapped = trio.SSLStream(stream, server_context, server_side=True)
+        conn = h11.Connection(h11.SERVER)
+        request = await read_request(wrapped, conn)  # type: ignore[arg-type]
+        if request is not None:
+            await wrapped.send_all(OK)
+            await wrapped.aclose()
+
+    async with serving(tls) as server:
+        url = server.url.replace("http:", "https:")
+        async with H11Transport(ssl_context=client_context) as pool, client_for(pool) as client:
+            with pytest.raises(httpx.ConnectError):  # an unknown CA
+                await client.post(url, content=b"{}")
+        ca.configure_trust(client_context)  # pyright: ignore[reportUnknownMemberType]
+        async with H11Transport(ssl_context=client_context) as pool, client_for(pool) as client:
+            assert (await client.post(url, content=b"{}")).json() == {}
+
+
+async def test_cancellation_at_any_point_frees_the_slot() -> None:
+    """Cancel a request at each of its await points: the one slot is always given back."""
+    async with (
+        serving(keep_alive) as server,
+        H11Transport(ssl_context=PLAIN, max_connections=1) as pool,
+    ):
+        async with client_for(pool) as client:
+            for checkpoints in range(12):
+                with trio.CancelScope() as scope:
+
+                    async def cancel_after(n: int, scope: trio.CancelScope = scope) -> None:
+                        for _ in range(n):
+                            await trio.lowlevel.checkpoint()
+                        scope.cancel()
+
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(cancel_after, checkpoints)
+                        await client.post(server.url, content=b"{}")
+                with trio.fail_after(5):  # the slot is free again
+                    assert (await client.post(server.url, content=b"{}")).json() == {}
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(reply=st.binary(max_size=300))
+def test_any_reply_bytes_end_in_a_response_or_an_httpx_error(reply: bytes) -> None:
+    async def main() -> None:
+        async def scripted(stream: trio.SocketStream) -> None:
+            conn = h11.Connection(h11.SERVER)
+            if await read_request(stream, conn) is not None:
+                await stream.send_all(reply)
+
+        async with serving(scripted) as server, H11Transport(ssl_context=PLAIN) as pool:
+            async with httpx.AsyncClient(transport=pool, timeout=httpx.Timeout(2.0)) as client:
+                try:
+                    await client.post(server.url, content=b"{}")
+                except httpx.HTTPError:
+                    pass
+
+    trio.run(main)
+
+
+async def test_the_direct_path_keeps_cookies_and_default_headers() -> None:
+    """Requests of a client trio_mcp made skip ``client.send`` but keep what it would add."""
+    seen: list[dict[bytes, bytes]] = []
+
+    async def affinity(stream: trio.SocketStream) -> None:
+        conn = h11.Connection(h11.SERVER)
+        while (request := await read_request(stream, conn)) is not None:
+            seen.append(dict(request.headers))
+            await stream.send_all(
+                b"HTTP/1.1 200 OK\r\nSet-Cookie: affinity=a1; Path=/\r\nContent-Length: 0\r\n\r\n"
+            )
+            conn = h11.Connection(h11.SERVER)
+
+    async with serving(affinity) as server, trio.open_nursery() as nursery:
+        core = core_for(HTTPOptions(server.url), nursery)
+        assert core.uses_pool_directly
+        for _ in range(2):
+            response = await core.open("POST", server.url, headers={"X-Test": "1"}, content=b"")
+            await close_response(response)
+        await core.aclose(None)
+    assert b"cookie" not in seen[0] and seen[1][b"cookie"] == b"affinity=a1"
+    assert all(h[b"x-test"] == b"1" and b"python-httpx" in h[b"user-agent"] for h in seen)
+    assert server.connections == 1
+
+
+def test_the_direct_path_is_not_taken_with_auth_or_a_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            assert not core_for(
+                HTTPOptions("http://x/mcp", auth=httpx.BasicAuth("a", "b")), nursery
+            ).uses_pool_directly
+            monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+            assert not core_for(HTTPOptions("http://x/mcp"), nursery).uses_pool_directly
+            own = httpx.AsyncClient()
+            assert not core_for(HTTPOptions("http://x/mcp", client=own), nursery).uses_pool_directly
+            await own.aclose()
+
+    trio.run(main)

@@ -1,0 +1,333 @@
+"""A lean HTTP/1.1 connection pool on trio sockets: the transport under trio_mcp's own clients.
+
+:class:`H11Transport` is an :class:`httpx.AsyncBaseTransport`, so everything above it is
+httpx's own API (``httpx.Auth`` flows, event hooks, cookies, proxies from the environment,
+which httpx mounts on its own transports); only the connection layer is replaced. It
+exists because httpcore's pool, on loopback, costs more than the MCP work above it:
+
+* each request is written with one ``send_all`` (headers and body together, one syscall);
+* idle connections are a stack (the most recently used first, so a burst reuses warm
+  connections) and a request that finds none while :attr:`H11Transport.max_connections`
+  are busy waits in a :class:`trio.Semaphore`, first come, first served, at constant cost
+  per request (httpcore's pool rescans every queued request on each state change);
+* an idle connection the server closed is noticed before it is reused (its socket reads
+  as ready), never written to.
+
+Timeouts come from httpx's ``timeout`` extension (``connect``, ``write``, ``pool``, and
+``read`` per receive); every failure is raised as the matching httpx exception
+(``ConnectError``, ``ReadError``, ``RemoteProtocolError``, ``*Timeout``...), so callers
+convert errors exactly as they do for httpx's default transport. A response body that is
+closed before it was read to the end (a cancelled caller, a stream given up) closes its
+connection: a connection is only reused between whole exchanges.
+
+HTTP/2 is not offered: MCP servers in the wild speak HTTP/1.1, and trio_mcp's callers never
+wait behind each other on one connection.
+"""
+
+from __future__ import annotations
+
+import ssl
+import sys
+from collections.abc import AsyncIterable, Iterator
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any, Final, cast
+
+import h11
+import httpx
+import trio
+
+if sys.version_info < (3, 11):
+    from exceptiongroup import BaseExceptionGroup
+
+__all__ = ["H11Transport"]
+
+#: The most bytes one ``receive_some`` asks for.
+READ_SIZE: Final = 256 * 1024
+_DEFAULT_PORTS: Final = {b"http": 80, b"https": 443}
+
+Origin = tuple[bytes, bytes, int]
+
+
+def _stream_socket(stream: trio.abc.Stream) -> trio.socket.SocketType | None:
+    if isinstance(stream, trio.SSLStream):
+        inner: trio.abc.Stream = cast("trio.SSLStream[trio.abc.Stream]", stream).transport_stream
+        stream = inner
+    return stream.socket if isinstance(stream, trio.SocketStream) else None
+
+
+class _Connection:
+    """One HTTP/1.1 connection: a stream and its h11 state machine."""
+
+    __slots__ = ("h11", "origin", "stream")
+
+    def __init__(self, origin: Origin, stream: trio.abc.Stream) -> None:
+        self.origin = origin
+        self.stream = stream
+        self.h11 = h11.Connection(h11.CLIENT)
+
+    def dropped(self) -> bool:
+        """Whether the server closed this idle connection (or sent what it must not)."""
+        sock = _stream_socket(self.stream)
+        return sock is None or sock.is_readable()
+
+    def buffered_to_end(self) -> bool:
+        """Whether the rest of the response is already buffered (read and dropped here)."""
+        try:
+            while True:
+                event = self.h11.next_event()
+                if isinstance(event, h11.EndOfMessage):
+                    return True
+                if not isinstance(event, h11.Data):
+                    return False
+        except h11.RemoteProtocolError:
+            return False
+
+    async def receive_event(self, timeout: float | None) -> Any:
+        """The next h11 event, reading from the stream as needed."""
+        conn = self.h11
+        while True:
+            try:
+                event = conn.next_event()
+            except h11.RemoteProtocolError as exc:
+                raise httpx.RemoteProtocolError(str(exc)) from exc
+            if event is not h11.NEED_DATA:
+                return event
+            try:
+                with _deadline(timeout):
+                    data = await self.stream.receive_some(READ_SIZE)
+            except trio.TooSlowError as exc:
+                raise httpx.ReadTimeout("timed out reading the response") from exc
+            except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                raise httpx.ReadError(str(exc) or type(exc).__name__) from exc
+            if not data and conn.their_state is h11.SEND_RESPONSE:
+                raise httpx.RemoteProtocolError("Server disconnected without sending a response.")
+            conn.receive_data(bytes(data) if isinstance(data, bytearray) else data)
+
+    async def aclose(self) -> None:
+        """Close the stream at once (cancel-safe: a cancelled close still closes)."""
+        await trio.aclose_forcefully(self.stream)
+
+
+async def _open_tcp_stream(host: str, port: int) -> trio.SocketStream:
+    """``trio.open_tcp_stream``, whose happy-eyeballs nursery never leaks a group out."""
+    try:
+        return await trio.open_tcp_stream(host, port)
+    except BaseExceptionGroup as group:
+        leaves = list(_leaves(group))
+        for leaf in leaves:
+            if isinstance(leaf, trio.Cancelled):
+                raise leaf from None
+        raise OSError(f"could not connect to {host}:{port}: {leaves}") from group
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> Iterator[BaseException]:
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            yield from _leaves(cast("BaseExceptionGroup[BaseException]", exc))
+        else:
+            yield exc
+
+
+def _deadline(timeout: float | None) -> AbstractContextManager[Any]:
+    return nullcontext() if timeout is None else trio.fail_after(timeout)
+
+
+class _ResponseBody(httpx.AsyncByteStream):
+    """A response's body: its chunks, then the connection goes back (or is closed).
+
+    A plain async iterator, not a generator: one given up half-way leaves nothing behind
+    for the garbage collector to finalize.
+    """
+
+    def __init__(self, pool: H11Transport, connection: _Connection, timeout: float | None):
+        self._pool = pool
+        self._connection: _Connection | None = connection
+        self._timeout = timeout
+
+    def __aiter__(self) -> _ResponseBody:
+        return self
+
+    async def __anext__(self) -> bytes:
+        connection = self._connection
+        if connection is None:
+            raise StopAsyncIteration
+        event = await connection.receive_event(self._timeout)
+        if isinstance(event, h11.Data):
+            return bytes(event.data)
+        if isinstance(event, h11.EndOfMessage):
+            self._connection = None
+            await self._pool.release(connection)
+            raise StopAsyncIteration
+        raise httpx.RemoteProtocolError(f"unexpected {type(event).__name__} in a response body")
+
+    async def aclose(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is None:
+            await trio.lowlevel.checkpoint()
+        elif connection.buffered_to_end():  # e.g. an empty 202 nobody read
+            await self._pool.release(connection)
+        else:  # not read to the end: the connection cannot be reused
+            await self._pool.discard(connection)
+
+
+class H11Transport(httpx.AsyncBaseTransport):
+    """An :class:`httpx.AsyncBaseTransport` with a lean HTTP/1.1 pool on trio sockets.
+
+    Used by the clients trio_mcp creates; see the module docstring. A caller's own
+    :class:`httpx.AsyncClient` keeps its own transport.
+
+    Args:
+        ssl_context: The TLS context of ``https://`` connections.
+        max_connections: The most connections in use at once; more requests wait, first
+            come, first served. Up to as many idle ones are kept alive.
+    """
+
+    def __init__(self, *, ssl_context: ssl.SSLContext, max_connections: int = 100) -> None:
+        if max_connections < 1:
+            raise ValueError(f"max_connections must be at least 1, not {max_connections}")
+        self._ssl_context = ssl_context
+        self.max_connections = max_connections
+        self._slots = trio.Semaphore(max_connections)
+        self._idle: dict[Origin, list[_Connection]] = {}
+        self._closed = False
+
+    async def __aenter__(self) -> H11Transport:
+        await trio.lowlevel.checkpoint()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        """Send one request and return its response, whose body streams from the socket."""
+        if self._closed:
+            raise httpx.ConnectError("the HTTP transport is closed")
+        url = request.url
+        scheme = url.raw_scheme
+        if scheme not in _DEFAULT_PORTS:
+            raise httpx.UnsupportedProtocol(f"unsupported URL scheme {url.scheme!r}")
+        origin: Origin = (scheme, url.raw_host, url.port or _DEFAULT_PORTS[scheme])
+        timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
+        pool_timeout = timeouts.get("pool")
+        try:
+            with _deadline(pool_timeout):
+                await self._slots.acquire()
+        except trio.TooSlowError as exc:
+            raise httpx.PoolTimeout("timed out waiting for a connection") from exc
+        connection: _Connection | None = None
+        try:
+            connection = await self._connection_for(origin, timeouts.get("connect"))
+            await self._send_request(connection, request, timeouts.get("write"))
+            read_timeout = timeouts.get("read")
+            while True:
+                event = await connection.receive_event(read_timeout)
+                if isinstance(event, h11.Response):
+                    break
+                if not isinstance(event, h11.InformationalResponse):
+                    raise httpx.RemoteProtocolError(f"unexpected {type(event).__name__}")
+        except BaseException:
+            self._slots.release()  # first: the close below is a checkpoint
+            if connection is not None:
+                await connection.aclose()
+            raise
+        return httpx.Response(
+            status_code=event.status_code,
+            headers=event.headers.raw_items(),
+            stream=_ResponseBody(self, connection, read_timeout),
+            extensions={
+                "http_version": b"HTTP/" + event.http_version,
+                "reason_phrase": event.reason,
+            },
+        )
+
+    async def _connection_for(self, origin: Origin, timeout: float | None) -> _Connection:
+        idle = self._idle.get(origin)
+        while idle:
+            connection = idle.pop()
+            if not connection.dropped():
+                return connection
+            await trio.aclose_forcefully(connection.stream)
+        scheme, host, port = origin
+        hostname = host.decode("ascii")
+        try:
+            with _deadline(timeout):
+                stream: trio.abc.Stream = await _open_tcp_stream(hostname, port)
+                if scheme == b"https":
+                    tls = trio.SSLStream(
+                        stream, self._ssl_context, server_hostname=hostname, https_compatible=True
+                    )
+                    try:
+                        await tls.do_handshake()
+                    except BaseException:
+                        await trio.aclose_forcefully(stream)
+                        raise
+                    stream = tls
+        except trio.TooSlowError as exc:
+            raise httpx.ConnectTimeout(f"timed out connecting to {hostname}:{port}") from exc
+        except (OSError, trio.BrokenResourceError, ssl.SSLError) as exc:
+            raise httpx.ConnectError(str(exc) or type(exc).__name__) from exc
+        return _Connection(origin, stream)
+
+    async def _send_request(
+        self, connection: _Connection, request: httpx.Request, timeout: float | None
+    ) -> None:
+        conn = connection.h11
+        try:
+            head = conn.send(
+                h11.Request(
+                    method=request.method, target=request.url.raw_path, headers=request.headers.raw
+                )
+            )
+            try:
+                body = request.content
+            except httpx.RequestNotRead:  # a streamed body: written as it comes
+                await self._write(connection, head, timeout)
+                streamed = cast("AsyncIterable[bytes]", request.stream)
+                async for chunk in streamed:
+                    await self._write(connection, conn.send(h11.Data(data=chunk)), timeout)
+                await self._write(connection, conn.send(h11.EndOfMessage()), timeout)
+                return
+            if body:
+                head += conn.send(h11.Data(data=body)) or b""
+            await self._write(connection, head + (conn.send(h11.EndOfMessage()) or b""), timeout)
+        except h11.LocalProtocolError as exc:
+            raise httpx.LocalProtocolError(str(exc)) from exc
+
+    @staticmethod
+    async def _write(connection: _Connection, data: bytes | None, timeout: float | None) -> None:
+        if not data:
+            return
+        try:
+            with _deadline(timeout):
+                await connection.stream.send_all(data)
+        except trio.TooSlowError as exc:
+            raise httpx.WriteTimeout("timed out writing the request") from exc
+        except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            raise httpx.WriteError(str(exc) or type(exc).__name__) from exc
+
+    async def release(self, connection: _Connection) -> None:
+        """Give a connection back after a whole exchange: kept alive, or closed."""
+        self._slots.release()
+        conn = connection.h11
+        if not self._closed and conn.our_state is h11.DONE and conn.their_state is h11.DONE:
+            conn.start_next_cycle()
+            idle = self._idle.setdefault(connection.origin, [])
+            if len(idle) < self.max_connections:
+                idle.append(connection)
+                await trio.lowlevel.checkpoint()
+                return
+        await connection.aclose()
+
+    async def discard(self, connection: _Connection) -> None:
+        """Close a connection that cannot be reused and free its slot."""
+        self._slots.release()
+        await connection.aclose()
+
+    async def aclose(self) -> None:
+        """Close every idle connection; connections in use close when their body does."""
+        self._closed = True
+        idle, self._idle = self._idle, {}
+        for connections in idle.values():
+            for connection in connections:
+                await connection.aclose()
+        await trio.lowlevel.checkpoint()
