@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from trio_mcp._transports._eventstream import ServerSentEvent, SSEDecoder
 
 
@@ -80,3 +83,59 @@ def test_endless_comment_is_skipped_silently() -> None:
     decoder = SSEDecoder(max_event_size=10)
     assert decoder.feed(b": " + b"k" * 100) == []
     assert decoder.feed(b"k" * 100 + b"\ndata: ok\n\n")[0].data == b"ok"
+
+
+def _reference(stream: bytes) -> list[tuple[str, bytes, str | None]]:
+    """The WHATWG algorithm, written the slow and obvious way (no size cap)."""
+    import re
+
+    if stream.startswith(b"\xef\xbb\xbf"):
+        stream = stream[3:]
+    if stream.endswith(b"\r"):  # a final CR may be the first half of a CRLF: not a line end yet
+        stream = stream[:-1]
+    lines = re.split(rb"\r\n|\r|\n", stream)[:-1]  # the last piece has no line end yet
+    events: list[tuple[str, bytes, str | None]] = []
+    event, data, has_data, last_id = "", b"", False, None
+    for line in lines:
+        if not line:
+            if has_data:
+                events.append((event or "message", data, last_id or None))
+            event, data, has_data = "", b"", False
+            continue
+        if line.startswith(b":"):
+            continue
+        name, _, value = line.partition(b":")
+        value = value[1:] if value.startswith(b" ") else value
+        if name == b"data":
+            data = data + b"\n" + value if has_data else value
+            has_data = True
+        elif name == b"event":
+            event = value.decode("utf-8", "replace")
+        elif name == b"id" and b"\0" not in value:
+            last_id = value.decode("utf-8", "replace")
+    return events
+
+
+_SSE_PIECES = st.sampled_from(
+    [b"data", b"data:", b"data: ", b"event: e", b"id: 7", b"id", b":", b" x", b"\xc3", b"ab"]
+)
+_SSE_ENDS = st.sampled_from([b"\n", b"\r", b"\r\n", b""])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    parts=st.lists(st.tuples(_SSE_PIECES, _SSE_ENDS), max_size=30),
+    cuts=st.lists(st.integers(min_value=1, max_value=9), max_size=20),
+)
+def test_any_split_of_any_stream_matches_the_reference(
+    parts: list[tuple[bytes, bytes]], cuts: list[int]
+) -> None:
+    stream = b"".join(piece + end for piece, end in parts)
+    decoder = SSEDecoder()
+    events: list[ServerSentEvent] = []
+    position = 0
+    for cut in cuts:
+        events += decoder.feed(stream[position : position + cut])
+        position += cut
+    events += decoder.feed(stream[position:])
+    assert [(e.event, e.data, e.id) for e in events] == _reference(stream)

@@ -7,7 +7,6 @@ HTTP+SSE) read their event streams through it.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Final
 
@@ -16,7 +15,6 @@ __all__ = ["DEFAULT_MAX_EVENT_SIZE", "SSEDecoder", "ServerSentEvent"]
 #: The default largest event data :class:`SSEDecoder` accepts (64 MiB).
 DEFAULT_MAX_EVENT_SIZE: Final = 64 * 1024 * 1024
 
-_EOL: Final = re.compile(rb"\r\n|\r|\n")
 _BOM: Final = b"\xef\xbb\xbf"
 # Bytes of an oversized event kept, to find which request it answered.
 _OVERSIZED_PREFIX: Final = 4096
@@ -76,7 +74,9 @@ class SSEDecoder:
         self._skipping_line = False  # the rest of an over-long line is dropped
         self._discarding = False  # the current event was reported as too large
         self._event = ""
-        self._data = bytearray()
+        # the data lines of the event being built, joined with "\n" when it is dispatched
+        self._data: list[bytes] = []
+        self._data_size = 0
         self._has_data = False
         self._id_buffer: str | None = last_event_id
         self._line_limit = max_event_size + _LINE_OVERHEAD
@@ -102,21 +102,28 @@ class SSEDecoder:
         events: list[ServerSentEvent] = []
         line_start = 0
         scan = self._scanned
+        size = len(buffer)
         while True:
-            match = _EOL.search(buffer, scan)
-            if match is None:
-                scan = len(buffer)
-                break
-            if match.end() == len(buffer) and match.group() == b"\r":
-                scan = match.start()  # a CR at the end may be the first half of CRLF
+            # The next line end: memchr-speed finds, a CR only looked for before the LF.
+            lf = buffer.find(b"\n", scan)
+            cr = buffer.find(b"\r", scan, size if lf < 0 else lf)
+            if cr >= 0:
+                if cr + 1 == size:
+                    scan = cr  # a CR at the end may be the first half of CRLF
+                    break
+                eol, after = cr, cr + 2 if buffer[cr + 1] == 0x0A else cr + 1
+            elif lf >= 0:
+                eol, after = lf, lf + 1
+            else:
+                scan = size
                 break
             if self._skipping_line:
                 self._skipping_line = False
             else:
-                event = self._line(bytes(buffer[line_start : match.start()]))
+                event = self._line(buffer, line_start, eol)
                 if event is not None:
                     events.append(event)
-            line_start = scan = match.end()
+            line_start = scan = after
         del buffer[:line_start]
         self._scanned = scan - line_start
         if len(buffer) > self._line_limit:
@@ -130,7 +137,7 @@ class SSEDecoder:
 
     def _too_large(self, size: int, line: bytes) -> ServerSentEvent:
         """The event being built grew past the limit: report it and skip the rest of it."""
-        kept = self._data[:_OVERSIZED_PREFIX]
+        kept = bytearray(b"\n".join(self._data)[:_OVERSIZED_PREFIX])
         if len(kept) < _OVERSIZED_PREFIX:
             name, _, value = line.partition(b":")
             if name == b"data":
@@ -141,32 +148,43 @@ class SSEDecoder:
             self._event or "message",
             bytes(kept[:_OVERSIZED_PREFIX]),
             self._id_buffer or None,
-            len(self._data) + size,
+            self._data_size + size,
         )
-        self._data = bytearray()
+        self._data = []
+        self._data_size = 0
         self._has_data = False
         self._discarding = True
         return event
 
-    def _line(self, line: bytes) -> ServerSentEvent | None:
-        if not line:
+    def _line(self, buffer: bytearray, start: int, end: int) -> ServerSentEvent | None:
+        """Handle the line ``buffer[start:end]`` (copying only a data line's value, once)."""
+        if start == end:
             return self._dispatch()
-        if line.startswith(b":"):
+        if buffer[start] == 0x3A:  # ":" a comment
             return None
-        name, _, value = line.partition(b":")
-        if value.startswith(b" "):
-            value = value[1:]
+        colon = buffer.find(b":", start, end)
+        if colon < 0:
+            name, value_start = bytes(buffer[start:end]), end
+        else:
+            name, value_start = bytes(buffer[start:colon]), colon + 1
+            if value_start < end and buffer[value_start] == 0x20:
+                value_start += 1
         if name == b"data":
             if self._discarding:
                 return None
             separator = 1 if self._has_data else 0
-            if len(self._data) + separator + len(value) > self.max_event_size:
-                return self._too_large(separator + len(value), b"data:" + value)
-            if self._has_data:
-                self._data += b"\n"
-            self._data += value
+            length = end - value_start
+            if self._data_size + separator + length > self.max_event_size:
+                with memoryview(buffer) as view:
+                    value = bytes(view[value_start:end])
+                return self._too_large(separator + length, b"data:" + value[:_OVERSIZED_PREFIX])
+            with memoryview(buffer) as view:
+                self._data.append(bytes(view[value_start:end]))
+            self._data_size += separator + length
             self._has_data = True
-        elif name == b"event":
+            return None
+        value = bytes(buffer[value_start:end])
+        if name == b"event":
             self._event = value.decode("utf-8", "replace")
         elif name == b"id":
             if b"\0" not in value:
@@ -179,11 +197,12 @@ class SSEDecoder:
         self.last_event_id = self._id_buffer
         result: ServerSentEvent | None = None
         if self._has_data and not self._discarding:
-            result = ServerSentEvent(
-                self._event or "message", bytes(self._data), self._id_buffer or None
-            )
+            parts = self._data
+            data = parts[0] if len(parts) == 1 else b"\n".join(parts)
+            result = ServerSentEvent(self._event or "message", data, self._id_buffer or None)
         self._event = ""
-        self._data = bytearray()
+        self._data = []
+        self._data_size = 0
         self._has_data = False
         self._discarding = False
         return result
