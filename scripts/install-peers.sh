@@ -14,6 +14,8 @@
 # .peers/py-mcp-old/ holding the OLD official Python SDK mcp==1.9.3 for
 # tests/servers/old_sdk_server.py (a server that dies on `server/discover`; it cannot
 # share a virtualenv with mcp==2.3.0).
+# Likewise .peers/py-fastmcp/ from scripts/peers/py-fastmcp-requirements.txt: fastmcp with
+# fastmcp-tasks (SEP-2663 tasks, in-memory backend) for tests/servers/fastmcp_tasks_server.py.
 # Idempotent: when .peers/node/ (.peers/py-mcp-old/) already holds an install of the
 # same lock (requirements) file, a stamp file recording its sha256, it only prints
 # where things are. --force reinstalls. Override the folder with TRIO_MCP_PEERS_DIR
@@ -121,6 +123,39 @@ fi
 old_version="$("$OLD_PY" -c 'import importlib.metadata as m; print(m.version("mcp"))')" \
     || die "the old SDK virtualenv is broken: $OLD_VENV (rerun with --force)"
 
+# ---------------------------------------------------------------- fastmcp + tasks
+
+FM_REQS="$SRC/py-fastmcp-requirements.txt"
+FM_VENV="$PEERS_DIR/py-fastmcp"
+FM_PY="$FM_VENV/bin/python"
+FM_STAMP="$FM_VENV/.installed-requirements.sha256"
+
+[ -f "$FM_REQS" ] || die "missing $FM_REQS"
+fm_want="$( (cat "$FM_REQS"; "$BASE_PY" -c 'import sys; print(sys.version)') | sha256sum | cut -d' ' -f1)"
+fm_have="$(cat "$FM_STAMP" 2>/dev/null || true)"
+
+if [ "$force" -eq 0 ] && [ "$fm_want" = "$fm_have" ] && "$FM_PY" -c '' >/dev/null 2>&1; then
+    log "fastmcp already installed in $FM_VENV (requirements unchanged)"
+else
+    log "installing fastmcp[tasks] into $FM_VENV (pip, pinned requirements)"
+    rm -rf "$FM_VENV"
+    fm_args=(install -qq --disable-pip-version-check --no-input --no-deps -r "$FM_REQS")
+    if "$BASE_PY" -m venv "$FM_VENV" >/dev/null 2>&1; then
+        "$FM_PY" -m pip "${fm_args[@]}" >&2 || die "pip install failed in $FM_VENV"
+        check="$("$FM_PY" -m pip check 2>&1)" || die "pip check failed in $FM_VENV: $check"
+    else
+        rm -rf "$FM_VENV"
+        "$BASE_PY" -m venv --without-pip "$FM_VENV" >&2 || die "cannot create a virtualenv with $BASE_PY"
+        "$BASE_PY" -m pip --python "$FM_PY" "${fm_args[@]}" >&2 \
+            || die "pip install failed in $FM_VENV (needs pip >= 22.3 for --python)"
+        check="$("$BASE_PY" -m pip --python "$FM_PY" check 2>&1)" || die "pip check failed in $FM_VENV: $check"
+    fi
+    echo "$fm_want" >"$FM_STAMP"
+fi
+
+fm_version="$("$FM_PY" -c 'import importlib.metadata as m; print(m.version("fastmcp-tasks"))')" \
+    || die "the fastmcp virtualenv is broken: $FM_VENV (rerun with --force)"
+
 echo "PEERS_DIR=$DEST"
 echo "SERVER_EVERYTHING=$EVERYTHING_JS"
 echo "SERVER_EVERYTHING_VERSION=$ev_version"
@@ -128,3 +163,5 @@ echo "NODE=$(command -v node) ($(node --version))"
 echo "NODE22=$NODE22${node22_version:+ ($node22_version)}"
 echo "OLD_SDK_PYTHON=$OLD_PY"
 echo "OLD_SDK_VERSION=$old_version"
+echo "FASTMCP_PYTHON=$FM_PY"
+echo "FASTMCP_TASKS_VERSION=$fm_version"

@@ -17,6 +17,13 @@ Peers:
   Transports: ``stdio``, ``http`` (``/mcp/``), ``sse``.
 * ``tests/servers/silent_legacy_server.py``, plain Python (no SDK): a legacy stdio
   server that never answers unknown methods.
+* ``tests/servers/fastmcp_tasks_server.py``, built with fastmcp and ``fastmcp-tasks``
+  (SEP-2663 tasks, protocol 2026-07-28, in-memory backend: no Redis), in its own
+  virtualenv ``.peers/py-fastmcp/`` (``scripts/install-peers.sh`` makes it). stdio.
+* ``oidc-provider`` (npm, a certified OpenID provider) run with
+  ``tests/servers/oidc_provider.mjs``, and ``tests/servers/auth_sdk_server.py``, the SDK's
+  server protected by a JWT ``TokenVerifier``: the OAuth interop peers
+  (``open_oidc_provider``, ``open_auth_sdk_server``).
 
 The two fixture servers of our own log what they receive when env
 ``TRIO_MCP_METHODS_LOG`` names a file (``start <pid>`` per process, then one method
@@ -77,6 +84,10 @@ OLD_SDK_VENV = PEERS_ROOT / "py-mcp-old"
 OLD_SDK_PYTHON = OLD_SDK_VENV / ("Scripts/python.exe" if sys.platform == "win32" else "bin/python")
 OLD_SDK_VERSION = "1.9.3"
 OLD_SDK_SERVER = SERVERS_DIR / "old_sdk_server.py"
+FASTMCP_VENV = PEERS_ROOT / "py-fastmcp"
+"""The virtualenv with fastmcp and fastmcp-tasks (SEP-2663 tasks), apart from ours."""
+FASTMCP_PYTHON = FASTMCP_VENV / ("Scripts/python.exe" if sys.platform == "win32" else "bin/python")
+FASTMCP_TASKS_SERVER = SERVERS_DIR / "fastmcp_tasks_server.py"
 SILENT_LEGACY_SERVER = SERVERS_DIR / "silent_legacy_server.py"
 METHODS_LOG_ENV = "TRIO_MCP_METHODS_LOG"
 """Env var naming the file where our fixture servers append the methods they receive."""
@@ -166,6 +177,15 @@ def skip_unless_old_sdk() -> None:
     if not old_sdk_installed():
         _skip_or_fail(
             f"the old SDK (mcp=={OLD_SDK_VERSION}) is not installed at {OLD_SDK_VENV}: "
+            "run `bash scripts/install-peers.sh`"
+        )
+
+
+def skip_unless_fastmcp() -> None:
+    """Skip unless the fastmcp virtualenv (``fastmcp-tasks``) exists; fail under ``CI=true``."""
+    if not FASTMCP_PYTHON.is_file():
+        _skip_or_fail(
+            f"fastmcp with fastmcp-tasks is not installed at {FASTMCP_VENV}: "
             "run `bash scripts/install-peers.sh`"
         )
 
@@ -273,6 +293,11 @@ old_sdk_server_env = methods_log_env
 """Environment for the old SDK server (``methods_log``: where it logs what it receives)."""
 silent_legacy_env = methods_log_env
 """Environment for the silent legacy server (``methods_log``: as above)."""
+
+
+def fastmcp_tasks_argv() -> list[str]:
+    """Command line that runs ``tests/servers/fastmcp_tasks_server.py`` (stdio, 2026-07-28)."""
+    return [str(FASTMCP_PYTHON), str(FASTMCP_TASKS_SERVER)]
 
 
 def silent_legacy_argv() -> list[str]:
@@ -717,3 +742,77 @@ def first_sse_data(body: str) -> dict[str, Any]:
             result: dict[str, Any] = json.loads(data)
             return result
     raise ValueError(f"no data event in SSE body: {body[:200]!r}")
+
+
+# ------------------------------------------------------------------- OAuth peers
+
+OIDC_PROVIDER_DIR = NODE_MODULES / "oidc-provider"
+OIDC_PROVIDER_MODULE = OIDC_PROVIDER_DIR / "lib" / "index.js"
+OIDC_PROVIDER_JS = SERVERS_DIR / "oidc_provider.mjs"
+"""Our configuration of ``oidc-provider`` (DCR, client credentials, PKCE, refresh, RFC 8707
+JWT access tokens, device flow, DPoP); see the script's header."""
+AUTH_SDK_SERVER = SERVERS_DIR / "auth_sdk_server.py"
+"""The SDK's MCP server protected by a JWT ``TokenVerifier`` (``--issuer``, ``--resource``)."""
+OIDC_SVC_CLIENT = ("svc", "svc-secret")
+"""The confidential client pre-registered in ``oidc_provider.mjs`` (client credentials)."""
+
+
+def oidc_provider_version() -> str:
+    """The installed oidc-provider version (from its package.json)."""
+    data = json.loads((OIDC_PROVIDER_DIR / "package.json").read_text(encoding="utf-8"))
+    return str(data["version"])
+
+
+def skip_unless_oidc_provider() -> None:
+    """Skip unless oidc-provider, a Node >= 22 and the SDK are there; fail under ``CI=true``."""
+    skip_unless_sdk()
+    if not OIDC_PROVIDER_MODULE.is_file():
+        _skip_or_fail(f"oidc-provider not installed at {OIDC_PROVIDER_DIR}: {INSTALL_HINT}")
+    if not NODE22.is_file() and node_executable() is None:
+        _skip_or_fail("interop peers: no node to run oidc-provider")
+
+
+def open_oidc_provider(
+    *, issuer: str | None = None, access_token_ttl: int = 300
+) -> AbstractAsyncContextManager[HttpPeer]:
+    """``open_http_peer`` for oidc-provider on 127.0.0.1 (its ``url`` is the issuer).
+
+    Args:
+        issuer: Announce this issuer instead of ``http://127.0.0.1:<port>`` (``{port}`` is
+            replaced by the port): an authorization server whose metadata names another
+            issuer than the one it is reached at.
+        access_token_ttl: Access token lifetime in seconds.
+    """
+    node = str(NODE22) if NODE22.is_file() else (node_executable() or "node")
+
+    def launch(port: int) -> tuple[list[str], dict[str, str]]:
+        env = _base_env()
+        env.update(
+            OIDC_PROVIDER_MODULE=str(OIDC_PROVIDER_MODULE),
+            PORT=str(port),
+            ACCESS_TOKEN_TTL=str(access_token_ttl),
+        )
+        if issuer is not None:
+            env["ISSUER"] = issuer.replace("{port}", str(port))
+        return [node, str(OIDC_PROVIDER_JS)], env
+
+    return open_http_peer(launch, path="")
+
+
+def open_auth_sdk_server(
+    issuer: str, *, resource: str | None = None
+) -> AbstractAsyncContextManager[HttpPeer]:
+    """``open_http_peer`` for the protected SDK server (``/mcp``) trusting ``issuer``.
+
+    Args:
+        issuer: The authorization server it names and whose tokens it accepts.
+        resource: Announce this resource instead of its own URL (``{port}`` is replaced).
+    """
+
+    def launch(port: int) -> tuple[list[str], dict[str, str]]:
+        argv = [sys.executable, str(AUTH_SDK_SERVER), "--port", str(port), "--issuer", issuer]
+        if resource is not None:
+            argv += ["--resource", resource.replace("{port}", str(port))]
+        return argv, sdk_server_env()
+
+    return open_http_peer(launch, path="/mcp")

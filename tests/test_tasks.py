@@ -258,3 +258,132 @@ async def test_legacy_failed_and_cancelled_tasks(autojump_clock: Any) -> None:
         with pytest.raises(trio.TooSlowError):
             await session.call_tool("endless", timeout=5)
     assert server.tasks["task-2"].cancel_requested
+
+
+# -- the blocking and asyncio handles --------------------------------------------------------
+
+
+def staged_server() -> MockServer:
+    server = MockServer()
+    server.task_poll_interval_ms = 10
+
+    @server.tool(task="required")
+    async def staged(ctx: ToolContext) -> str:
+        assert ctx.task is not None
+        await trio.sleep(0.05)
+        ctx.task.set_status("working", "half way")
+        await trio.sleep(0.05)
+        return "finished"
+
+    @server.tool(task="required")
+    async def forever(ctx: ToolContext) -> str:
+        await trio.sleep_forever()
+        return "never"
+
+    return server
+
+
+def test_blocking_task_handle() -> None:
+    server = staged_server()
+    with trio_mcp.open_blocking_session(server, tasks=True) as session:
+        with session.start_tool_task("staged") as task:
+            assert isinstance(task, trio_mcp.BlockingToolTask)
+            assert task.task_id == "task-1"
+            assert task.state is not None and task.state.status == "working"
+            state = task.wait_for_change(timeout=10)
+            assert state is not None and state.status_message == "half way"
+            assert text(task.result(timeout=10)) == "finished"
+        assert not server.tasks["task-1"].cancel_requested
+        with session.start_tool_task("forever") as task:
+            polled = task.poll(timeout=10)
+            assert polled is not None and polled.status == "working"
+            with pytest.raises(trio.TooSlowError):
+                task.result(timeout=0.05)  # the wait ends; the task runs on
+            assert not server.tasks["task-2"].cancel_requested
+        assert server.tasks["task-2"].cancel_requested  # leaving the block cancels it
+        with session.start_tool_task("forever") as task:
+            task.cancel()
+            assert task.state is not None and task.state.status == "cancelled"
+            assert server.tasks["task-3"].cancel_requested
+            with pytest.raises(trio_mcp.TaskCancelledError):
+                task.result()
+
+
+def test_asyncio_task_handle() -> None:
+    import asyncio
+
+    server = staged_server()
+
+    async def main() -> None:
+        async with trio_mcp.open_asyncio_session(server, tasks=True) as session:
+            async with session.start_tool_task("staged") as task:
+                assert isinstance(task, trio_mcp.AsyncioToolTask)
+                assert task.task_id == "task-1"
+                state = await task.wait_for_change()
+                assert state is not None and state.status_message == "half way"
+                assert text(await task.result()) == "finished"
+            async with session.start_tool_task("forever") as task:
+                polled = await task.poll()
+                assert polled is not None and polled.status == "working"
+                with pytest.raises(asyncio.TimeoutError):
+                    await asyncio.wait_for(task.result(), 0.05)
+                assert not server.tasks["task-2"].cancel_requested
+            assert server.tasks["task-2"].cancel_requested
+            async with session.start_tool_task("forever") as task:
+                await task.cancel()
+                assert task.state is not None and task.state.status == "cancelled"
+                with pytest.raises(trio_mcp.TaskCancelledError):
+                    await task.result()
+
+    asyncio.run(main())
+
+
+# -- the client as task receiver (2025-11-25, server-side tasks/* of the client) ------------
+
+
+async def test_task_receiver_serves_get_result_list_and_cancel(autojump_clock: Any) -> None:
+    import msgspec
+
+    from trio_mcp._handlers import HandlerError
+    from trio_mcp._tasks import TaskReceiver
+
+    async def handle(method: str, params: Any, ctx: Any) -> Any:
+        await trio.sleep(2)
+        return {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"}
+
+    def raw(body: Any) -> msgspec.Raw:
+        return msgspec.Raw(msgspec.json.encode(body))
+
+    async with trio.open_nursery() as nursery:
+        receiver = TaskReceiver(nursery, handle, lambda method: method != "roots/list")
+        assert receiver.capabilities()["tasks"]["requests"] == {
+            "sampling": {"createMessage": {}},
+            "elicitation": {"create": {}},
+        }
+        params = raw({"messages": [], "maxTokens": 5, "task": {"ttl": 60000}})
+        task = receiver.wants_task("sampling/createMessage", params)
+        assert task == {"ttl": 60000}
+        assert receiver.wants_task("sampling/createMessage", raw({"maxTokens": 5})) is None
+        created = receiver.create("sampling/createMessage", params, None, task)
+        task_id = created["task"]["taskId"]
+        assert created["task"]["status"] == "working" and created["task"]["ttl"] == 60000
+        result = await receiver.serve("tasks/result", raw({"taskId": task_id}))  # blocks
+        assert trio.current_time() == 2.0
+        assert result["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": task_id}
+        got = await receiver.serve("tasks/get", raw({"taskId": task_id}))
+        assert got["status"] == "completed"
+        with pytest.raises(HandlerError) as caught:
+            await receiver.serve("tasks/cancel", raw({"taskId": task_id}))
+        assert caught.value.code == -32602  # already ended
+        second = receiver.create("sampling/createMessage", params, None, task)["task"]["taskId"]
+        cancelled = await receiver.serve("tasks/cancel", raw({"taskId": second}))
+        assert cancelled["status"] == "cancelled"
+        listed = await receiver.serve("tasks/list", raw({}))
+        assert [entry["status"] for entry in listed["tasks"]] == ["completed", "cancelled"]
+        with pytest.raises(HandlerError):
+            await receiver.serve("tasks/result", raw({"taskId": second}))
+        await trio.sleep(61)  # past the ttl the ended tasks are dropped
+        with pytest.raises(HandlerError) as caught:
+            await receiver.serve("tasks/get", raw({"taskId": task_id}))
+        assert caught.value.code == -32602
+        assert (await receiver.serve("tasks/list", raw({})))["tasks"] == []

@@ -44,3 +44,28 @@ def test_import_does_not_load_opentelemetry() -> None:
     code = "import sys, trio_mcp; print('opentelemetry' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+async def test_no_provider_and_no_span_means_no_tracing_at_all(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With only the API installed and nothing to propagate, requests skip tracing entirely."""
+    from trio_mcp import _tracing
+
+    def refuse(*args: object) -> object:
+        raise AssertionError("traced() was entered")
+
+    monkeypatch.setattr(_tracing, "traced", refuse)
+    server = MockServer()
+
+    @server.tool
+    async def echo(ctx: object, text: str) -> str:
+        return text
+
+    assert not _tracing.active()
+    async with trio_mcp.open_mcp_session(server) as session:
+        await session.call_tool("echo", {"text": "hi"})
+        with trace.use_span(parent()):  # type: ignore[arg-type]
+            assert _tracing.active()
+    call = next(m for m in server.received if m.get("method") == "tools/call")
+    assert "traceparent" not in (call.get("params") or {}).get("_meta", {})

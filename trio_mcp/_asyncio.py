@@ -37,7 +37,7 @@ from ._transports._base import Transport
 if TYPE_CHECKING:
     from ._catalogue import Catalogue
 
-__all__ = ["AsyncioNotifications", "AsyncioSession", "open_asyncio_session"]
+__all__ = ["AsyncioNotifications", "AsyncioSession", "AsyncioToolTask", "open_asyncio_session"]
 
 logger = logging.getLogger("trio_mcp")
 
@@ -252,6 +252,73 @@ class AsyncioNotifications:
             return await self.receive()
         except trio.EndOfChannel:
             raise StopAsyncIteration from None
+
+
+class AsyncioToolTask:
+    """A tool call running as a server task, for asyncio (:meth:`AsyncioSession.start_tool_task`).
+
+    The asyncio twin of :class:`ToolTask`: its coroutines run the work in the guest Trio
+    run and are awaited by asyncio, so ``asyncio.timeout`` and task cancellation bound
+    them (the task keeps running on the server until the ``async with`` block is left or
+    :meth:`cancel` is awaited). Use it only inside its ``async with`` block.
+    """
+
+    def __init__(self, bridge: _Bridge, task: ToolTask) -> None:
+        self._bridge = bridge
+        self._task = task
+
+    @property
+    def task_id(self) -> str | None:
+        """The server's task id; ``None`` when the server answered at once, without a task."""
+        return self._task.task_id
+
+    @property
+    def state(self) -> TaskState | None:
+        """What the server last said about the task (``None`` without a task)."""
+        return self._task.state
+
+    async def poll(self) -> TaskState | None:
+        """Ask the server for the task's state now (one ``tasks/get``).
+
+        Returns:
+            The new :class:`TaskState` (``None`` without a task).
+
+        Raises:
+            TaskLostError: The server no longer knows the task.
+        """
+        return await self._bridge.call(self._task.poll)
+
+    async def wait_for_change(self) -> TaskState | None:
+        """Poll at the server's interval until the status (or status message) changes.
+
+        Returns:
+            The new :class:`TaskState` (``None`` without a task).
+
+        Raises:
+            TaskLostError: The server no longer knows the task.
+        """
+        return await self._bridge.call(self._task.wait_for_change)
+
+    async def result(self) -> t.CallToolResult:
+        """Wait for the task to end, answering its input requests, and return its result.
+
+        Returns:
+            The tool's :class:`CallToolResult`.
+
+        Raises:
+            TaskFailedError: The task failed.
+            TaskCancelledError: The task was cancelled.
+            TaskLostError: The server forgot the task.
+        """
+        return await self._bridge.call(self._task.result)
+
+    async def cancel(self) -> None:
+        """Cancel the task on the server now (``tasks/cancel``).
+
+        Raises:
+            ServerError: The server refused (the task had already ended, ...).
+        """
+        await self._bridge.call(self._task.cancel)
 
 
 class _NoPublicConstructor(type):
@@ -647,12 +714,12 @@ class AsyncioSession(SessionView, metaclass=_NoPublicConstructor):
         *,
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
-    ) -> AbstractAsyncContextManager[ToolTask]:
+    ) -> AbstractAsyncContextManager[AsyncioToolTask]:
         """Call a tool and hold the server task it becomes (see ``docs/tasks.md``).
 
-        The :class:`ToolTask` lives in the guest Trio run: read ``task_id`` and ``state``
-        from asyncio code (its methods are Trio coroutines); leaving the block cancels an
-        unfinished task. To just wait for the result, :meth:`call_tool` drives tasks.
+        Yields an :class:`AsyncioToolTask` whose coroutines asyncio awaits; leaving the
+        block cancels an unfinished task on the server (``tasks/cancel``). To just wait
+        for the result, :meth:`call_tool` drives tasks.
 
         Args:
             name: The tool's name.
@@ -661,13 +728,14 @@ class AsyncioSession(SessionView, metaclass=_NoPublicConstructor):
             on_progress: Called (or awaited by asyncio) with each progress notification.
 
         Returns:
-            An async context manager yielding the :class:`ToolTask`.
+            An async context manager yielding the :class:`AsyncioToolTask`.
         """
         session = self._session
         progress = self._callback(on_progress)
+        bridge = self._bridge
         return self._hold(
             lambda: session.start_tool_task(name, arguments, timeout=timeout, on_progress=progress),
-            _same,
+            lambda task: AsyncioToolTask(bridge, task),
         )
 
     async def list_tasks(self, *, timeout: float | None = None) -> list[TaskState]:

@@ -42,7 +42,7 @@ from ._transports._base import Transport
 if TYPE_CHECKING:
     from ._catalogue import Catalogue
 
-__all__ = ["BlockingNotifications", "BlockingSession", "open_blocking_session"]
+__all__ = ["BlockingNotifications", "BlockingSession", "BlockingToolTask", "open_blocking_session"]
 
 logger = logging.getLogger("trio_mcp")
 
@@ -270,6 +270,97 @@ class BlockingNotifications:
                 yield self.receive()
             except trio.EndOfChannel:
                 return
+
+
+class BlockingToolTask:
+    """A tool call running as a server task, for threads (:meth:`BlockingSession.start_tool_task`).
+
+    The blocking twin of :class:`ToolTask`: every method blocks the calling thread while
+    the session's Trio thread does the work, and Ctrl-C cancels the wait (the task on
+    the server is cancelled when the ``with`` block is left, as in Trio). Use it only
+    inside its ``with`` block.
+    """
+
+    def __init__(self, runner: _Runner, task: ToolTask) -> None:
+        self._runner = runner
+        self._task = task
+
+    @property
+    def task_id(self) -> str | None:
+        """The server's task id; ``None`` when the server answered at once, without a task."""
+        return self._task.task_id
+
+    @property
+    def state(self) -> TaskState | None:
+        """What the server last said about the task (``None`` without a task)."""
+        return self._task.state
+
+    def poll(self, *, timeout: float | None = None) -> TaskState | None:
+        """Ask the server for the task's state now (one ``tasks/get``).
+
+        Args:
+            timeout: Seconds before :class:`trio.TooSlowError`; None waits as long as needed.
+
+        Returns:
+            The new :class:`TaskState` (``None`` without a task).
+
+        Raises:
+            TaskLostError: The server no longer knows the task.
+        """
+        return self._runner.call("poll()", _bounded(self._task.poll, timeout))
+
+    def wait_for_change(self, *, timeout: float | None = None) -> TaskState | None:
+        """Poll at the server's interval until the status (or status message) changes.
+
+        Args:
+            timeout: Seconds before :class:`trio.TooSlowError` (the task keeps running).
+
+        Returns:
+            The new :class:`TaskState` (``None`` without a task).
+
+        Raises:
+            TaskLostError: The server no longer knows the task.
+            trio.TooSlowError: The timeout expired.
+        """
+        return self._runner.call("wait_for_change()", _bounded(self._task.wait_for_change, timeout))
+
+    def result(self, *, timeout: float | None = None) -> t.CallToolResult:
+        """Wait for the task to end, answering its input requests, and return its result.
+
+        Args:
+            timeout: Seconds before :class:`trio.TooSlowError`. The task keeps running on the
+                server until the ``with`` block is left or :meth:`cancel` is called.
+
+        Returns:
+            The tool's :class:`CallToolResult`.
+
+        Raises:
+            TaskFailedError: The task failed.
+            TaskCancelledError: The task was cancelled.
+            TaskLostError: The server forgot the task.
+            trio.TooSlowError: The timeout expired.
+        """
+        return self._runner.call("result()", _bounded(self._task.result, timeout))
+
+    def cancel(self) -> None:
+        """Cancel the task on the server now (``tasks/cancel``).
+
+        Raises:
+            ServerError: The server refused (the task had already ended, ...).
+        """
+        self._runner.call("cancel()", self._task.cancel)
+
+
+def _bounded(func: Callable[[], Awaitable[R]], timeout: float | None) -> Callable[[], Awaitable[R]]:
+    """``func`` under ``trio.fail_after(timeout)`` (unbounded when ``timeout`` is None)."""
+    if timeout is None:
+        return func
+
+    async def bounded() -> R:
+        with trio.fail_after(timeout):
+            return await func()
+
+    return bounded
 
 
 class _NoPublicConstructor(type):
@@ -692,11 +783,11 @@ class BlockingSession(SessionView, metaclass=_NoPublicConstructor):
         *,
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
-    ) -> AbstractContextManager[ToolTask]:
+    ) -> AbstractContextManager[BlockingToolTask]:
         """Call a tool and hold the server task it becomes (see ``docs/tasks.md``).
 
-        The :class:`ToolTask` lives on the session's Trio thread: read ``task_id`` and
-        ``state`` from yours; leaving the ``with`` block cancels an unfinished task. To
+        Yields a :class:`BlockingToolTask` whose methods block this thread; leaving the
+        ``with`` block cancels an unfinished task on the server (``tasks/cancel``). To
         just wait for the result, :meth:`call_tool` drives tasks by itself.
 
         Args:
@@ -706,14 +797,15 @@ class BlockingSession(SessionView, metaclass=_NoPublicConstructor):
             on_progress: Called with each progress notification (in a worker thread).
 
         Returns:
-            A context manager yielding the :class:`ToolTask`.
+            A context manager yielding the :class:`BlockingToolTask`.
         """
         session = self._session
         progress = _progress(on_progress)
+        runner = self._runner
         return self._hold(
             "start_tool_task()",
             lambda: session.start_tool_task(name, arguments, timeout=timeout, on_progress=progress),
-            _same,
+            lambda task: BlockingToolTask(runner, task),
         )
 
     def list_tasks(self, *, timeout: float | None = None) -> list[TaskState]:

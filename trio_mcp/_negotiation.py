@@ -39,7 +39,7 @@ from ._exceptions import (
 )
 from ._jsonrpc import decode_payload
 from ._rpc import PendingCall, RPCConnection
-from ._tasks import TASKS_EXTENSION
+from ._tasks import TASKS_EXTENSION, TaskReceiver
 
 if TYPE_CHECKING:
     from ._handlers import ServerRequestHandlers
@@ -76,6 +76,7 @@ class EraNegotiation:
     _handlers: ServerRequestHandlers
     _client_info: t.Implementation
     _extensions: dict[str, dict[str, Any]]
+    _receiver: TaskReceiver | None
     _era: Era | None
     _protocol_version: str | None
     _server_info: t.Implementation | None
@@ -312,6 +313,9 @@ class EraNegotiation:
     def _capabilities(self, *, legacy: bool = False) -> dict[str, Any]:
         """The client capabilities, with ``extensions`` (the tasks one is modern only)."""
         caps: dict[str, Any] = self._handlers.capabilities()
+        receiver = self._receiver
+        if legacy and receiver is not None:  # 2025-11-25: task-augmented server requests
+            caps = {**caps, **receiver.capabilities()}
         extensions = {
             name: settings
             for name, settings in self._extensions.items()

@@ -29,6 +29,7 @@ import msgspec
 import trio
 from msgspec import UNSET, UnsetType
 
+from . import _tracing
 from . import _types as t
 
 if sys.version_info < (3, 11):  # pragma: no cover
@@ -64,7 +65,15 @@ if TYPE_CHECKING:
     from ._catalogue import Catalogue
 from ._negotiation import EraNegotiation
 from ._rpc import RPCConnection
-from ._tasks import TASKS_EXTENSION, TaskDriver, TaskState, ToolTask, decode_task
+from ._tasks import (
+    RECEIVER_METHODS,
+    TASKS_EXTENSION,
+    TaskDriver,
+    TaskReceiver,
+    TaskState,
+    ToolTask,
+    decode_task,
+)
 from ._transports._base import Transport
 from ._validation import CompiledSchema, OutputValidation, compile_schema, decode_structured
 
@@ -279,13 +288,17 @@ class ClientSession(EraNegotiation, metaclass=_NoPublicConstructor):
             name="trio-mcp", version=_version()
         )
         self._handlers = handlers
+        # 2025-11-25: task-augmented sampling/elicitation from the server (tasks=True)
+        self._receiver: TaskReceiver | None = None
+        if options.tasks:
+            self._receiver = TaskReceiver(nursery, handlers.handle, handlers.can_handle)
         self._era_cache = options.era_cache if options.era_cache is not None else era_cache
         self._rpc = RPCConnection(
             transport,
             nursery,
             on_notification=self._on_notification,
             handle_request=self._handle_request,
-            can_handle=handlers.can_handle,
+            can_handle=self._can_handle,
             on_failure=self._on_failure,
             batches_allowed=lambda: self._protocol_version in _BATCH_VERSIONS,
             cancel_notice_timeout=options.cancel_notice_timeout,
@@ -397,12 +410,14 @@ class ClientSession(EraNegotiation, metaclass=_NoPublicConstructor):
         A task the server makes of a ``tools/call`` is driven to its end within that
         timeout, unless ``keep_task`` asks for the task itself.
         """
-        from ._tracing import traced
-
-        with traced(method, name, params) as params:
-            return await self._timed(
-                method, params, timeout, on_progress, name, headers, idempotent, keep_task
-            )
+        if _tracing.active():
+            with _tracing.traced(method, name, params) as params:
+                return await self._timed(
+                    method, params, timeout, on_progress, name, headers, idempotent, keep_task
+                )
+        return await self._timed(
+            method, params, timeout, on_progress, name, headers, idempotent, keep_task
+        )
 
     async def _timed(
         self,
@@ -648,7 +663,21 @@ class ClientSession(EraNegotiation, metaclass=_NoPublicConstructor):
                 meta = cast("dict[str, Any]", found)
         return RequestContext(self, method, request_id, name, meta)
 
+    def _can_handle(self, method: str) -> bool:
+        if method in RECEIVER_METHODS:
+            return self._receiver is not None
+        return self._handlers.can_handle(method)
+
     async def _handle_request(self, request_id: RequestId, method: str, params: msgspec.Raw) -> Any:
+        receiver = self._receiver
+        if receiver is not None:
+            if method in RECEIVER_METHODS:
+                return await receiver.serve(method, params)
+            task = receiver.wants_task(method, params)
+            if task is not None:
+                await trio.lowlevel.checkpoint()
+                ctx = self._context(method, request_id, params)
+                return receiver.create(method, params, ctx, task)
         return await self._handlers.handle(
             method, params, self._context(method, request_id, params)
         )
@@ -1203,8 +1232,11 @@ class ClientSession(EraNegotiation, metaclass=_NoPublicConstructor):
 
         kept: list[t.Tool] = []
         self._tool_wire = {}
+        if b"x-mcp-header" not in msgspec.json.encode([tool.input_schema for tool in tools]):
+            return tools  # nothing to check (one encode costs far less than the walk)
         for tool in tools:
-            wire: dict[str, Any] = t.to_builtins(tool)
+            # what the header rules read (not the whole tool: no to_builtins per listing)
+            wire: dict[str, Any] = {"name": tool.name, "inputSchema": tool.input_schema}
             reason = validate_tool_headers(wire)
             if reason is None:
                 kept.append(tool)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final, cast
 
 import msgspec
@@ -334,7 +334,7 @@ class TaskDriver:
         try:
             self.state = decode_task(body or {}, "result of tasks/cancel")
         except ProtocolError:  # SEP-2663 answers a bare acknowledgement
-            self.state = TaskState(self.task_id, "cancelled", self.state.status_message)
+            self.state = replace(self.state, status="cancelled")
 
     async def cancel_quietly(self) -> None:
         """``tasks/cancel`` from a shielded, bounded scope; never raises (for cleanup)."""
@@ -457,3 +457,191 @@ class ToolTask:
     async def _close(self) -> None:
         if self._driver is not None and self._result is None:
             await self._driver.cancel_quietly()
+
+
+# -- the client as task receiver (2025-11-25) -------------------------------------------------
+
+RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
+RECEIVER_METHODS: Final = frozenset({"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"})
+RECEIVABLE: Final = {"sampling/createMessage": ("sampling", "createMessage"),
+                     "elicitation/create": ("elicitation", "create")}  # fmt: skip
+#: The most tasks the client keeps for a server at once (ended ones are dropped first).
+MAX_RECEIVED_TASKS: Final = 64
+#: How long an ended task is kept when the server asked for no ``ttl`` (seconds).
+DEFAULT_RECEIVED_TTL: Final = 300.0
+_INVALID_PARAMS: Final = -32602
+_INTERNAL_ERROR: Final = -32603
+
+
+def _now_iso() -> str:
+    import datetime
+
+    return datetime.datetime.now(datetime.timezone.utc).isoformat()
+
+
+@dataclass(eq=False)
+class _Received:
+    task_id: str
+    created_at: str
+    ttl_ms: int | None
+    last_updated_at: str = ""
+    status: str = "working"
+    status_message: str | None = None
+    result: Any = None
+    error: tuple[int, str, Any] | None = None
+    ended_at: float | None = None
+    done: trio.Event = field(default_factory=trio.Event)
+    scope: trio.CancelScope = field(default_factory=trio.CancelScope)
+
+    def end(self, status: str, message: str | None = None) -> None:
+        if self.status in TERMINAL_STATUSES:
+            return
+        self.status, self.status_message = status, message
+        self.last_updated_at = _now_iso()
+        self.ended_at = trio.current_time()
+        self.done.set()
+
+    def wire(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "taskId": self.task_id,
+            "status": self.status,
+            "createdAt": self.created_at,
+            "lastUpdatedAt": self.last_updated_at or self.created_at,
+            "ttl": self.ttl_ms,
+            "pollInterval": 100,
+        }
+        if self.status_message is not None:
+            body["statusMessage"] = self.status_message
+        return body
+
+
+class TaskReceiver:
+    """The client's side of task-augmented server requests (2025-11-25, internal).
+
+    A legacy server that sees ``tasks.requests.sampling.createMessage`` (or
+    ``elicitation.create``) in the client's capabilities may send those requests with a
+    ``task`` param: the client answers at once with a ``CreateTaskResult``, runs the
+    handler as a task of the session's nursery, and serves ``tasks/get``,
+    ``tasks/result``, ``tasks/list`` and ``tasks/cancel``. At most
+    :data:`MAX_RECEIVED_TASKS` are kept; ended ones go after their ``ttl``.
+    """
+
+    def __init__(
+        self,
+        nursery: trio.Nursery,
+        handle: Callable[[str, msgspec.Raw, Any], Awaitable[Any]],
+        can_handle: Callable[[str], bool],
+    ) -> None:
+        self._nursery = nursery
+        self._handle = handle
+        self._can_handle = can_handle
+        self._tasks: dict[str, _Received] = {}
+        self._counter = 0
+
+    def capabilities(self) -> dict[str, Any]:
+        """The ``tasks`` client capability, for the request kinds a handler serves."""
+        requests: dict[str, Any] = {}
+        for method, (group, name) in RECEIVABLE.items():
+            if self._can_handle(method):
+                requests.setdefault(group, {})[name] = {}
+        if not requests:
+            return {}
+        return {"tasks": {"list": {}, "cancel": {}, "requests": requests}}
+
+    def wants_task(self, method: str, params: msgspec.Raw) -> dict[str, Any] | None:
+        """The ``task`` param of a receivable request, or ``None`` for a plain request."""
+        if method not in RECEIVABLE or not self._can_handle(method):
+            return None
+        try:
+            body = _as_dict(decode_json(params, "params"))
+        except ProtocolError:
+            return None
+        return None if body is None else _as_dict(body.get("task"))
+
+    def _purge(self) -> None:
+        now = trio.current_time()
+        for task in list(self._tasks.values()):
+            if task.ended_at is None:
+                continue
+            ttl = DEFAULT_RECEIVED_TTL if task.ttl_ms is None else task.ttl_ms / 1000
+            if now - task.ended_at >= ttl:
+                del self._tasks[task.task_id]
+
+    def create(self, method: str, params: msgspec.Raw, ctx: Any, task: Mapping[str, Any]) -> Any:
+        """Accept a task-augmented request: start its handler, answer ``CreateTaskResult``."""
+        from ._handlers import HandlerError
+
+        self._purge()
+        if len(self._tasks) >= MAX_RECEIVED_TASKS:
+            raise HandlerError(
+                _INTERNAL_ERROR, f"the client already runs {MAX_RECEIVED_TASKS} tasks"
+            )
+        ttl: object = task.get("ttl")
+        ttl_ms = ttl if isinstance(ttl, int) and not isinstance(ttl, bool) and ttl >= 0 else None
+        self._counter += 1
+        received = _Received(f"client-task-{self._counter}", _now_iso(), ttl_ms)
+        self._tasks[received.task_id] = received
+        self._nursery.start_soon(self._run, received, method, params, ctx)
+        return {"task": received.wire()}
+
+    async def _run(self, task: _Received, method: str, params: msgspec.Raw, ctx: Any) -> None:
+        from ._handlers import HandlerError
+
+        try:
+            with task.scope:
+                try:
+                    result = await self._handle(method, params, ctx)
+                except HandlerError as exc:
+                    task.error = (exc.code, exc.message, exc.data)
+                    task.end("failed", exc.message)
+                else:
+                    task.result = result
+                    task.end("completed")
+        finally:
+            task.end("cancelled", "the client stopped the task")
+
+    def _find(self, params: msgspec.Raw) -> _Received:
+        from ._handlers import HandlerError
+
+        self._purge()
+        body = _as_dict(decode_json(params, "params", empty=b"{}")) or {}
+        task = self._tasks.get(str(body.get("taskId")))
+        if task is None:
+            raise HandlerError(_INVALID_PARAMS, f"no task {body.get('taskId')!r}")
+        return task
+
+    async def serve(self, method: str, params: msgspec.Raw) -> Any:
+        """Answer the server's ``tasks/*`` request.
+
+        Raises:
+            HandlerError: An unknown task (``-32602``), or the task's own error
+                (``tasks/result`` of a failed task).
+        """
+        from ._handlers import HandlerError
+
+        await trio.lowlevel.checkpoint()
+        if method == "tasks/list":
+            self._purge()
+            return {"tasks": [task.wire() for task in self._tasks.values()]}
+        task = self._find(params)
+        if method == "tasks/get":
+            return task.wire()
+        if method == "tasks/cancel":
+            if task.status in TERMINAL_STATUSES:
+                raise HandlerError(_INVALID_PARAMS, f"task {task.task_id} already {task.status}")
+            task.end("cancelled", "cancelled by the server")
+            task.scope.cancel()
+            return task.wire()
+        await task.done.wait()  # tasks/result blocks until the task has ended
+        if task.error is not None:
+            raise HandlerError(*task.error)
+        if task.status == "cancelled":
+            raise HandlerError(_INTERNAL_ERROR, f"task {task.task_id} was cancelled")
+        result: dict[str, Any] = dict(_as_dict(task.result) or {})
+        given: object = result.get("_meta")
+        meta: dict[str, Any] = (
+            dict(cast("dict[str, Any]", given)) if isinstance(given, dict) else {}
+        )
+        meta[RELATED_TASK] = {"taskId": task.task_id}
+        result["_meta"] = meta
+        return result

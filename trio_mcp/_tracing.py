@@ -1,8 +1,11 @@
 """OpenTelemetry client spans with W3C trace context in ``_meta`` (SEP-414).
 
 Active only when ``opentelemetry-api`` is installed (the ``otel`` extra); it is imported on
-the first request, never by ``import trio_mcp``. Without an OpenTelemetry SDK configured
-the API's no-op tracer costs next to nothing and puts nothing on the wire.
+the first request, never by ``import trio_mcp``. A request is traced only when there is
+something to record or propagate (:func:`active`): a tracer provider was configured (an
+OpenTelemetry SDK), or the caller runs inside a valid span context (e.g. one extracted from
+an incoming request). Otherwise the session skips this module entirely: no span, no
+context manager, nothing on the wire.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from collections.abc import Generator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["traced"]
+__all__ = ["active", "traced"]
 
 
 @functools.cache
@@ -22,6 +25,17 @@ def _otel() -> tuple[Any, Any] | None:
     except ImportError:
         return None
     return trace, propagate
+
+
+def active() -> bool:
+    """Whether a request made now should be traced (see the module docstring)."""
+    otel = _otel()
+    if otel is None:
+        return False
+    trace = otel[0]
+    if not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        return True  # an SDK (or another provider) was configured
+    return bool(trace.get_current_span().get_span_context().is_valid)
 
 
 @contextmanager
