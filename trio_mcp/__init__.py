@@ -26,6 +26,7 @@ from ._agent import run_agent as run_agent
 from ._agent import sampling_handler as sampling_handler
 from ._blocking import BlockingNotifications as BlockingNotifications
 from ._blocking import BlockingSession as BlockingSession
+from ._blocking import BlockingToolTask as BlockingToolTask
 from ._blocking import open_blocking_session as open_blocking_session
 from ._catalogue import Catalogue as Catalogue
 from ._config import ConfigInput as ConfigInput
@@ -50,6 +51,9 @@ from ._exceptions import CircuitOpenError as CircuitOpenError
 from ._exceptions import ClientRegistrationError as ClientRegistrationError
 from ._exceptions import ConfigError as ConfigError
 from ._exceptions import ConnectionClosed as ConnectionClosed
+from ._exceptions import DeviceCodeExpiredError as DeviceCodeExpiredError
+from ._exceptions import DPoPError as DPoPError
+from ._exceptions import DPoPNonceError as DPoPNonceError
 from ._exceptions import ElicitationContentError as ElicitationContentError
 from ._exceptions import HeaderMismatchError as HeaderMismatchError
 from ._exceptions import HTTPStatusError as HTTPStatusError
@@ -261,13 +265,21 @@ from ._validation import compile_schema as compile_schema
 if TYPE_CHECKING:
     from ._asyncio import AsyncioNotifications as AsyncioNotifications
     from ._asyncio import AsyncioSession as AsyncioSession
+    from ._asyncio import AsyncioToolTask as AsyncioToolTask
     from ._asyncio import open_asyncio_session as open_asyncio_session
+    from ._auth import DeviceCode as DeviceCode
+    from ._auth import DeviceFlow as DeviceFlow
     from ._auth import FileTokenStore as FileTokenStore
+    from ._auth import IdentityAssertionGrant as IdentityAssertionGrant
+    from ._auth import JWTBearerGrant as JWTBearerGrant
+    from ._auth import KeyringTokenStore as KeyringTokenStore
     from ._auth import LoopbackBrowser as LoopbackBrowser
     from ._auth import MemoryTokenStore as MemoryTokenStore
     from ._auth import OAuth as OAuth
     from ._auth import Redirect as Redirect
+    from ._auth import ServerBindingStore as ServerBindingStore
     from ._auth import StoredClient as StoredClient
+    from ._auth import StoredServer as StoredServer
     from ._auth import StoredToken as StoredToken
     from ._auth import TokenStore as TokenStore
     from ._auth import UserAgent as UserAgent
@@ -278,13 +290,21 @@ if TYPE_CHECKING:
 _LAZY = {
     "AsyncioNotifications": "._asyncio",
     "AsyncioSession": "._asyncio",
+    "AsyncioToolTask": "._asyncio",
     "open_asyncio_session": "._asyncio",
+    "DeviceCode": "._auth",
+    "DeviceFlow": "._auth",
     "FileTokenStore": "._auth",
+    "IdentityAssertionGrant": "._auth",
+    "JWTBearerGrant": "._auth",
+    "KeyringTokenStore": "._auth",
     "LoopbackBrowser": "._auth",
     "MemoryTokenStore": "._auth",
     "OAuth": "._auth",
     "Redirect": "._auth",
+    "ServerBindingStore": "._auth",
     "StoredClient": "._auth",
+    "StoredServer": "._auth",
     "StoredToken": "._auth",
     "TokenStore": "._auth",
     "UserAgent": "._auth",
@@ -317,6 +337,7 @@ __all__ = [
     "AnyResourceContents",
     "AsyncioNotifications",
     "AsyncioSession",
+    "AsyncioToolTask",
     "AudioContent",
     "AuthDiscoveryError",
     "AuthError",
@@ -326,6 +347,7 @@ __all__ = [
     "BlobResourceContents",
     "BlockingNotifications",
     "BlockingSession",
+    "BlockingToolTask",
     "BooleanSchema",
     "CacheScope",
     "CacheableResult",
@@ -358,6 +380,11 @@ __all__ = [
     "CreateMessageRequestParams",
     "CreateMessageResult",
     "CreateTaskResult",
+    "DPoPError",
+    "DPoPNonceError",
+    "DeviceCode",
+    "DeviceCodeExpiredError",
+    "DeviceFlow",
     "DiscoverResult",
     "ElicitRequest",
     "ElicitRequestFormParams",
@@ -386,6 +413,7 @@ __all__ = [
     "HeaderMismatchError",
     "Icon",
     "Icons",
+    "IdentityAssertionGrant",
     "ImageContent",
     "Implementation",
     "IncludeContext",
@@ -399,6 +427,8 @@ __all__ = [
     "InputResponseRequestParams",
     "InputResponses",
     "InsufficientScopeError",
+    "JWTBearerGrant",
+    "KeyringTokenStore",
     "LegacyTitledEnumSchema",
     "ListPromptsResult",
     "ListResourceTemplatesResult",
@@ -479,6 +509,7 @@ __all__ = [
     "SamplingMessageContentBlock",
     "SchemaError",
     "SchemaViolation",
+    "ServerBindingStore",
     "ServerCapabilities",
     "ServerConfig",
     "ServerError",
@@ -493,6 +524,7 @@ __all__ = [
     "SkillVerificationError",
     "StdioParameters",
     "StoredClient",
+    "StoredServer",
     "StoredToken",
     "StreamableHTTPParameters",
     "StringSchema",

@@ -30,6 +30,9 @@ The tree is small on purpose::
     │   ├── AuthorizationDeniedError  the redirect carried an error, wrong state or iss
     │   ├── TokenRequestError         the token endpoint answered an OAuth error
     │   ├── InsufficientScopeError    403 insufficient_scope after the step-up limit
+    │   ├── DeviceCodeExpiredError    the device flow's user code expired unapproved
+    │   ├── DPoPError                 DPoP (RFC 9449) impossible: no common alg, unbound key
+    │   │   └── DPoPNonceError        a DPoP-Nonce missing or malformed, or a nonce loop
     │   └── LoginRequiredError        headless: no usable stored token, a login is needed
     ├── ToolError                     raised by ``CallToolResult.raise_for_error()``
     ├── OutputValidationError         a tool result does not match its ``outputSchema``
@@ -74,6 +77,9 @@ __all__ = [
     "CircuitOpenError",
     "ClientRegistrationError",
     "ConnectionClosed",
+    "DPoPError",
+    "DPoPNonceError",
+    "DeviceCodeExpiredError",
     "ElicitationContentError",
     "HTTPStatusError",
     "HeaderMismatchError",
@@ -376,6 +382,34 @@ class InsufficientScopeError(AuthError):
     def __init__(self, message: str, *, scope: str | None = None):
         self.scope = scope
         super().__init__(message)
+
+
+class DPoPError(AuthError):
+    """DPoP (RFC 9449) proof of possession cannot be done with this server.
+
+    The server demands DPoP but advertises no signing algorithm trio_mcp can use (ES256,
+    ES384, ES512, EdDSA, PS256..., RS256...), the key given as ``OAuth(dpop=...)`` is not
+    one of them, or the authorization server issued a DPoP token for a request that
+    carried no proof. A DPoP-bound token is never sent as a bearer token instead.
+    """
+
+
+class DPoPNonceError(DPoPError):
+    """A server's DPoP nonce challenge (``use_dpop_nonce``) cannot be met.
+
+    Its ``DPoP-Nonce`` header is missing or malformed, or it asked for a nonce again after
+    the one retry that carried its nonce (a nonce loop; retries are bounded).
+    """
+
+
+class DeviceCodeExpiredError(AuthError):
+    """The device authorization grant (RFC 8628) ran out of time.
+
+    The user did not approve the ``user_code`` before it expired (the server's
+    ``expires_in``, or its ``expired_token`` error). Start the authorization again: a new
+    request gets a new code. A user who refused raises :class:`AuthorizationDeniedError`
+    (``error="access_denied"``) instead.
+    """
 
 
 class LoginRequiredError(AuthError):

@@ -294,6 +294,22 @@ def auth_for(scenario: str, context: Mapping[str, Any]) -> trio_mcp.OAuth | None
             private_key=context.get("private_key_pem"),
             signing_algorithm=context.get("signing_algorithm") or "ES256",
         )
+    if "idp_id_token" in context:  # enterprise-managed authorization (ID-JAG, SEP-990)
+        return trio_mcp.OAuth(
+            grant=trio_mcp.IdentityAssertionGrant(
+                id_token=context["idp_id_token"],
+                idp_client_id=context["idp_client_id"],
+                idp_token_endpoint=context.get("idp_token_endpoint"),
+                idp_issuer=context.get("idp_issuer"),
+            ),
+            client_id=context["client_id"],
+            client_secret=context.get("client_secret"),
+        )
+    if "valid_jwt" in context:  # workload identity federation (jwt-bearer, SEP-1933)
+        return trio_mcp.OAuth(
+            grant=trio_mcp.JWTBearerGrant(context["valid_jwt"]),
+            client_id=context.get("client_id"),
+        )
     return trio_mcp.OAuth(
         client_id=context.get("client_id"),
         client_secret=context.get("client_secret"),

@@ -148,7 +148,8 @@ def authenticate(
         pair = f"{quote(client.client_id, safe='')}:{quote(client.client_secret, safe='')}"
         headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
         return
-    form["client_id"] = client.client_id
+    if client.client_id:  # empty: an assertion grant with no client identity at all
+        form["client_id"] = client.client_id
     if method == "client_secret_post" and client.client_secret is not None:
         form["client_secret"] = client.client_secret
     elif method == "private_key_jwt":

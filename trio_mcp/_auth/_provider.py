@@ -1,7 +1,8 @@
 """The OAuth provider: an :class:`httpx.Auth` that drives discovery, identity and grants.
 
 Pass it as ``auth=`` to :func:`~trio_mcp.open_mcp_session` (any HTTP transport, both eras).
-Every request carries the current token (``Authorization: Bearer``). A 401 starts the flow:
+Every request carries the current token (``Authorization: Bearer``, or ``DPoP`` with a
+fresh proof for a DPoP-bound token, RFC 9449). A 401 starts the flow:
 discovery, client identity, a grant, then the request is sent once more. A 403
 ``insufficient_scope`` starts a step-up authorization for the union of the scopes, a bounded
 number of times. One flow runs at a time per provider; requests that hit a 401 meanwhile wait
@@ -26,13 +27,23 @@ from .._exceptions import (
     AuthError,
     AuthorizationDeniedError,
     ClientRegistrationError,
+    DPoPError,
+    DPoPNonceError,
     InsufficientScopeError,
     LoginRequiredError,
     TokenRequestError,
 )
-from . import _grants, _metadata
+from . import _assertions, _device, _dpop, _grants, _metadata
+from ._assertions import AssertionGrant
 from ._browser import LoopbackBrowser, UserAgent
-from ._storage import MemoryTokenStore, StoredClient, StoredToken, TokenStore
+from ._storage import (
+    MemoryTokenStore,
+    ServerBindingStore,
+    StoredClient,
+    StoredServer,
+    StoredToken,
+    TokenStore,
+)
 
 __all__ = ["OAuth"]
 
@@ -50,6 +61,8 @@ class _Context:
     issuer: str
     metadata: _metadata.AuthorizationServerMetadata
     prm: _metadata.ProtectedResourceMetadata | None
+    # the resource server challenged with the DPoP scheme (so it accepts DPoP tokens)
+    rs_offers_dpop: bool = False
 
 
 @dataclass
@@ -62,6 +75,7 @@ class _Token:
     issuer: str
     resource: str
     client: _grants.ClientInfo
+    dpop: _dpop.DPoPKey | None = None  # the key a DPoP-bound token is bound to
 
 
 def _canonical(url: str) -> str:
@@ -77,6 +91,14 @@ def _scope_union(*scopes: str | None) -> str | None:
     return " ".join(seen) or None
 
 
+def _resource_accepts_dpop(context: _Context) -> bool:
+    """Whether the MCP server said it takes DPoP tokens (its challenge or its metadata)."""
+    prm = context.prm
+    return context.rs_offers_dpop or (
+        prm is not None and bool(prm.dpop_signing_alg_values_supported)
+    )
+
+
 class OAuth(httpx.Auth):
     """OAuth 2.1 authorization for HTTP MCP sessions (``auth=OAuth(...)``).
 
@@ -87,7 +109,10 @@ class OAuth(httpx.Auth):
 
     Args:
         grant: ``"authorization_code"`` (a user, a browser) or ``"client_credentials"``
-            (machine to machine; needs ``client_id`` and a secret or ``private_key``).
+            (machine to machine; needs ``client_id`` and a secret or ``private_key``), or
+            an assertion grant object: :class:`~trio_mcp.JWTBearerGrant` (workload
+            identity) or :class:`~trio_mcp.IdentityAssertionGrant` (enterprise-managed
+            authorization; needs ``client_id``).
         client_id: A pre-registered client id.
         client_secret: Its secret (confidential clients).
         issuer: The issuer ``client_id`` is registered at (``None``: any).
@@ -100,18 +125,30 @@ class OAuth(httpx.Auth):
         store: Where tokens and registrations are kept (default: in memory).
         user_agent: The browser step (default: :class:`~trio_mcp.LoopbackBrowser`).
         interactive: ``False``: never start a browser flow; use stored tokens (and refresh
-            them) or raise :class:`~trio_mcp.LoginRequiredError`.
+            them), a device flow when ``device`` allows it, or raise
+            :class:`~trio_mcp.LoginRequiredError`.
+        device: Opt in to the device authorization grant (RFC 8628) where the server
+            offers it: a :class:`~trio_mcp.DeviceFlow`.
         max_step_up: How many 403 ``insufficient_scope`` re-authorizations one request may
             trigger before :class:`~trio_mcp.InsufficientScopeError`.
         refresh_margin: Refresh a token this many seconds before it expires.
         http_client: The ``httpx.AsyncClient`` for requests to the authorization server
             (the caller closes it; default: a short-lived one per flow).
+        dpop: DPoP (RFC 9449) proof of possession. ``"auto"`` (default): when the
+            resource requires bound tokens, or when the authorization server advertises
+            ``dpop_signing_alg_values_supported`` and the MCP server accepts DPoP (its
+            ``401`` challenge uses the ``DPoP`` scheme or its metadata lists DPoP
+            algorithms), so a Bearer-only server never gets a bound token; ``True``:
+            always; ``False``: never; or a private
+            key to sign every proof with (a ``cryptography`` EC, Ed25519 or RSA private key,
+            or a private JWK ``dict``) instead of a new key pair per token.
     """
 
     def __init__(
         self,
         *,
-        grant: Literal["authorization_code", "client_credentials"] = "authorization_code",
+        grant: Literal["authorization_code", "client_credentials"]
+        | AssertionGrant = "authorization_code",
         client_id: str | None = None,
         client_secret: str | None = None,
         issuer: str | None = None,
@@ -126,12 +163,23 @@ class OAuth(httpx.Auth):
         max_step_up: int = 2,
         refresh_margin: float = 30.0,
         http_client: httpx.AsyncClient | None = None,
+        dpop: bool | Literal["auto"] | Any = "auto",
+        device: _device.DeviceFlow | None = None,
     ) -> None:
-        if grant not in ("authorization_code", "client_credentials"):
+        self.assertion_grant: AssertionGrant | None = None
+        if isinstance(grant, (_assertions.JWTBearerGrant, _assertions.IdentityAssertionGrant)):
+            if isinstance(grant, _assertions.IdentityAssertionGrant) and client_id is None:
+                raise ValueError("IdentityAssertionGrant needs OAuth's client_id (the ID-JAG's)")
+            self.assertion_grant = grant
+            name = "jwt_bearer"
+        elif grant in ("authorization_code", "client_credentials"):
+            name = grant
+        else:
             raise ValueError(f"unknown grant {grant!r}")
-        if grant == "client_credentials" and client_id is None:
+        if name == "client_credentials" and client_id is None:
             raise ValueError("the client_credentials grant needs a pre-registered client_id")
-        self.grant: str = grant
+        self.grant: str = name
+        self.device: _device.DeviceFlow | None = device
         self.client_id: str | None = client_id
         self.client_secret: str | None = client_secret
         self.issuer: str | None = issuer
@@ -150,6 +198,13 @@ class OAuth(httpx.Auth):
         self._token: _Token | None = None
         self._context: _Context | None = None
         self._requested_scope: str | None = None
+        self._bindings_checked = False  # looked for a stored token before any discovery
+        if isinstance(dpop, str) and dpop != "auto":
+            raise ValueError(f"dpop must be True, False, 'auto' or a private key, not {dpop!r}")
+        self.dpop: Any = dpop
+        self._dpop_nonces = _dpop.NonceCache()
+        # the key each token response was requested with, until _keep binds it to the token
+        self._dpop_issued: dict[str, _dpop.DPoPKey] = {}
 
     # -- the httpx auth flow ---------------------------------------------------------------
 
@@ -163,12 +218,34 @@ class OAuth(httpx.Auth):
         """
         server_url = _canonical(str(request.url))
         token = await self._current_token()
+        if token is None and not self._bindings_checked:
+            token = await self._bound_token(server_url)
         self._apply(request, token)
         response = yield request
         retried_401 = False
+        nonce_retried = False
         step_ups = 0
         while True:
+            self._dpop_nonces.update(str(request.url), response.headers.get("dpop-nonce"))
             challenge = _metadata.parse_challenge(response.headers.get("www-authenticate"))
+            if (
+                response.status_code == 401
+                and challenge.error == "use_dpop_nonce"
+                and token is not None
+                and token.dpop is not None
+            ):
+                if nonce_retried:
+                    raise DPoPNonceError(
+                        f"{server_url} demanded a new DPoP nonce again after the retry that "
+                        "carried its nonce (a nonce loop); giving up"
+                    )
+                nonce_retried = True
+                nonce = _dpop.parse_nonce(response.headers.get("dpop-nonce"), server_url)
+                self._dpop_nonces.set(str(request.url), nonce)
+                self._apply(request, token)
+                response = yield request
+                continue
+            nonce_retried = False
             if response.status_code == 401:
                 if retried_401:
                     raise AuthError(
@@ -194,8 +271,18 @@ class OAuth(httpx.Auth):
             response = yield request
 
     def _apply(self, request: httpx.Request, token: _Token | None) -> None:
+        request.headers.pop("DPoP", None)
         if token is None:
             request.headers.pop("Authorization", None)
+        elif token.dpop is not None:  # bound: never sent as Bearer, a fresh proof each time
+            url = str(request.url)
+            request.headers["Authorization"] = f"DPoP {token.access_token}"
+            request.headers["DPoP"] = token.dpop.proof(
+                request.method,
+                url,
+                access_token=token.access_token,
+                nonce=self._dpop_nonces.get(url),
+            )
         else:
             request.headers["Authorization"] = f"Bearer {token.access_token}"
 
@@ -286,6 +373,13 @@ class OAuth(httpx.Auth):
         stored = await self.store.get_token(context.issuer, context.resource, client.client_id)
         if stored is None or (failed is not None and stored.access_token == failed.access_token):
             return None
+        key = None
+        if stored.token_type.lower() == "dpop":
+            try:
+                key = _dpop.DPoPKey.from_jwk(stored.dpop_jwk or {})
+            except DPoPError as exc:
+                logger.info("the stored DPoP token has no usable key (%s); ignoring it", exc)
+                return None
         deadline = None
         if stored.expires_at is not None:
             deadline = trio.current_time() + (stored.expires_at - time.time())
@@ -298,6 +392,7 @@ class OAuth(httpx.Auth):
             context.issuer,
             context.resource,
             client,
+            key,
         )
         if self._expired(token):
             if token.refresh_token is None:
@@ -325,6 +420,15 @@ class OAuth(httpx.Auth):
             expires_at = time.time() + response.expires_in
         # rotation: a new refresh token replaces the old; none returned keeps the old one
         refresh = response.refresh_token or previous_refresh
+        key = self._dpop_issued.pop(response.access_token, None)
+        if response.token_type.lower() != "dpop":
+            key = None  # a Bearer answer to a DPoP request: the token is not bound
+        elif key is None:
+            raise DPoPError(
+                f"authorization server {context.issuer} issued a DPoP-bound token to a token "
+                "request that carried no DPoP proof; the token cannot be used. Pass dpop=True "
+                "to OAuth if the server requires DPoP without advertising it"
+            )
         token = _Token(
             response.access_token,
             response.token_type,
@@ -334,6 +438,7 @@ class OAuth(httpx.Auth):
             context.issuer,
             context.resource,
             client,
+            key,
         )
         self._token = token
         await self.store.set_token(
@@ -346,9 +451,82 @@ class OAuth(httpx.Auth):
                 refresh_token=refresh,
                 scope=token.scope,
                 expires_at=expires_at,
+                dpop_jwk=key.private_jwk() if key is not None else None,
             ),
         )
+        if isinstance(self.store, ServerBindingStore):
+            bound = StoredServer(
+                context.issuer, context.resource, client.client_id, client.auth_method
+            )
+            await self.store.set_server(context.server_url, bound)
         return token
+
+    async def _bound_token(self, server_url: str) -> _Token | None:
+        """Before any discovery: the stored token bound to exactly this server URL, if valid.
+
+        ``_keep`` binds a server URL to the issuer and resource discovery validated for it
+        (``StoredServer``), so a new provider's first request carries the stored token
+        instead of taking a 401 first. The token goes only to the URL discovery bound it
+        to, issued by that URL's authorization server for that resource; when the server
+        since moved to another authorization server, it answers 401 and the usual flow runs.
+        An expired token is left to that flow too (refreshing needs the metadata).
+        """
+        async with self._lock:
+            if self._bindings_checked or self._token is not None:
+                return self._token
+            self._bindings_checked = True
+            store = self.store
+            if not isinstance(store, ServerBindingStore):
+                return None
+            bound = await store.get_server(server_url)
+            client = await self._bound_client(bound) if bound is not None else None
+            if bound is None or client is None:
+                return None
+            stored = await self.store.get_token(bound.issuer, bound.resource, client.client_id)
+            if stored is None:
+                return None
+            key = None
+            if stored.token_type.lower() == "dpop":
+                try:
+                    key = _dpop.DPoPKey.from_jwk(stored.dpop_jwk or {})
+                except DPoPError:
+                    return None
+            deadline = None
+            if stored.expires_at is not None:
+                deadline = trio.current_time() + (stored.expires_at - time.time())
+            token = _Token(
+                stored.access_token,
+                stored.token_type,
+                stored.refresh_token,
+                stored.scope,
+                deadline,
+                bound.issuer,
+                bound.resource,
+                client,
+                key,
+            )
+            if self._expired(token):
+                return None
+            logger.debug("using the stored token of %s for %s", bound.issuer, server_url)
+            self._token = token
+            return token
+
+    async def _bound_client(self, bound: StoredServer) -> _grants.ClientInfo | None:
+        """This provider's identity at ``bound.issuer`` if it is the bound client, else None."""
+        if self.client_id is not None:
+            if self.client_id != bound.client_id or self.issuer not in (None, bound.issuer):
+                return None
+            return _grants.ClientInfo(
+                self.client_id, self.client_secret, bound.auth_method, self.issuer
+            )
+        if self.client_metadata_url is not None and self.client_metadata_url == bound.client_id:
+            return _grants.ClientInfo(self.client_metadata_url, None, "none", bound.issuer)
+        stored = await self.store.get_client(bound.issuer)
+        if stored is None or stored.client_id != bound.client_id:
+            return None
+        return _grants.ClientInfo(
+            stored.client_id, stored.client_secret, stored.auth_method, bound.issuer
+        )
 
     # -- discovery -------------------------------------------------------------------------
 
@@ -409,14 +587,18 @@ class OAuth(httpx.Auth):
                     f"{', '.join(_metadata.as_metadata_urls(issuer))}"
                 )
             metadata = _metadata.legacy_metadata(issuer)
-        if self.grant == "authorization_code" and "S256" not in (
-            metadata.code_challenge_methods_supported or []
+        if (
+            self.grant == "authorization_code"
+            and "S256" not in (metadata.code_challenge_methods_supported or [])
+            and not _device.should_use(self, metadata)  # the device flow needs no PKCE
         ):
             raise AuthDiscoveryError(
                 f"authorization server {issuer} does not advertise PKCE S256 "
                 "(code_challenge_methods_supported); refusing the authorization code flow"
             )
-        context = _Context(server_url, resource, issuer, metadata, prm)
+        context = _Context(
+            server_url, resource, issuer, metadata, prm, challenge.scheme.lower() == "dpop"
+        )
         if self._context is not None and self._context.issuer != issuer:
             logger.info("authorization server changed: %s -> %s", self._context.issuer, issuer)
         self._context = context
@@ -448,6 +630,7 @@ class OAuth(httpx.Auth):
         redirect_uri: str | None,
         *,
         register: bool,
+        grant_types: list[str] | None = None,
     ) -> _grants.ClientInfo | None:
         metadata = context.metadata
         if self.client_id is not None and self.issuer in (None, context.issuer):
@@ -466,24 +649,28 @@ class OAuth(httpx.Auth):
             )
         if not register:
             return None
-        if metadata.registration_endpoint is None or redirect_uri is None:
+        if metadata.registration_endpoint is None or (redirect_uri is None and not grant_types):
             raise ClientRegistrationError(
                 f"no client identity for authorization server {context.issuer}: it offers "
                 "neither Client ID Metadata Documents nor Dynamic Client Registration. "
                 "Register a client there and pass client_id= (and client_secret=) to OAuth"
             )
-        return await self._register(http, context, redirect_uri)
+        return await self._register(http, context, redirect_uri, grant_types)
 
     async def _register(
-        self, http: httpx.AsyncClient, context: _Context, redirect_uri: str
+        self,
+        http: httpx.AsyncClient,
+        context: _Context,
+        redirect_uri: str | None,
+        grant_types: list[str] | None = None,
     ) -> _grants.ClientInfo:
         metadata = context.metadata
         supported = metadata.token_endpoint_auth_methods_supported or []
         wanted = "none" if "none" in supported or not supported else supported[0]
         request = _grants.RegistrationRequest(
             client_name=self.client_name,
-            redirect_uris=[redirect_uri],
-            grant_types=["authorization_code", "refresh_token"],
+            redirect_uris=[redirect_uri] if redirect_uri is not None else [],
+            grant_types=grant_types or ["authorization_code", "refresh_token"],
             token_endpoint_auth_method=wanted,
         )
         url = metadata.registration_endpoint or ""
@@ -532,6 +719,10 @@ class OAuth(httpx.Auth):
                 form["scope"] = scope
             response = await self._token_request(http, context, client, form)
             return await self._keep(context, client, response, scope)
+        if self.assertion_grant is not None:
+            return await _assertions.authorize(self, self.assertion_grant, http, context, scope)
+        if _device.should_use(self, context.metadata):
+            return await _device.authorize(self, http, context, scope)
         if not self.interactive:
             raise LoginRequiredError(
                 f"{context.server_url} needs an authorization by its user (authorization "
@@ -561,6 +752,10 @@ class OAuth(httpx.Auth):
             }
             if scope:
                 query["scope"] = scope
+                if "offline_access" in scope.split():
+                    # OIDC Core 11: without prompt=consent an OpenID provider drops
+                    # offline_access (no refresh token); oidc-provider does
+                    query["prompt"] = "consent"
             separator = "&" if "?" in endpoint else "?"
             callback = await redirect.authorize(f"{endpoint}{separator}{urlencode(query)}")
             code = self._check_callback(callback, state, context)
@@ -612,7 +807,7 @@ class OAuth(httpx.Auth):
             "refresh_token": token.refresh_token,
             "resource": context.resource,
         }
-        response = await self._token_request(http, context, token.client, form)
+        response = await self._token_request(http, context, token.client, form, dpop=token.dpop)
         return await self._keep(context, token.client, response, token.scope, token.refresh_token)
 
     async def _token_request(
@@ -621,28 +816,105 @@ class OAuth(httpx.Auth):
         context: _Context,
         client: _grants.ClientInfo,
         form: dict[str, str],
+        *,
+        dpop: _dpop.DPoPKey | None = None,
     ) -> _grants.TokenResponse:
+        """POST ``form`` to the token endpoint, with a DPoP proof when DPoP is in use.
+
+        ``dpop`` is the key of the token being refreshed; otherwise a new token gets a new
+        key (:meth:`_dpop_key`). A ``use_dpop_nonce`` answer is retried once with the
+        server's nonce. The key of a successful answer waits in ``_dpop_issued`` for
+        :meth:`_keep`, so every grant that goes through here gets DPoP.
+        """
         url = context.metadata.token_endpoint or ""
-        headers = {
-            "Content-Type": "application/x-www-form-urlencoded",
-            "Accept": "application/json",
-        }
-        _grants.authenticate(
-            form,
-            headers,
-            client,
-            audience=context.metadata.issuer,
-            private_key=self.private_key,
-            signing_algorithm=self.signing_algorithm,
-        )
-        try:
-            response = await http.post(url, content=urlencode(form), headers=headers)
-        except httpx.HTTPError as exc:
-            raise TokenRequestError(
-                f"the token request to {url} failed: {exc!r}", error="network_error", status_code=0
-            ) from exc
-        if response.status_code != 200:
-            raise _grants.oauth_error(
-                response, response.content, f"the {form['grant_type']} token request to {url}"
+        key = dpop if dpop is not None else self._dpop_key(context)
+        doing = f"the {form['grant_type']} token request to {url}"
+        for attempt in (1, 2):
+            attempt_form = dict(form)  # a fresh client assertion (jti) for the retry too
+            headers = {
+                "Content-Type": "application/x-www-form-urlencoded",
+                "Accept": "application/json",
+            }
+            _grants.authenticate(
+                attempt_form,
+                headers,
+                client,
+                audience=context.metadata.issuer,
+                private_key=self.private_key,
+                signing_algorithm=self.signing_algorithm,
             )
-        return _grants.decode_token_response(response.content, url)
+            if key is not None:
+                headers["DPoP"] = key.proof("POST", url, nonce=self._dpop_nonces.get(url))
+            try:
+                response = await http.post(url, content=urlencode(attempt_form), headers=headers)
+            except httpx.HTTPError as exc:
+                raise TokenRequestError(
+                    f"the token request to {url} failed: {exc!r}",
+                    error="network_error",
+                    status_code=0,
+                ) from exc
+            self._dpop_nonces.update(url, response.headers.get("dpop-nonce"))
+            if response.status_code == 200:
+                token = _grants.decode_token_response(response.content, url)
+                if key is not None:
+                    if len(self._dpop_issued) >= 16:  # answers _keep never saw
+                        self._dpop_issued.pop(next(iter(self._dpop_issued)))
+                    self._dpop_issued[token.access_token] = key
+                return token
+            error = _grants.oauth_error(response, response.content, doing)
+            if error.error == "use_dpop_nonce" and key is not None:
+                if attempt == 2:
+                    raise DPoPNonceError(
+                        f"authorization server {context.issuer} demanded a new DPoP nonce "
+                        "again after the retry that carried its nonce (a nonce loop); giving up"
+                    ) from error
+                nonce = _dpop.parse_nonce(response.headers.get("dpop-nonce"), url)
+                self._dpop_nonces.set(url, nonce)
+                continue
+            if key is None and error.error in ("use_dpop_nonce", "invalid_dpop_proof"):
+                advertised = context.metadata.dpop_signing_alg_values_supported
+                raise DPoPError(
+                    f"authorization server {context.issuer} demands DPoP proofs "
+                    f"({error.error}) but advertises no signing algorithm trio_mcp supports "
+                    f"(it lists {advertised!r}; supported: "
+                    f"{', '.join(_dpop.SUPPORTED_ALGORITHMS)})"
+                ) from error
+            raise error
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _dpop_key(self, context: _Context) -> _dpop.DPoPKey | None:
+        """The key for a new token: the user's, a new pair, or ``None`` (no DPoP)."""
+        if self.dpop is False:
+            return None
+        advertised = context.metadata.dpop_signing_alg_values_supported
+        if self.dpop is not True and self.dpop != "auto":
+            return _dpop.DPoPKey.from_user(self.dpop, advertised)
+        required = self.dpop is True or (
+            context.prm is not None and context.prm.dpop_bound_access_tokens_required
+        )
+        if advertised is None and not required:
+            return None
+        if self.dpop == "auto" and not required and not _resource_accepts_dpop(context):
+            # A DPoP-bound token is useless to a resource server that takes only Bearer
+            # tokens (the common case): bind only when the resource says it accepts DPoP.
+            return None
+        algorithm = _dpop.choose_algorithm(advertised)
+        resource_algs = context.prm.dpop_signing_alg_values_supported if context.prm else None
+        if advertised is not None and resource_algs:
+            both = [alg for alg in advertised if alg in resource_algs]
+            algorithm = _dpop.choose_algorithm(both) or algorithm
+        if algorithm is None:
+            if required:
+                raise DPoPError(
+                    f"DPoP is required for {context.server_url} but authorization server "
+                    f"{context.issuer} advertises no signing algorithm trio_mcp supports "
+                    f"(dpop_signing_alg_values_supported: {advertised!r}; supported: "
+                    f"{', '.join(_dpop.SUPPORTED_ALGORITHMS)})"
+                )
+            logger.info(
+                "authorization server %s offers DPoP only with %r; using bearer tokens",
+                context.issuer,
+                advertised,
+            )
+            return None
+        return _dpop.DPoPKey.generate(algorithm)

@@ -21,7 +21,15 @@ from typing import Any, Protocol, cast, runtime_checkable
 
 import trio
 
-__all__ = ["FileTokenStore", "MemoryTokenStore", "StoredClient", "StoredToken", "TokenStore"]
+__all__ = [
+    "FileTokenStore",
+    "MemoryTokenStore",
+    "ServerBindingStore",
+    "StoredClient",
+    "StoredServer",
+    "StoredToken",
+    "TokenStore",
+]
 
 
 @dataclass(frozen=True)
@@ -34,6 +42,9 @@ class StoredToken:
         refresh_token: The refresh token, if any.
         scope: The granted (or else requested) scope.
         expires_at: Wall-clock expiry (``time.time()`` seconds), or ``None``.
+        dpop_jwk: For a DPoP-bound token (``token_type`` ``DPoP``): the private key it is
+            bound to, as a JWK with its ``alg`` (RFC 7517; the token is useless without
+            it, so the store keeps it beside the token, as secret as the token).
     """
 
     access_token: str
@@ -41,6 +52,7 @@ class StoredToken:
     refresh_token: str | None = None
     scope: str | None = None
     expires_at: float | None = None
+    dpop_jwk: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -56,6 +68,54 @@ class StoredClient:
     client_id: str
     client_secret: str | None = None
     auth_method: str = "none"
+
+
+@dataclass(frozen=True)
+class StoredServer:
+    """What discovery established for one MCP server URL, remembered across processes.
+
+    With it, the first request of a new :class:`~trio_mcp.OAuth` to this exact URL carries
+    the stored token (no ``401`` round trip first): the token of ``(issuer, resource,
+    client_id)``, which that issuer issued for that resource.
+
+    Attributes:
+        issuer: The authorization server discovery validated for the URL.
+        resource: The protected resource (RFC 9728 ``resource``) covering the URL.
+        client_id: The client the token was issued to.
+        auth_method: That client's token endpoint authentication method.
+    """
+
+    issuer: str
+    resource: str
+    client_id: str
+    auth_method: str = "none"
+
+
+@runtime_checkable
+class ServerBindingStore(Protocol):
+    """Optional: a :class:`TokenStore` that also remembers :class:`StoredServer` bindings.
+
+    The built-in stores implement it. A store without these two methods still works; a new
+    process then sends its first request without a token and finds the stored token after
+    the server's ``401`` and discovery.
+    """
+
+    async def get_server(self, server_url: str) -> StoredServer | None:
+        """The binding of this MCP server URL, or ``None``.
+
+        Args:
+            server_url: The MCP endpoint, canonical (lower-case scheme and host, no query).
+        """
+        ...
+
+    async def set_server(self, server_url: str, server: StoredServer) -> None:
+        """Store (replace) the binding of this MCP server URL.
+
+        Args:
+            server_url: The MCP endpoint, canonical.
+            server: What discovery established for it.
+        """
+        ...
 
 
 @runtime_checkable
@@ -126,6 +186,7 @@ class MemoryTokenStore:
     def __init__(self) -> None:
         self._tokens: dict[str, StoredToken] = {}
         self._clients: dict[str, StoredClient] = {}
+        self._servers: dict[str, StoredServer] = {}
 
     async def get_token(self, issuer: str, resource: str, client_id: str) -> StoredToken | None:
         """The stored token for this issuer, resource and client, or ``None``.
@@ -182,6 +243,25 @@ class MemoryTokenStore:
         await trio.lowlevel.checkpoint()
         self._clients[issuer] = client
 
+    async def get_server(self, server_url: str) -> StoredServer | None:
+        """The binding of this MCP server URL, or ``None`` (see :class:`StoredServer`).
+
+        Args:
+            server_url: The MCP endpoint, canonical.
+        """
+        await trio.lowlevel.checkpoint()
+        return self._servers.get(server_url)
+
+    async def set_server(self, server_url: str, server: StoredServer) -> None:
+        """Store (replace) the binding of this MCP server URL.
+
+        Args:
+            server_url: The MCP endpoint, canonical.
+            server: What discovery established for it.
+        """
+        await trio.lowlevel.checkpoint()
+        self._servers[server_url] = server
+
 
 class FileTokenStore:
     """A :class:`TokenStore` in one JSON file, readable by its owner only.
@@ -204,15 +284,16 @@ class FileTokenStore:
         try:
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
-            return {"tokens": {}, "clients": {}}
+            return {"tokens": {}, "clients": {}, "servers": {}}
         try:
             data: Any = json.loads(text)
         except ValueError:
-            return {"tokens": {}, "clients": {}}  # a corrupt store is a logged-out store
+            # a corrupt store is a logged-out store
+            return {"tokens": {}, "clients": {}, "servers": {}}
         if not isinstance(data, dict):
-            return {"tokens": {}, "clients": {}}
+            return {"tokens": {}, "clients": {}, "servers": {}}
         found = cast("dict[str, Any]", data)
-        for section in ("tokens", "clients"):
+        for section in ("tokens", "clients", "servers"):
             if not isinstance(found.get(section), dict):
                 found[section] = {}
         return found
@@ -313,3 +394,24 @@ class FileTokenStore:
             client: The registration.
         """
         await trio.to_thread.run_sync(self._update, "clients", issuer, asdict(client))
+
+    async def get_server(self, server_url: str) -> StoredServer | None:
+        """The binding of this MCP server URL, or ``None`` (see :class:`StoredServer`).
+
+        Args:
+            server_url: The MCP endpoint, canonical.
+        """
+        entry = await trio.to_thread.run_sync(self._get, "servers", server_url)
+        try:
+            return StoredServer(**entry) if entry is not None else None
+        except TypeError:
+            return None
+
+    async def set_server(self, server_url: str, server: StoredServer) -> None:
+        """Store (replace) the binding of this MCP server URL.
+
+        Args:
+            server_url: The MCP endpoint, canonical.
+            server: What discovery established for it.
+        """
+        await trio.to_thread.run_sync(self._update, "servers", server_url, asdict(server))

@@ -1,0 +1,268 @@
+"""Assertion grants: a JWT the application already holds, traded for an access token.
+
+Two flows, both ending in the RFC 7523 ``jwt-bearer`` grant at the MCP server's
+authorization server:
+
+* :class:`JWTBearerGrant`, workload identity federation (SEP-1933): the workload's own JWT
+  (a Kubernetes service-account token, a cloud provider's identity token, a CI job's OIDC
+  token) is the ``assertion``.
+* :class:`IdentityAssertionGrant`, enterprise-managed authorization (SEP-990, "cross-app
+  access"): the user's ID token from the enterprise identity provider is first exchanged
+  there (RFC 8693 token exchange) for an Identity Assertion JWT Authorization Grant
+  (ID-JAG), which is then the ``assertion``.
+
+Neither flow opens a browser, and a failed grant is never retried with another grant: the
+error reaches the caller as a :class:`~trio_mcp.TokenRequestError`.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+from collections.abc import Awaitable, Callable
+from os import PathLike
+from typing import TYPE_CHECKING
+from urllib.parse import quote, urlencode
+
+import httpx
+import msgspec
+import trio
+
+from .._exceptions import AuthDiscoveryError, TokenRequestError
+from . import _grants, _metadata
+
+if TYPE_CHECKING:
+    from ._provider import OAuth, _Context, _Token
+
+__all__ = ["IdentityAssertionGrant", "JWTBearerGrant"]
+
+logger = logging.getLogger("trio_mcp.auth")
+
+JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
+ID_TOKEN = "urn:ietf:params:oauth:token-type:id_token"
+ID_JAG = "urn:ietf:params:oauth:token-type:id-jag"
+
+TokenSource = str | Callable[[], Awaitable[str]]
+"""A JWT, or an async function that returns a current one (called for each grant)."""
+
+
+async def _resolve(source: TokenSource, what: str) -> str:
+    if isinstance(source, str):
+        await trio.lowlevel.checkpoint()
+        value = source
+    else:
+        value = await source()
+    value = value.strip()
+    if not value:
+        raise ValueError(f"the {what} is empty")
+    return value
+
+
+def _file_source(path: str | PathLike[str]) -> Callable[[], Awaitable[str]]:
+    async def read() -> str:
+        return await trio.Path(path).read_text(encoding="utf-8")
+
+    return read
+
+
+class JWTBearerGrant:
+    """Workload identity: the workload's own JWT as an RFC 7523 ``jwt-bearer`` assertion.
+
+    ``OAuth(grant=JWTBearerGrant(assertion), client_id=...)`` sends
+    ``grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer`` with the JWT as
+    ``assertion`` (and ``resource``, ``scope``) to the token endpoint, authenticating as
+    ``client_id`` the way the authorization server advertises (``none`` sends just the id).
+    The JWT's ``aud`` must name the authorization server (its issuer); the identity
+    provider of the workload issues it. An expired access token is replaced by running
+    the grant again with a fresh assertion (no refresh token is needed).
+
+    A failure (``invalid_grant``, ``invalid_scope``, ``unauthorized_client``) is raised as
+    :class:`~trio_mcp.TokenRequestError`, never retried, and never answered by switching
+    to another grant.
+
+    Args:
+        assertion: The JWT, or an async function returning a current one (called for each
+            grant, so a rotating token is re-read). See also :meth:`from_file`.
+    """
+
+    grant_type: str = JWT_BEARER
+
+    def __init__(self, assertion: TokenSource) -> None:
+        self.assertion: TokenSource = assertion
+
+    @classmethod
+    def from_file(cls, path: str | PathLike[str]) -> JWTBearerGrant:
+        """A grant whose assertion is read from ``path`` each time it is needed.
+
+        The usual shape of a projected workload token (Kubernetes
+        ``/var/run/secrets/tokens/...``, ``AZURE_FEDERATED_TOKEN_FILE``), which the platform
+        rotates in place.
+
+        Args:
+            path: The file holding the JWT.
+        """
+        return cls(_file_source(path))
+
+    async def _assertion(
+        self, provider: OAuth, http: httpx.AsyncClient, context: _Context, scope: str | None
+    ) -> str:
+        return await _resolve(self.assertion, "workload JWT assertion")
+
+
+class IdentityAssertionGrant:
+    """Enterprise-managed authorization: an ID-JAG from the enterprise IdP, then ``jwt-bearer``.
+
+    ``OAuth(grant=IdentityAssertionGrant(...), client_id=..., client_secret=...)``:
+
+    1. At the identity provider's token endpoint, an RFC 8693 token exchange of the user's
+       ID token (``subject_token_type=...:id_token``) for an ID-JAG
+       (``requested_token_type=urn:ietf:params:oauth:token-type:id-jag``), with
+       ``audience`` the MCP authorization server's issuer and ``resource`` the MCP server,
+       authenticating as ``idp_client_id``.
+    2. At the MCP authorization server, the RFC 7523 ``jwt-bearer`` grant with the ID-JAG as
+       ``assertion``, authenticating as ``OAuth``'s ``client_id`` (the ID-JAG names it).
+
+    Both steps run again, with a fresh ID token from ``id_token`` when it is a function,
+    whenever a new access token is needed.
+
+    Args:
+        id_token: The user's ID token from the identity provider (obtained at single
+            sign-on), or an async function returning a current one.
+        idp_client_id: This application's client id at the identity provider.
+        idp_client_secret: Its secret there (``client_secret_basic``), if it is confidential.
+        idp_token_endpoint: The identity provider's token endpoint.
+        idp_issuer: The identity provider's issuer; its token endpoint is discovered
+            (OpenID Connect / RFC 8414 metadata) when ``idp_token_endpoint`` is not given.
+
+    Raises:
+        ValueError: Neither ``idp_token_endpoint`` nor ``idp_issuer`` was given.
+    """
+
+    grant_type: str = JWT_BEARER
+
+    def __init__(
+        self,
+        *,
+        id_token: TokenSource,
+        idp_client_id: str,
+        idp_client_secret: str | None = None,
+        idp_token_endpoint: str | None = None,
+        idp_issuer: str | None = None,
+    ) -> None:
+        if idp_token_endpoint is None and idp_issuer is None:
+            raise ValueError("IdentityAssertionGrant needs idp_token_endpoint or idp_issuer")
+        self.id_token: TokenSource = id_token
+        self.idp_client_id: str = idp_client_id
+        self.idp_client_secret: str | None = idp_client_secret
+        self.idp_token_endpoint: str | None = idp_token_endpoint
+        self.idp_issuer: str | None = idp_issuer
+
+    async def _token_endpoint(self, provider: OAuth, http: httpx.AsyncClient) -> str:
+        if self.idp_token_endpoint is not None:
+            await trio.lowlevel.checkpoint()
+            return self.idp_token_endpoint
+        assert self.idp_issuer is not None
+        for url in _metadata.as_metadata_urls(self.idp_issuer):
+            response = await provider._get(http, url)  # pyright: ignore[reportPrivateUsage]
+            if response is None:
+                continue
+            metadata = _metadata.decode_as_metadata(response.content, url, self.idp_issuer)
+            if metadata.token_endpoint:
+                self.idp_token_endpoint = metadata.token_endpoint
+                return metadata.token_endpoint
+        raise AuthDiscoveryError(
+            f"identity provider {self.idp_issuer} publishes no metadata with a token_endpoint; "
+            "pass idp_token_endpoint= to IdentityAssertionGrant"
+        )
+
+    async def _assertion(
+        self, provider: OAuth, http: httpx.AsyncClient, context: _Context, scope: str | None
+    ) -> str:
+        """Exchange the ID token for an ID-JAG at the identity provider."""
+        url = await self._token_endpoint(provider, http)
+        form = {
+            "grant_type": TOKEN_EXCHANGE,
+            "requested_token_type": ID_JAG,
+            "audience": context.metadata.issuer,
+            "resource": context.resource,
+            "subject_token": await _resolve(self.id_token, "ID token"),
+            "subject_token_type": ID_TOKEN,
+        }
+        if scope:
+            form["scope"] = scope
+        headers = {
+            "Content-Type": "application/x-www-form-urlencoded",
+            "Accept": "application/json",
+        }
+        if self.idp_client_secret is not None:
+            pair = f"{quote(self.idp_client_id, safe='')}:{quote(self.idp_client_secret, safe='')}"
+            headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
+        else:
+            form["client_id"] = self.idp_client_id
+        try:
+            response = await http.post(url, content=urlencode(form), headers=headers)
+        except httpx.HTTPError as exc:
+            raise TokenRequestError(
+                f"the token exchange at identity provider {url} failed: {exc!r}",
+                error="network_error",
+                status_code=0,
+            ) from exc
+        if response.status_code != 200:
+            raise _grants.oauth_error(
+                response, response.content, f"the ID-JAG token exchange at {url}"
+            )
+        try:
+            answer = _exchange_decoder.decode(response.content)
+        except msgspec.DecodeError as exc:
+            raise TokenRequestError(
+                f"identity provider {url} answered the token exchange with a malformed "
+                f"response ({exc})",
+                error="invalid_response",
+            ) from exc
+        if answer.issued_token_type != ID_JAG:
+            raise TokenRequestError(
+                f"identity provider {url} issued a {answer.issued_token_type!r} token, not an "
+                f"ID-JAG ({ID_JAG}); it does not support enterprise-managed authorization",
+                error="invalid_response",
+            )
+        logger.info("exchanged the ID token for an ID-JAG at %s", url)
+        return answer.access_token
+
+
+class _ExchangeResponse(msgspec.Struct, kw_only=True):
+    access_token: str
+    issued_token_type: str
+    token_type: str = "N_A"
+    expires_in: float | None = None
+
+
+_exchange_decoder = msgspec.json.Decoder(_ExchangeResponse)
+
+
+AssertionGrant = JWTBearerGrant | IdentityAssertionGrant
+
+
+async def authorize(
+    provider: OAuth,
+    grant: AssertionGrant,
+    http: httpx.AsyncClient,
+    context: _Context,
+    scope: str | None,
+) -> _Token:
+    """Run ``grant`` for ``context`` and keep the token (called by ``OAuth._authorize``)."""
+    client = await provider._client_identity(  # pyright: ignore[reportPrivateUsage]
+        http, context, None, register=False
+    )
+    if client is None:
+        client = _grants.ClientInfo("", None, "none", context.issuer)  # no client auth at all
+    assertion = await grant._assertion(  # pyright: ignore[reportPrivateUsage]
+        provider, http, context, scope
+    )
+    form = {"grant_type": JWT_BEARER, "assertion": assertion, "resource": context.resource}
+    if scope:
+        form["scope"] = scope
+    response = await provider._token_request(  # pyright: ignore[reportPrivateUsage]
+        http, context, client, form
+    )
+    return await provider._keep(context, client, response, scope)  # pyright: ignore[reportPrivateUsage]

@@ -1,0 +1,248 @@
+"""The OAuth device authorization grant (RFC 8628), for machines without a browser.
+
+The client asks the authorization server's ``device_authorization_endpoint`` for a device
+code and a short ``user_code``, shows the user where to enter it (on a phone, another
+computer), and polls the token endpoint until the user has approved, honouring
+``interval`` and ``slow_down`` (RFC 8628 §3.5). Every wait is a :func:`trio.sleep`, so the
+caller's cancel scope bounds it and ``MockClock`` drives it; the code's ``expires_in``
+bounds it too (:class:`~trio_mcp.DeviceCodeExpiredError`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from urllib.parse import urlencode
+
+import httpx
+import msgspec
+import trio
+
+from .._exceptions import (
+    AuthDiscoveryError,
+    AuthorizationDeniedError,
+    DeviceCodeExpiredError,
+    TokenRequestError,
+)
+from . import _grants
+from ._metadata import AuthorizationServerMetadata
+
+if TYPE_CHECKING:
+    from ._provider import OAuth, _Context, _Token
+
+__all__ = ["DeviceCode", "DeviceFlow"]
+
+logger = logging.getLogger("trio_mcp.auth")
+
+DEVICE_CODE = "urn:ietf:params:oauth:grant-type:device_code"
+_SLOW_DOWN_STEP = 5.0  # RFC 8628 §3.5: "increased by 5 seconds for this and all subsequent"
+_DEFAULT_INTERVAL = 5.0  # RFC 8628 §3.2
+
+
+@dataclass(frozen=True)
+class DeviceCode:
+    """What the user needs to approve a device authorization (RFC 8628 §3.2).
+
+    Attributes:
+        user_code: The short code the user types at ``verification_uri``.
+        verification_uri: Where the user goes (on any device).
+        verification_uri_complete: The same with the code filled in (fit for a QR code),
+            when the server offers one.
+        expires_in: Seconds until the code expires.
+        interval: The polling interval the server asked for, in seconds.
+    """
+
+    user_code: str
+    verification_uri: str
+    verification_uri_complete: str | None
+    expires_in: float
+    interval: float
+
+
+def print_device_code(code: DeviceCode) -> None:
+    """The default ``show``: tell the user on stderr where to go and what to type."""
+    lines = [f"To authorize, visit {code.verification_uri} and enter the code {code.user_code}"]
+    if code.verification_uri_complete:
+        lines.append(f"(or open {code.verification_uri_complete})")
+    lines.append(f"The code expires in {int(code.expires_in)} seconds.")
+    print("\n".join(lines), file=sys.stderr, flush=True)
+
+
+class DeviceFlow:
+    """Opt in to the device authorization grant: ``OAuth(device=DeviceFlow(...))``.
+
+    Used instead of the browser when the authorization server advertises a
+    ``device_authorization_endpoint`` and either ``prefer`` is true, or there is no
+    browser: ``OAuth(interactive=False)`` (headless: the device flow is then the only way
+    a user may authorize) or a :class:`~trio_mcp.LoopbackBrowser` with
+    ``open_browser=False``. Otherwise the authorization code flow runs as usual.
+
+    Args:
+        show: Called once per flow with the :class:`DeviceCode` to show the user (a plain or
+            async function; default: print it to stderr). It should return at once: the
+            polling starts when it returns.
+        prefer: Use the device flow whenever the server offers it, even where a browser
+            could be opened.
+    """
+
+    def __init__(
+        self,
+        show: Callable[[DeviceCode], Awaitable[None] | None] | None = None,
+        *,
+        prefer: bool = True,
+    ) -> None:
+        self.show: Callable[[DeviceCode], Awaitable[None] | None] = (
+            show if show is not None else print_device_code
+        )
+        self.prefer: bool = prefer
+
+
+def should_use(provider: OAuth, metadata: AuthorizationServerMetadata) -> bool:
+    """Whether ``provider``'s next user authorization at this server is a device flow."""
+    device = provider.device
+    if device is None or metadata.device_authorization_endpoint is None:
+        return False
+    if device.prefer or not provider.interactive:
+        return True
+    from ._browser import LoopbackBrowser
+
+    agent = provider.user_agent
+    return isinstance(agent, LoopbackBrowser) and not agent.open_browser
+
+
+class _DeviceAuthorization(msgspec.Struct, kw_only=True):
+    device_code: str
+    user_code: str
+    verification_uri: str | None = None
+    verification_url: str | None = None  # the name some servers (Google) used in drafts
+    verification_uri_complete: str | None = None
+    expires_in: float
+    interval: float | None = None
+
+
+_decoder = msgspec.json.Decoder(_DeviceAuthorization)
+
+
+async def authorize(
+    provider: OAuth, http: httpx.AsyncClient, context: _Context, scope: str | None
+) -> _Token:
+    """Run the device flow for ``context`` and keep the token (called by ``OAuth``)."""
+    device = provider.device
+    assert device is not None
+    endpoint = context.metadata.device_authorization_endpoint
+    assert endpoint is not None
+    client = await provider._client_identity(  # pyright: ignore[reportPrivateUsage]
+        http, context, None, register=True, grant_types=[DEVICE_CODE, "refresh_token"]
+    )
+    assert client is not None
+    form = {"resource": context.resource}  # authenticate() adds client_id or Basic
+    if scope:
+        form["scope"] = scope
+    code = await _request_code(provider, http, context, client, endpoint, form)
+    shown = DeviceCode(
+        user_code=code.user_code,
+        verification_uri=code.verification_uri or code.verification_url or "",
+        verification_uri_complete=code.verification_uri_complete,
+        expires_in=code.expires_in,
+        interval=code.interval if code.interval is not None else _DEFAULT_INTERVAL,
+    )
+    result = device.show(shown)
+    if inspect.isawaitable(result):
+        await result
+    deadline = trio.current_time() + shown.expires_in
+    interval = max(shown.interval, 0.0)
+    poll = {
+        "grant_type": DEVICE_CODE,
+        "device_code": code.device_code,
+        "resource": context.resource,
+    }
+    response: _grants.TokenResponse | None = None
+    while response is None:
+        if trio.current_time() + interval >= deadline:
+            await trio.sleep_until(deadline)  # no poll fits before the code expires
+            raise _expired(context, shown)
+        await trio.sleep(interval)
+        with trio.move_on_at(deadline):
+            try:
+                response = await provider._token_request(  # pyright: ignore[reportPrivateUsage]
+                    http, context, client, dict(poll)
+                )
+            except TokenRequestError as exc:
+                interval = _next_interval(exc, interval, context, shown)
+                continue
+        if response is None:  # the deadline passed during the request
+            raise _expired(context, shown)
+    return await provider._keep(context, client, response, scope)  # pyright: ignore[reportPrivateUsage]
+
+
+def _next_interval(
+    exc: TokenRequestError, interval: float, context: _Context, code: DeviceCode
+) -> float:
+    """The interval after a polling error (RFC 8628 §3.5), or raise the error to the caller."""
+    if exc.error == "authorization_pending":
+        return interval
+    if exc.error == "slow_down":
+        logger.debug("device flow: slow_down, polling every %ss", interval + _SLOW_DOWN_STEP)
+        return interval + _SLOW_DOWN_STEP
+    if exc.error == "access_denied":
+        raise AuthorizationDeniedError(
+            f"the user denied the device authorization at {code.verification_uri} "
+            f"(authorization server {context.issuer})",
+            error="access_denied",
+        ) from exc
+    if exc.error == "expired_token":
+        raise _expired(context, code) from exc
+    raise exc
+
+
+def _expired(context: _Context, code: DeviceCode) -> DeviceCodeExpiredError:
+    return DeviceCodeExpiredError(
+        f"the device code {code.user_code} expired before the user approved it at "
+        f"{code.verification_uri} (authorization server {context.issuer}, "
+        f"{int(code.expires_in)} s); start the authorization again"
+    )
+
+
+async def _request_code(
+    provider: OAuth,
+    http: httpx.AsyncClient,
+    context: _Context,
+    client: _grants.ClientInfo,
+    endpoint: str,
+    form: dict[str, str],
+) -> _DeviceAuthorization:
+    headers = {"Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"}
+    _grants.authenticate(
+        form,
+        headers,
+        client,
+        audience=context.metadata.issuer,
+        private_key=provider.private_key,
+        signing_algorithm=provider.signing_algorithm,
+    )
+    try:
+        response = await http.post(endpoint, content=urlencode(form), headers=headers)
+    except httpx.HTTPError as exc:
+        raise TokenRequestError(
+            f"the device authorization request to {endpoint} failed: {exc!r}",
+            error="network_error",
+            status_code=0,
+        ) from exc
+    if response.status_code != 200:
+        raise _grants.oauth_error(
+            response, response.content, f"the device authorization request to {endpoint}"
+        )
+    try:
+        code = _decoder.decode(response.content)
+    except msgspec.DecodeError as exc:
+        raise AuthDiscoveryError(
+            f"{endpoint} answered the device authorization request with a malformed "
+            f"document ({exc})"
+        ) from exc
+    if not (code.verification_uri or code.verification_url):
+        raise AuthDiscoveryError(f"{endpoint} answered with no verification_uri")
+    return code
