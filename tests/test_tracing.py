@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -69,3 +70,23 @@ async def test_no_provider_and_no_span_means_no_tracing_at_all(
             assert _tracing.active()
     call = next(m for m in server.received if m.get("method") == "tools/call")
     assert "traceparent" not in (call.get("params") or {}).get("_meta", {})
+
+
+def test_a_configured_provider_turns_tracing_on() -> None:
+    """Setting a tracer provider (in a fresh process: it can be set once) activates tracing."""
+    code = (
+        "from opentelemetry import trace\n"
+        "from trio_mcp import _tracing\n"
+        "assert not _tracing.active()\n"
+        "trace.set_tracer_provider(trace.NoOpTracerProvider())\n"
+        "assert _tracing.active()\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "ok"
+    env_code = "from trio_mcp import _tracing\nassert _tracing.active()\nprint('ok')\n"
+    env = {**os.environ, "OTEL_PYTHON_TRACER_PROVIDER": "default_tracer_provider"}
+    out = subprocess.run(
+        [sys.executable, "-c", env_code], capture_output=True, text=True, check=True, env=env
+    )
+    assert out.stdout.strip() == "ok"

@@ -415,6 +415,18 @@ class ClientSession(EraNegotiation, metaclass=_NoPublicConstructor):
                 return await self._timed(
                     method, params, timeout, on_progress, name, headers, idempotent, keep_task
                 )
+        if (
+            self._era != "modern"
+            and timeout is None
+            and self._opts.default_timeout is None
+            and (params is None or "task" not in params)
+        ):
+            # The common case, one round trip with nothing around it: straight to the
+            # connection (one coroutine frame per pending request instead of four).
+            return await self._rpc.request(
+                method, params, on_progress=on_progress, name=name, headers=headers,
+                idempotent=idempotent,
+            )  # fmt: skip
         return await self._timed(
             method, params, timeout, on_progress, name, headers, idempotent, keep_task
         )
@@ -1371,7 +1383,15 @@ class ClientSession(EraNegotiation, metaclass=_NoPublicConstructor):
             ToolError: ``result_type`` is given and the tool reported an error.
         """
         args: Mapping[str, Any] = arguments if arguments is not None else {}
-        raw = await self._call_tool_raw(name, args, timeout, on_progress, keep_task=False)
+        params, headers = self._tool_call(name, args)
+        raw = await self._call(
+            "tools/call",
+            params,
+            timeout=timeout,
+            on_progress=on_progress,
+            name=name,
+            headers=headers,
+        )
         result = self._tool_result(name, raw)
         if result_type is None:
             return result
@@ -1392,30 +1412,17 @@ class ClientSession(EraNegotiation, metaclass=_NoPublicConstructor):
         support = self._task_support.get(name)
         return support == "required" or (support == "optional" and self._opts.tasks)
 
-    async def _call_tool_raw(
-        self,
-        name: str,
-        args: Mapping[str, Any],
-        timeout: float | None,
-        on_progress: ProgressCallback | None,
-        *,
-        keep_task: bool,
-    ) -> msgspec.Raw:
+    def _tool_call(
+        self, name: str, args: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], Mapping[str, str] | None]:
+        """The params of a ``tools/call`` and its ``Mcp-Param-*`` headers (if any)."""
         params: dict[str, Any] = {"name": name, "arguments": args}
         if self._wants_legacy_task(name):
             params["task"] = {}
         headers: Mapping[str, str] | None = None
         if self._transport.wants_param_headers:
             headers = self._param_headers(name, args)
-        return await self._call(
-            "tools/call",
-            params,
-            timeout=timeout,
-            on_progress=on_progress,
-            name=name,
-            headers=headers,
-            keep_task=keep_task,
-        )
+        return params, headers
 
     def _tool_result(self, name: str, raw: msgspec.Raw) -> t.CallToolResult:
         """Decode a tool result and check it against the tool's ``outputSchema``."""
@@ -1459,7 +1466,16 @@ class ClientSession(EraNegotiation, metaclass=_NoPublicConstructor):
             ProtocolError: The task the server made has an unknown status.
         """
         args: Mapping[str, Any] = arguments if arguments is not None else {}
-        raw = await self._call_tool_raw(name, args, timeout, on_progress, keep_task=True)
+        params, headers = self._tool_call(name, args)
+        raw = await self._call(
+            "tools/call",
+            params,
+            timeout=timeout,
+            on_progress=on_progress,
+            name=name,
+            headers=headers,
+            keep_task=True,
+        )
         driver: TaskDriver | None
         if self._era == "modern":
             head = decode_payload(raw, _ResultHead, "result of tools/call")

@@ -11,7 +11,8 @@ context manager, nothing on the wire.
 from __future__ import annotations
 
 import functools
-from collections.abc import Generator, Mapping
+import os
+from collections.abc import Callable, Generator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -27,15 +28,32 @@ def _otel() -> tuple[Any, Any] | None:
     return trace, propagate
 
 
+@functools.cache
+def _provider_check() -> Callable[[], bool]:
+    """How to tell, cheaply, whether a tracer provider has been configured.
+
+    ``trace.get_tracer_provider()`` reads the environment on every call while none is set;
+    the API keeps the configured provider in a module global, read directly when it exists
+    (the environment variable is read once). Otherwise the public call is used.
+    """
+    otel = _otel()
+    assert otel is not None
+    trace = otel[0]
+    if hasattr(trace, "_TRACER_PROVIDER"):
+        from_env = bool(os.environ.get("OTEL_PYTHON_TRACER_PROVIDER"))
+        return lambda: from_env or getattr(trace, "_TRACER_PROVIDER", None) is not None
+    proxy = trace.ProxyTracerProvider
+    return lambda: not isinstance(trace.get_tracer_provider(), proxy)
+
+
 def active() -> bool:
     """Whether a request made now should be traced (see the module docstring)."""
     otel = _otel()
     if otel is None:
         return False
-    trace = otel[0]
-    if not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
-        return True  # an SDK (or another provider) was configured
-    return bool(trace.get_current_span().get_span_context().is_valid)
+    if otel[0].get_current_span().get_span_context().is_valid:
+        return True  # inside a span: its context travels on
+    return _provider_check()()  # an SDK (or another provider) was configured
 
 
 @contextmanager
