@@ -1286,15 +1286,16 @@ class ClientSession(EraNegotiation, metaclass=_NoPublicConstructor):
         self._validators = {}
 
     def _remember_output_schemas(self, tools: Iterable[t.Tool]) -> None:
+        schemas, validators, support = self._output_schemas, self._validators, self._task_support
         for tool in tools:
-            schema = tool.output_schema
-            self._output_schemas[tool.name] = None if schema is UNSET else schema
-            self._validators.pop(tool.name, None)
-            execution = tool.execution
+            name, schema, execution = tool.name, tool.output_schema, tool.execution
+            schemas[name] = None if schema is UNSET else schema
+            if validators:  # (empty after a whole listing: nothing compiled to drop)
+                validators.pop(name, None)
             if execution is not UNSET and isinstance(execution.task_support, str):
-                self._task_support[tool.name] = execution.task_support
-            else:
-                self._task_support.pop(tool.name, None)
+                support[name] = execution.task_support
+            elif support:
+                support.pop(name, None)
 
     def _validate_output(self, name: str, result: t.CallToolResult) -> OutputValidation:
         """Check ``result`` against the tool's ``outputSchema`` (compiled once per tool)."""

@@ -1060,19 +1060,22 @@ class HTTPCore:
         declared = response.headers.get("content-length", "")
         if not truncate and declared.isdigit() and int(declared) > cap:
             raise MessageTooLargeError(int(declared), cap)
-        body = bytearray()
+        chunks: list[bytes] = []  # joined once at the end (a one-chunk body: not copied)
+        size = 0
 
         async def on_chunk(chunk: bytes) -> bool:
-            body.extend(chunk)
-            if len(body) <= cap:
+            nonlocal size
+            chunks.append(chunk)
+            size += len(chunk)
+            if size <= cap:
                 return False
             if truncate:
-                del body[cap:]
+                chunks[-1] = chunk[: len(chunk) - (size - cap)]
                 return True
-            raise MessageTooLargeError(len(body), cap)
+            raise MessageTooLargeError(size, cap)
 
         await self.consume(response, on_chunk, "reading the response from")
-        return bytes(body)
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     async def pump_sse(
         self,
