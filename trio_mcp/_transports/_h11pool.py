@@ -162,8 +162,8 @@ class _ResponseBody(httpx.AsyncByteStream):
 
     async def aclose(self) -> None:
         connection, self._connection = self._connection, None
-        if connection is None:
-            await trio.lowlevel.checkpoint()
+        if connection is None:  # read to the end and given back already: nothing to do
+            await trio.lowlevel.checkpoint_if_cancelled()
         elif connection.buffered_to_end():  # e.g. an empty 202 nobody read
             await self._pool.release(connection)
         else:  # not read to the end: the connection cannot be reused
@@ -209,11 +209,15 @@ class H11Transport(httpx.AsyncBaseTransport):
         origin: Origin = (scheme, url.raw_host, url.port or _DEFAULT_PORTS[scheme])
         timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
         pool_timeout = timeouts.get("pool")
+        await trio.lowlevel.checkpoint_if_cancelled()
         try:
-            with _deadline(pool_timeout):
-                await self._slots.acquire()
-        except trio.TooSlowError as exc:
-            raise httpx.PoolTimeout("timed out waiting for a connection") from exc
+            self._slots.acquire_nowait()  # a free slot (the usual case): no scheduler trip
+        except trio.WouldBlock:
+            try:
+                with _deadline(pool_timeout):
+                    await self._slots.acquire()
+            except trio.TooSlowError as exc:
+                raise httpx.PoolTimeout("timed out waiting for a connection") from exc
         connection: _Connection | None = None
         try:
             connection = await self._connection_for(origin, timeouts.get("connect"))
@@ -314,7 +318,8 @@ class H11Transport(httpx.AsyncBaseTransport):
             idle = self._idle.setdefault(connection.origin, [])
             if len(idle) < self.max_connections:
                 idle.append(connection)
-                await trio.lowlevel.checkpoint()
+                # (the exchange did its I/O: a cancellation point is enough, no yield)
+                await trio.lowlevel.checkpoint_if_cancelled()
                 return
         await connection.aclose()
 

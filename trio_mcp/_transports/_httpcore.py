@@ -651,7 +651,11 @@ class HTTPCore:
             if len(self._answered) > _ANSWERED_MEMORY:
                 self._answered.popitem(last=False)
         with suppress(trio.ClosedResourceError, trio.BrokenResourceError):
-            await self._send.send(message)  # (closed or ended meanwhile: nobody will read it)
+            await trio.lowlevel.checkpoint_if_cancelled()
+            try:  # room in the queue (the usual case): no trip through the scheduler
+                self._send.send_nowait(message)
+            except trio.WouldBlock:
+                await self._send.send(message)  # (closed or ended meanwhile: nobody reads it)
 
     def fail(self, request_id: RequestId, error: MCPError) -> None:
         """Fail one request through :attr:`fail_request`, unless it is already settled.
