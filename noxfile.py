@@ -286,7 +286,7 @@ def interop(session: nox.Session) -> None:
 
 @nox.session
 def fuzz(session: nox.Session) -> None:
-    """Run the property suite (tests/test_fuzz.py) with a large budget of generated inputs."""
+    """Run the property suites (messages, SSE framing, HTTP replies) with a large budget."""
     _install_project(session, *PYTEST)
     examples = os.environ.get("TRIO_MCP_FUZZ_EXAMPLES", FUZZ_EXAMPLES)
     session.log(f"{examples} examples per property (TRIO_MCP_FUZZ_EXAMPLES)")
@@ -298,6 +298,9 @@ def fuzz(session: nox.Session) -> None:
                 lambda s: s.run(
                     "pytest",
                     "tests/test_fuzz.py",
+                    # the other parsers of peer bytes: SSE framing and the HTTP/1.1 pool
+                    "tests/test_eventstream.py",
+                    "tests/test_h11pool.py",
                     "-o",
                     "timeout=0",
                     *s.posargs,

@@ -122,7 +122,7 @@ _SSE_PIECES = st.sampled_from(
 _SSE_ENDS = st.sampled_from([b"\n", b"\r", b"\r\n", b""])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)  # examples: the profile's (tests/conftest.py; nox -s fuzz)
 @given(
     parts=st.lists(st.tuples(_SSE_PIECES, _SSE_ENDS), max_size=30),
     cuts=st.lists(st.integers(min_value=1, max_value=9), max_size=20),

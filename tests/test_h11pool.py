@@ -300,8 +300,48 @@ async def test_cancellation_at_any_point_frees_the_slot() -> None:
                     assert (await client.post(server.url, content=b"{}")).json() == {}
 
 
-@settings(
-    max_examples=60,
+async def test_closing_races_every_point_of_a_burst() -> None:
+    """Close the pool after N checkpoints of a burst: every request ends (answered or with an
+    httpx error), nothing waits forever, and no connection is opened after the close."""
+    release = trio.Event()
+
+    async def slowish(stream: trio.SocketStream) -> None:
+        conn = h11.Connection(h11.SERVER)
+        while await read_request(stream, conn) is not None:
+            await release.wait()
+            await stream.send_all(OK)
+            conn = h11.Connection(h11.SERVER)
+
+    async with serving(slowish) as server:
+        for checkpoints in range(0, 24, 3):
+            release = trio.Event()
+            pool = H11Transport(ssl_context=PLAIN, max_connections=2)
+            outcomes: list[str] = []
+            opened_before = server.connections
+
+            async def call(client: httpx.AsyncClient) -> None:
+                try:
+                    await client.post(server.url, content=b"{}")
+                    outcomes.append("answered")
+                except httpx.HTTPError:
+                    outcomes.append("failed")
+
+            with trio.fail_after(10):
+                async with httpx.AsyncClient(transport=pool, timeout=5) as client:
+                    async with trio.open_nursery() as nursery:
+                        for _ in range(6):
+                            nursery.start_soon(call, client)
+                        for _ in range(checkpoints):
+                            await trio.lowlevel.checkpoint()
+                        await pool.aclose()
+                        release.set()
+            assert len(outcomes) == 6
+            # the requests that got a slot only after the close opened no connection
+            assert server.connections - opened_before <= 2
+            assert pool._slots.value == 2  # pyright: ignore[reportPrivateUsage]
+
+
+@settings(  # examples: the profile's (tests/conftest.py; nox -s fuzz)
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -220,6 +220,8 @@ class H11Transport(httpx.AsyncBaseTransport):
                 raise httpx.PoolTimeout("timed out waiting for a connection") from exc
         connection: _Connection | None = None
         try:
+            if self._closed:  # closed while this request waited for a slot
+                raise httpx.ConnectError("the HTTP transport is closed")
             connection = await self._connection_for(origin, timeouts.get("connect"))
             await self._send_request(connection, request, timeouts.get("write"))
             read_timeout = timeouts.get("read")
