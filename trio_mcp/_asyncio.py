@@ -23,12 +23,13 @@ import logging
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, TypeVar, overload
 
 import outcome
 import trio
 
 from . import _types as t
+from ._construction import NoPublicConstructor
 from ._handlers import RequestContext
 from ._session import ClientSession, ListKind, Notification, ResultClaimHandler, SessionView
 from ._tasks import TaskState, ToolTask
@@ -321,18 +322,7 @@ class AsyncioToolTask:
         await self._bridge.call(self._task.cancel)
 
 
-class _NoPublicConstructor(type):
-    def __call__(cls, *args: Any, **kwargs: Any) -> NoReturn:
-        raise TypeError(
-            f"{cls.__module__}.{cls.__qualname__} has no public constructor: "
-            "use trio_mcp.open_asyncio_session(...)"
-        )
-
-    def _create(cls: type[T], *args: Any, **kwargs: Any) -> T:
-        return super().__call__(*args, **kwargs)  # type: ignore[misc, no-any-return]
-
-
-class AsyncioSession(SessionView, metaclass=_NoPublicConstructor):
+class AsyncioSession(SessionView, metaclass=NoPublicConstructor):
     """A :class:`ClientSession` for asyncio code. Open it with :func:`open_asyncio_session`.
 
     Every method of :class:`ClientSession` is here with the same parameters and return type,
@@ -341,6 +331,8 @@ class AsyncioSession(SessionView, metaclass=_NoPublicConstructor):
     (``on_progress``, notification callbacks, handlers) may be plain functions or asyncio
     coroutine functions.
     """
+
+    _open_with: ClassVar[str] = "trio_mcp.open_asyncio_session(...)"
 
     def __init__(self, bridge: _Bridge) -> None:
         self._bridge = bridge

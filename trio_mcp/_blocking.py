@@ -29,11 +29,12 @@ import weakref
 from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Final, NoReturn, TypeVar, overload
 
 import trio
 
 from . import _types as t
+from ._construction import NoPublicConstructor
 from ._handlers import RequestContext
 from ._session import ClientSession, ListKind, Notification, ResultClaimHandler, SessionView
 from ._tasks import TaskState, ToolTask
@@ -363,18 +364,7 @@ def _bounded(func: Callable[[], Awaitable[R]], timeout: float | None) -> Callabl
     return bounded
 
 
-class _NoPublicConstructor(type):
-    def __call__(cls, *args: Any, **kwargs: Any) -> NoReturn:
-        raise TypeError(
-            f"{cls.__module__}.{cls.__qualname__} has no public constructor: "
-            "use trio_mcp.open_blocking_session(...)"
-        )
-
-    def _create(cls: type[T], *args: Any, **kwargs: Any) -> T:
-        return super().__call__(*args, **kwargs)  # type: ignore[misc, no-any-return]
-
-
-class BlockingSession(SessionView, metaclass=_NoPublicConstructor):
+class BlockingSession(SessionView, metaclass=NoPublicConstructor):
     """A :class:`ClientSession` for code that does not run Trio: scripts, notebooks, threads.
 
     Open it with :func:`open_blocking_session`. Every method of :class:`ClientSession` is
@@ -387,6 +377,8 @@ class BlockingSession(SessionView, metaclass=_NoPublicConstructor):
     :meth:`close` every method raises :class:`trio.ClosedResourceError`. Errors are those of
     the async API: a server that dies mid-call fails the call with :class:`ConnectionClosed`.
     """
+
+    _open_with: ClassVar[str] = "trio_mcp.open_blocking_session(...)"
 
     def __init__(self, runner: _Runner) -> None:
         self._runner = runner

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, ClassVar
 
 import trio
 
 from . import _types as t
+from ._construction import NoPublicConstructor
 from ._exceptions import MCPError
 
 if TYPE_CHECKING:
@@ -24,17 +25,7 @@ _KINDS = {
 }
 
 
-class _NoPublicConstructor(type):
-    """Metaclass: ``Catalogue(...)`` raises; sessions build catalogues."""
-
-    def __call__(cls, *args: Any, **kwargs: Any) -> NoReturn:
-        raise TypeError("Catalogue has no public constructor: use ClientSession.catalogue()")
-
-    def _create(cls, *args: Any, **kwargs: Any) -> Any:
-        return super().__call__(*args, **kwargs)
-
-
-class Catalogue(metaclass=_NoPublicConstructor):
+class Catalogue(metaclass=NoPublicConstructor):
     """The server's tools, prompts and resources, kept up to date.
 
     Made by :meth:`ClientSession.catalogue`. Read the lists at any time; they are replaced
@@ -47,6 +38,8 @@ class Catalogue(metaclass=_NoPublicConstructor):
         version: How many refreshes have completed (1 after the first listing).
         last_error: Why the last refresh failed (the old lists were kept), or None.
     """
+
+    _open_with: ClassVar[str] = "ClientSession.catalogue()"
 
     def __init__(
         self, session: ClientSession, *, tools: bool, prompts: bool, resources: bool

@@ -23,7 +23,7 @@ import sys
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Literal, NoReturn, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, NoReturn, TypeVar, cast, overload
 
 import msgspec
 import trio
@@ -35,6 +35,7 @@ from . import _types as t
 if sys.version_info < (3, 11):  # pragma: no cover
     pass
 
+from ._construction import NoPublicConstructor
 from ._eras import (
     MODERN_VERSIONS,
     EraCache,
@@ -211,19 +212,6 @@ class _Options:
             raise ValueError("open_mcp_session(): notification_buffer must not be negative")
 
 
-class _NoPublicConstructor(type):
-    """Metaclass: ``ClientSession(...)`` raises; the library builds sessions itself."""
-
-    def __call__(cls, *args: Any, **kwargs: Any) -> NoReturn:
-        raise TypeError(
-            f"{cls.__module__}.{cls.__qualname__} has no public constructor: "
-            "use trio_mcp.open_mcp_session(...)"
-        )
-
-    def _create(cls: type[T], *args: Any, **kwargs: Any) -> T:
-        return super().__call__(*args, **kwargs)  # type: ignore[misc, no-any-return]
-
-
 class SessionView:
     """The read-only state of a :class:`ClientSession`, shared by the wrappers that drive one
     from another world (the blocking session and the asyncio session)."""
@@ -263,7 +251,7 @@ class SessionView:
         return self._session.failure
 
 
-class ClientSession(EraNegotiation, metaclass=_NoPublicConstructor):
+class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
     """A session with one MCP server. Open it with :func:`open_mcp_session`.
 
     All methods may be called concurrently from many tasks, and every one is a checkpoint.
@@ -273,6 +261,8 @@ class ClientSession(EraNegotiation, metaclass=_NoPublicConstructor):
     :class:`trio.ClosedResourceError`; after the connection broke, a fresh
     :class:`ConnectionClosed` telling why.
     """
+
+    _open_with: ClassVar[str] = "trio_mcp.open_mcp_session(...)"
 
     def __init__(
         self,
