@@ -8,13 +8,10 @@ the Windows Credential Manager).
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from typing import Any, cast
 
-import trio
-
 from .._exceptions import AuthError
-from ._storage import StoredClient, StoredServer, StoredToken
+from ._storage import _EntryStore  # pyright: ignore[reportPrivateUsage]
 
 __all__ = ["KeyringTokenStore"]
 
@@ -29,7 +26,7 @@ def _import_keyring() -> Any:
     return keyring
 
 
-class KeyringTokenStore:
+class KeyringTokenStore(_EntryStore):
     """A :class:`~trio_mcp.TokenStore` in the OS keyring (macOS Keychain, Windows Credential
     Manager, Secret Service / KWallet on Linux), through the ``keyring`` library.
 
@@ -87,91 +84,18 @@ class KeyringTokenStore:
         except keyring.errors.KeyringError as exc:
             raise AuthError(f"writing {name!r} to the keyring failed: {exc}") from exc
 
-    async def _get(self, name: str) -> dict[str, Any] | None:
-        return await trio.to_thread.run_sync(self._get_sync, name)
+    # the entry hooks of _EntryStore (run in a worker thread)
 
-    async def _set(self, name: str, value: dict[str, Any] | None) -> None:
-        await trio.to_thread.run_sync(self._set_sync, name, value)
+    def _load(self, section: str, key: str) -> dict[str, Any] | None:
+        return self._get_sync(_entry_name(section, key))
 
-    @staticmethod
-    def _token_name(issuer: str, resource: str, client_id: str) -> str:
-        return "token " + json.dumps([issuer, resource, client_id])
+    def _save(self, section: str, key: str, value: dict[str, Any] | None) -> None:
+        self._set_sync(_entry_name(section, key), value)
 
-    async def get_token(self, issuer: str, resource: str, client_id: str) -> StoredToken | None:
-        """The stored token for this issuer, resource and client, or ``None``.
 
-        Args:
-            issuer: The authorization server's issuer.
-            resource: The protected resource (the MCP server).
-            client_id: The client the token was issued to.
-        """
-        entry = await self._get(self._token_name(issuer, resource, client_id))
-        try:
-            return StoredToken(**entry) if entry is not None else None
-        except TypeError:
-            return None
+def _entry_name(section: str, key: str) -> str:
+    """The keyring user name of an entry: ``token ["issuer", ...]``, ``client ISSUER``..."""
+    return f"{_ENTRY_PREFIX[section]} {key}"
 
-    async def set_token(
-        self, issuer: str, resource: str, client_id: str, token: StoredToken
-    ) -> None:
-        """Store (replace) the token.
 
-        Args:
-            issuer: The authorization server's issuer.
-            resource: The protected resource (the MCP server).
-            client_id: The client the token was issued to.
-            token: The token set.
-        """
-        await self._set(self._token_name(issuer, resource, client_id), asdict(token))
-
-    async def delete_token(self, issuer: str, resource: str, client_id: str) -> None:
-        """Forget the token (missing is fine).
-
-        Args:
-            issuer: The authorization server's issuer.
-            resource: The protected resource (the MCP server).
-            client_id: The client the token was issued to.
-        """
-        await self._set(self._token_name(issuer, resource, client_id), None)
-
-    async def get_client(self, issuer: str) -> StoredClient | None:
-        """The registration at this issuer, or ``None``.
-
-        Args:
-            issuer: The authorization server's issuer.
-        """
-        entry = await self._get(f"client {issuer}")
-        try:
-            return StoredClient(**entry) if entry is not None else None
-        except TypeError:
-            return None
-
-    async def set_client(self, issuer: str, client: StoredClient) -> None:
-        """Store (replace) the registration at this issuer.
-
-        Args:
-            issuer: The authorization server's issuer.
-            client: The registration.
-        """
-        await self._set(f"client {issuer}", asdict(client))
-
-    async def get_server(self, server_url: str) -> StoredServer | None:
-        """The binding of this MCP server URL, or ``None`` (see :class:`~trio_mcp.StoredServer`).
-
-        Args:
-            server_url: The MCP endpoint, canonical.
-        """
-        entry = await self._get(f"server {server_url}")
-        try:
-            return StoredServer(**entry) if entry is not None else None
-        except TypeError:
-            return None
-
-    async def set_server(self, server_url: str, server: StoredServer) -> None:
-        """Store (replace) the binding of this MCP server URL.
-
-        Args:
-            server_url: The MCP endpoint, canonical.
-            server: What discovery established for it.
-        """
-        await self._set(f"server {server_url}", asdict(server))
+_ENTRY_PREFIX = {"tokens": "token", "clients": "client", "servers": "server"}

@@ -17,7 +17,7 @@ import sys
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 import trio
 
@@ -180,6 +180,102 @@ def _token_key(issuer: str, resource: str, client_id: str) -> str:
     return json.dumps([issuer, resource, client_id])
 
 
+E = TypeVar("E", StoredToken, StoredClient, StoredServer)
+
+
+def _entry(kind: type[E], entry: dict[str, Any] | None) -> E | None:
+    """An entry read back, or ``None`` when missing or not of this version's shape."""
+    try:
+        return kind(**entry) if entry is not None else None
+    except TypeError:
+        return None
+
+
+class _EntryStore:
+    """The store protocol over JSON entries kept in sections, read and written in a thread.
+
+    A subclass provides ``_load(section, key)`` and ``_save(section, key, entry or None)``
+    (blocking; sections ``tokens``, ``clients``, ``servers``).
+    """
+
+    def _load(self, section: str, key: str) -> dict[str, Any] | None:
+        raise NotImplementedError
+
+    def _save(self, section: str, key: str, value: dict[str, Any] | None) -> None:
+        raise NotImplementedError
+
+    async def get_token(self, issuer: str, resource: str, client_id: str) -> StoredToken | None:
+        """The stored token for this issuer, resource and client, or ``None``.
+
+        Args:
+            issuer: The authorization server's issuer.
+            resource: The protected resource (the MCP server).
+            client_id: The client the token was issued to.
+        """
+        key = _token_key(issuer, resource, client_id)
+        return _entry(StoredToken, await trio.to_thread.run_sync(self._load, "tokens", key))
+
+    async def set_token(
+        self, issuer: str, resource: str, client_id: str, token: StoredToken
+    ) -> None:
+        """Store (replace) the token.
+
+        Args:
+            issuer: The authorization server's issuer.
+            resource: The protected resource (the MCP server).
+            client_id: The client the token was issued to.
+            token: The token set.
+        """
+        key = _token_key(issuer, resource, client_id)
+        await trio.to_thread.run_sync(self._save, "tokens", key, asdict(token))
+
+    async def delete_token(self, issuer: str, resource: str, client_id: str) -> None:
+        """Forget the token (missing is fine).
+
+        Args:
+            issuer: The authorization server's issuer.
+            resource: The protected resource (the MCP server).
+            client_id: The client the token was issued to.
+        """
+        key = _token_key(issuer, resource, client_id)
+        await trio.to_thread.run_sync(self._save, "tokens", key, None)
+
+    async def get_client(self, issuer: str) -> StoredClient | None:
+        """The registration at this issuer, or ``None``.
+
+        Args:
+            issuer: The authorization server's issuer.
+        """
+        return _entry(StoredClient, await trio.to_thread.run_sync(self._load, "clients", issuer))
+
+    async def set_client(self, issuer: str, client: StoredClient) -> None:
+        """Store (replace) the registration at this issuer.
+
+        Args:
+            issuer: The authorization server's issuer.
+            client: The registration.
+        """
+        await trio.to_thread.run_sync(self._save, "clients", issuer, asdict(client))
+
+    async def get_server(self, server_url: str) -> StoredServer | None:
+        """The binding of this MCP server URL, or ``None`` (see :class:`StoredServer`).
+
+        Args:
+            server_url: The MCP endpoint, canonical.
+        """
+        entry = await trio.to_thread.run_sync(self._load, "servers", server_url)
+        return _entry(StoredServer, entry)
+
+    async def set_server(self, server_url: str, server: StoredServer) -> None:
+        """Store (replace) the binding of this MCP server URL.
+
+        Args:
+            server_url: The MCP endpoint, canonical.
+            server: What discovery established for it.
+        """
+        await trio.to_thread.run_sync(self._save, "servers", server_url, asdict(server))
+
+
 class MemoryTokenStore:
     """A :class:`TokenStore` in this process's memory (the default)."""
 
@@ -263,7 +359,7 @@ class MemoryTokenStore:
         self._servers[server_url] = server
 
 
-class FileTokenStore:
+class FileTokenStore(_EntryStore):
     """A :class:`TokenStore` in one JSON file, readable by its owner only.
 
     Every change re-reads the file under an exclusive lock (``flock`` on ``PATH.lock``),
@@ -331,87 +427,5 @@ class FileTokenStore:
         entry: Any = self._read()[section].get(key)
         return cast("dict[str, Any]", entry) if isinstance(entry, dict) else None
 
-    # the protocol
-
-    async def get_token(self, issuer: str, resource: str, client_id: str) -> StoredToken | None:
-        """The stored token for this issuer, resource and client, or ``None``.
-
-        Args:
-            issuer: The authorization server's issuer.
-            resource: The protected resource (the MCP server).
-            client_id: The client the token was issued to.
-        """
-        entry = await trio.to_thread.run_sync(
-            self._get, "tokens", _token_key(issuer, resource, client_id)
-        )
-        try:
-            return StoredToken(**entry) if entry is not None else None
-        except TypeError:
-            return None
-
-    async def set_token(
-        self, issuer: str, resource: str, client_id: str, token: StoredToken
-    ) -> None:
-        """Store (replace) the token.
-
-        Args:
-            issuer: The authorization server's issuer.
-            resource: The protected resource (the MCP server).
-            client_id: The client the token was issued to.
-            token: The token set.
-        """
-        key = _token_key(issuer, resource, client_id)
-        await trio.to_thread.run_sync(self._update, "tokens", key, asdict(token))
-
-    async def delete_token(self, issuer: str, resource: str, client_id: str) -> None:
-        """Forget the token (missing is fine).
-
-        Args:
-            issuer: The authorization server's issuer.
-            resource: The protected resource (the MCP server).
-            client_id: The client the token was issued to.
-        """
-        key = _token_key(issuer, resource, client_id)
-        await trio.to_thread.run_sync(self._update, "tokens", key, None)
-
-    async def get_client(self, issuer: str) -> StoredClient | None:
-        """The registration at this issuer, or ``None``.
-
-        Args:
-            issuer: The authorization server's issuer.
-        """
-        entry = await trio.to_thread.run_sync(self._get, "clients", issuer)
-        try:
-            return StoredClient(**entry) if entry is not None else None
-        except TypeError:
-            return None
-
-    async def set_client(self, issuer: str, client: StoredClient) -> None:
-        """Store (replace) the registration at this issuer.
-
-        Args:
-            issuer: The authorization server's issuer.
-            client: The registration.
-        """
-        await trio.to_thread.run_sync(self._update, "clients", issuer, asdict(client))
-
-    async def get_server(self, server_url: str) -> StoredServer | None:
-        """The binding of this MCP server URL, or ``None`` (see :class:`StoredServer`).
-
-        Args:
-            server_url: The MCP endpoint, canonical.
-        """
-        entry = await trio.to_thread.run_sync(self._get, "servers", server_url)
-        try:
-            return StoredServer(**entry) if entry is not None else None
-        except TypeError:
-            return None
-
-    async def set_server(self, server_url: str, server: StoredServer) -> None:
-        """Store (replace) the binding of this MCP server URL.
-
-        Args:
-            server_url: The MCP endpoint, canonical.
-            server: What discovery established for it.
-        """
-        await trio.to_thread.run_sync(self._update, "servers", server_url, asdict(server))
+    _load = _get
+    _save = _update
