@@ -615,3 +615,19 @@ def test_import_is_light() -> None:
     code = "import sys, trio_mcp; print('jwt' in sys.modules, 'trio_mcp._auth' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b'{"issuer": "\xff"}', b'{"access_token": "\xc3\x28", "token_type": "Bearer"}', b"\xff"],
+)
+def test_undecodable_documents_are_auth_errors(body: bytes) -> None:
+    """Invalid UTF-8 (a UnicodeDecodeError inside msgspec) ends in the auth family too."""
+    with pytest.raises(trio_mcp.AuthDiscoveryError, match="malformed"):
+        _metadata.decode_as_metadata(body, "u", "https://a")
+    with pytest.raises(trio_mcp.AuthDiscoveryError, match="malformed"):
+        _metadata.decode_prm(body, "u")
+    with pytest.raises(trio_mcp.TokenRequestError, match="malformed"):
+        _grants.decode_token_response(body, "u")
+    response = httpx.Response(400)
+    assert _grants.oauth_error(response, body, "x").error == "invalid_response"

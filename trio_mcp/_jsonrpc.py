@@ -21,6 +21,7 @@ from msgspec import UNSET, UnsetType
 from ._exceptions import ProtocolError
 
 __all__ = [
+    "UNDECODABLE",
     "INTERNAL_ERROR",
     "RequestId",
     "INVALID_PARAMS",
@@ -40,6 +41,12 @@ __all__ = [
     "encode_request",
     "encode_response",
 ]
+
+#: What msgspec raises for bytes that are not the JSON asked for: malformed or mistyped
+#: (``DecodeError`` and its ``ValidationError``), invalid UTF-8 inside a string
+#: (``UnicodeDecodeError``), nesting too deep (``RecursionError``). Every decode of peer
+#: bytes outside this module catches exactly these.
+UNDECODABLE: Final = (msgspec.DecodeError, UnicodeDecodeError, RecursionError)
 
 PARSE_ERROR: Final = -32700
 INVALID_REQUEST: Final = -32600

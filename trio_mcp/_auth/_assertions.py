@@ -22,13 +22,14 @@ import logging
 from collections.abc import Awaitable, Callable
 from os import PathLike
 from typing import TYPE_CHECKING
-from urllib.parse import quote, urlencode
+from urllib.parse import quote
 
 import httpx
 import msgspec
 import trio
 
 from .._exceptions import AuthDiscoveryError, TokenRequestError
+from .._jsonrpc import UNDECODABLE
 from . import _grants, _metadata
 
 if TYPE_CHECKING:
@@ -200,21 +201,16 @@ class IdentityAssertionGrant:
             headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
         else:
             form["client_id"] = self.idp_client_id
-        try:
-            response = await http.post(url, content=urlencode(form), headers=headers)
-        except httpx.HTTPError as exc:
-            raise TokenRequestError(
-                f"the token exchange at identity provider {url} failed: {exc!r}",
-                error="network_error",
-                status_code=0,
-            ) from exc
+        response = await _grants.post_form(
+            http, url, form, headers, f"the token exchange at identity provider {url}"
+        )
         if response.status_code != 200:
             raise _grants.oauth_error(
                 response, response.content, f"the ID-JAG token exchange at {url}"
             )
         try:
             answer = _exchange_decoder.decode(response.content)
-        except msgspec.DecodeError as exc:
+        except UNDECODABLE as exc:
             raise TokenRequestError(
                 f"identity provider {url} answered the token exchange with a malformed "
                 f"response ({exc})",

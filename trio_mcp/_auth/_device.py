@@ -16,7 +16,6 @@ import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-from urllib.parse import urlencode
 
 import httpx
 import msgspec
@@ -28,6 +27,7 @@ from .._exceptions import (
     DeviceCodeExpiredError,
     TokenRequestError,
 )
+from .._jsonrpc import UNDECODABLE
 from . import _grants
 from ._metadata import AuthorizationServerMetadata
 
@@ -224,21 +224,16 @@ async def _request_code(
         private_key=provider.private_key,
         signing_algorithm=provider.signing_algorithm,
     )
-    try:
-        response = await http.post(endpoint, content=urlencode(form), headers=headers)
-    except httpx.HTTPError as exc:
-        raise TokenRequestError(
-            f"the device authorization request to {endpoint} failed: {exc!r}",
-            error="network_error",
-            status_code=0,
-        ) from exc
+    response = await _grants.post_form(
+        http, endpoint, form, headers, f"the device authorization request to {endpoint}"
+    )
     if response.status_code != 200:
         raise _grants.oauth_error(
             response, response.content, f"the device authorization request to {endpoint}"
         )
     try:
         code = _decoder.decode(response.content)
-    except msgspec.DecodeError as exc:
+    except UNDECODABLE as exc:
         raise AuthDiscoveryError(
             f"{endpoint} answered the device authorization request with a malformed "
             f"document ({exc})"

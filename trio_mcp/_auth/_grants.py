@@ -14,14 +14,14 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
+from urllib.parse import urlencode
 
+import httpx
 import msgspec
 
 from .._exceptions import AuthDiscoveryError, AuthError, TokenRequestError
-
-if TYPE_CHECKING:
-    import httpx
+from .._jsonrpc import UNDECODABLE
 
 __all__ = [
     "ClientInfo",
@@ -189,7 +189,7 @@ def oauth_error(response: httpx.Response, body: bytes, doing: str) -> TokenReque
     try:
         error = _error_decoder.decode(body)
         code, description = error.error, error.error_description
-    except msgspec.DecodeError:
+    except UNDECODABLE:
         code, description = "invalid_response", body[:200].decode("utf-8", "replace")
     hint = {
         "invalid_grant": "the grant (code or refresh token) is expired or revoked; log in again",
@@ -207,11 +207,35 @@ def oauth_error(response: httpx.Response, body: bytes, doing: str) -> TokenReque
     )
 
 
+async def post_form(
+    http: httpx.AsyncClient,
+    url: str,
+    form: Mapping[str, str],
+    headers: Mapping[str, str],
+    doing: str,
+) -> httpx.Response:
+    """POST a form to an OAuth endpoint; a request that fails is a ``network_error``.
+
+    Args:
+        http: The client for the authorization server.
+        url: The endpoint.
+        form: The form fields.
+        headers: The request's headers.
+        doing: What the request is, for the message (e.g. ``"the token request to URL"``).
+    """
+    try:
+        return await http.post(url, content=urlencode(form), headers=headers)
+    except httpx.HTTPError as exc:
+        raise TokenRequestError(
+            f"{doing} failed: {exc!r}", error="network_error", status_code=0
+        ) from exc
+
+
 def decode_token_response(body: bytes, url: str) -> TokenResponse:
     """Decode a token endpoint's successful answer."""
     try:
         token = _token_decoder.decode(body)
-    except msgspec.DecodeError as exc:
+    except UNDECODABLE as exc:
         raise TokenRequestError(
             f"the token endpoint {url} answered with a malformed token response ({exc})",
             error="invalid_response",

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 import msgspec
 
 from .._exceptions import AuthDiscoveryError
+from .._jsonrpc import UNDECODABLE
 
 __all__ = [
     "AuthorizationServerMetadata",
@@ -182,7 +183,7 @@ def decode_prm(body: bytes, url: str) -> ProtectedResourceMetadata:
     """
     try:
         metadata = _prm_decoder.decode(body)
-    except msgspec.DecodeError as exc:
+    except UNDECODABLE as exc:
         raise AuthDiscoveryError(
             f"the protected-resource metadata at {url} is malformed ({exc}); the server's "
             "operator must fix it"
@@ -203,7 +204,7 @@ def decode_as_metadata(body: bytes, url: str, issuer: str) -> AuthorizationServe
     """
     try:
         metadata = _as_decoder.decode(body)
-    except msgspec.DecodeError as exc:
+    except UNDECODABLE as exc:
         raise AuthDiscoveryError(
             f"the authorization-server metadata at {url} is malformed ({exc})"
         ) from exc

@@ -845,14 +845,9 @@ class OAuth(httpx.Auth):
             )
             if key is not None:
                 headers["DPoP"] = key.proof("POST", url, nonce=self._dpop_nonces.get(url))
-            try:
-                response = await http.post(url, content=urlencode(attempt_form), headers=headers)
-            except httpx.HTTPError as exc:
-                raise TokenRequestError(
-                    f"the token request to {url} failed: {exc!r}",
-                    error="network_error",
-                    status_code=0,
-                ) from exc
+            response = await _grants.post_form(
+                http, url, attempt_form, headers, f"the token request to {url}"
+            )
             self._dpop_nonces.update(url, response.headers.get("dpop-nonce"))
             if response.status_code == 200:
                 token = _grants.decode_token_response(response.content, url)

@@ -61,7 +61,7 @@ from .._exceptions import (
     fresh_copy,
     server_error_from_wire,
 )
-from .._jsonrpc import decode_envelope
+from .._jsonrpc import UNDECODABLE, decode_envelope
 from .._resilience import Backoff, CircuitBreaker, RetryPolicy
 from ._base import MessageInfo, RequestFailure
 from ._eventstream import ServerSentEvent, SSEDecoder
@@ -144,9 +144,6 @@ _DEFAULT_PORTS: Final = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 # Redirects that keep the method and body; the others turn any method but GET into a GET.
 _KEEP_METHOD: Final = frozenset({307, 308})
 _REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
-# What msgspec raises for bytes that are not the JSON asked for (invalid UTF-8 inside a
-# string is a UnicodeDecodeError, very deep nesting a RecursionError).
-_UNDECODABLE: Final = (msgspec.DecodeError, UnicodeDecodeError, RecursionError)
 
 
 # -- message helpers -------------------------------------------------------------------------
@@ -181,7 +178,7 @@ def split_batch(data: bytes) -> list[bytes]:
         return [data]
     try:
         return [bytes(raw) for raw in _batch_decoder.decode(data)]
-    except _UNDECODABLE:
+    except UNDECODABLE:
         return [data]
 
 
@@ -189,7 +186,7 @@ def peek(data: bytes) -> _Peek:
     """Decode the routing members of one message (all ``None`` if it is not JSON)."""
     try:
         return _peek_decoder.decode(data)
-    except _UNDECODABLE:
+    except UNDECODABLE:
         return _Peek()
 
 
@@ -288,7 +285,7 @@ def oversized_response_id(prefix: bytes) -> RequestId | None:
         if key == b"id":
             try:
                 value: object = msgspec.json.decode(prefix[pos:end])
-            except _UNDECODABLE:
+            except UNDECODABLE:
                 return None
             if isinstance(value, (int, str)) and not isinstance(value, bool):
                 found.append(value)
