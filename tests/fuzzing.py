@@ -366,7 +366,9 @@ def plausible_messages(draw: st.DrawFn) -> Obj:
     message = _message(pairs)
     if draw(st.integers(0, 9)) == 0:  # a duplicate key with a different value
         key = draw(st.sampled_from(["id", "method", "params", "result", "jsonrpc"]))
-        message = Obj((*message.pairs, (key, draw(anything))))
+        # (a second id, which wins, keeps the promise above: never a pending request's id)
+        value = draw(st.one_of(UNKNOWN_IDS, ID_GARBAGE) if key == "id" else anything)
+        message = Obj((*message.pairs, (key, value)))
     return message
 
 
