@@ -32,7 +32,7 @@ from . import _types as t
 from ._construction import NoPublicConstructor
 from ._handlers import RequestContext
 from ._session import ClientSession, ListKind, Notification, ResultClaimHandler, SessionView
-from ._tasks import TaskState, ToolTask
+from ._tasks import TaskState, ToolTask, ToolTaskView
 from ._transports._base import Transport
 
 if TYPE_CHECKING:
@@ -255,7 +255,7 @@ class AsyncioNotifications:
             raise StopAsyncIteration from None
 
 
-class AsyncioToolTask:
+class AsyncioToolTask(ToolTaskView):
     """A tool call running as a server task, for asyncio (:meth:`AsyncioSession.start_tool_task`).
 
     The asyncio twin of :class:`ToolTask`: its coroutines run the work in the guest Trio
@@ -267,16 +267,6 @@ class AsyncioToolTask:
     def __init__(self, bridge: _Bridge, task: ToolTask) -> None:
         self._bridge = bridge
         self._task = task
-
-    @property
-    def task_id(self) -> str | None:
-        """The server's task id; ``None`` when the server answered at once, without a task."""
-        return self._task.task_id
-
-    @property
-    def state(self) -> TaskState | None:
-        """What the server last said about the task (``None`` without a task)."""
-        return self._task.state
 
     async def poll(self) -> TaskState | None:
         """Ask the server for the task's state now (one ``tasks/get``).

@@ -37,7 +37,7 @@ from . import _types as t
 from ._construction import NoPublicConstructor
 from ._handlers import RequestContext
 from ._session import ClientSession, ListKind, Notification, ResultClaimHandler, SessionView
-from ._tasks import TaskState, ToolTask
+from ._tasks import TaskState, ToolTask, ToolTaskView
 from ._transports._base import Transport
 
 if TYPE_CHECKING:
@@ -273,7 +273,7 @@ class BlockingNotifications:
                 return
 
 
-class BlockingToolTask:
+class BlockingToolTask(ToolTaskView):
     """A tool call running as a server task, for threads (:meth:`BlockingSession.start_tool_task`).
 
     The blocking twin of :class:`ToolTask`: every method blocks the calling thread while
@@ -285,16 +285,6 @@ class BlockingToolTask:
     def __init__(self, runner: _Runner, task: ToolTask) -> None:
         self._runner = runner
         self._task = task
-
-    @property
-    def task_id(self) -> str | None:
-        """The server's task id; ``None`` when the server answered at once, without a task."""
-        return self._task.task_id
-
-    @property
-    def state(self) -> TaskState | None:
-        """What the server last said about the task (``None`` without a task)."""
-        return self._task.state
 
     def poll(self, *, timeout: float | None = None) -> TaskState | None:
         """Ask the server for the task's state now (one ``tasks/get``).

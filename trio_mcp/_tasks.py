@@ -41,7 +41,14 @@ from ._jsonrpc import decode_json
 if TYPE_CHECKING:
     from ._session import Notification
 
-__all__ = ["TASKS_EXTENSION", "TaskDriver", "TaskState", "ToolTask", "decode_task"]
+__all__ = [
+    "TASKS_EXTENSION",
+    "TaskDriver",
+    "TaskState",
+    "ToolTask",
+    "ToolTaskView",
+    "decode_task",
+]
 
 logger = logging.getLogger("trio_mcp")
 
@@ -645,3 +652,20 @@ class TaskReceiver:
         meta[RELATED_TASK] = {"taskId": task.task_id}
         result["_meta"] = meta
         return result
+
+
+class ToolTaskView:
+    """What a :class:`ToolTask` handle shows without I/O, shared by the handles that drive
+    one from another world (the blocking and the asyncio session's)."""
+
+    _task: ToolTask
+
+    @property
+    def task_id(self) -> str | None:
+        """The server's task id; ``None`` when the server answered at once, without a task."""
+        return self._task.task_id
+
+    @property
+    def state(self) -> TaskState | None:
+        """What the server last said about the task (``None`` without a task)."""
+        return self._task.state
