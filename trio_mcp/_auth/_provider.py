@@ -91,6 +91,34 @@ def _scope_union(*scopes: str | None) -> str | None:
     return " ".join(seen) or None
 
 
+def _loaded(
+    stored: StoredToken, issuer: str, resource: str, client: _grants.ClientInfo
+) -> _Token | None:
+    """A stored token, its wall-clock expiry turned into a deadline on trio's clock; ``None``
+    for a DPoP token whose key cannot be read (never sent as Bearer)."""
+    key = None
+    if stored.token_type.lower() == "dpop":
+        try:
+            key = _dpop.DPoPKey.from_jwk(stored.dpop_jwk or {})
+        except DPoPError as exc:
+            logger.info("the stored DPoP token has no usable key (%s); ignoring it", exc)
+            return None
+    deadline = None
+    if stored.expires_at is not None:
+        deadline = trio.current_time() + (stored.expires_at - time.time())
+    return _Token(
+        stored.access_token,
+        stored.token_type,
+        stored.refresh_token,
+        stored.scope,
+        deadline,
+        issuer,
+        resource,
+        client,
+        key,
+    )
+
+
 def _resource_accepts_dpop(context: _Context) -> bool:
     """Whether the MCP server said it takes DPoP tokens (its challenge or its metadata)."""
     prm = context.prm
@@ -373,27 +401,9 @@ class OAuth(httpx.Auth):
         stored = await self.store.get_token(context.issuer, context.resource, client.client_id)
         if stored is None or (failed is not None and stored.access_token == failed.access_token):
             return None
-        key = None
-        if stored.token_type.lower() == "dpop":
-            try:
-                key = _dpop.DPoPKey.from_jwk(stored.dpop_jwk or {})
-            except DPoPError as exc:
-                logger.info("the stored DPoP token has no usable key (%s); ignoring it", exc)
-                return None
-        deadline = None
-        if stored.expires_at is not None:
-            deadline = trio.current_time() + (stored.expires_at - time.time())
-        token = _Token(
-            stored.access_token,
-            stored.token_type,
-            stored.refresh_token,
-            stored.scope,
-            deadline,
-            context.issuer,
-            context.resource,
-            client,
-            key,
-        )
+        token = _loaded(stored, context.issuer, context.resource, client)
+        if token is None:
+            return None
         if self._expired(token):
             if token.refresh_token is None:
                 return None
@@ -485,27 +495,8 @@ class OAuth(httpx.Auth):
             stored = await self.store.get_token(bound.issuer, bound.resource, client.client_id)
             if stored is None:
                 return None
-            key = None
-            if stored.token_type.lower() == "dpop":
-                try:
-                    key = _dpop.DPoPKey.from_jwk(stored.dpop_jwk or {})
-                except DPoPError:
-                    return None
-            deadline = None
-            if stored.expires_at is not None:
-                deadline = trio.current_time() + (stored.expires_at - time.time())
-            token = _Token(
-                stored.access_token,
-                stored.token_type,
-                stored.refresh_token,
-                stored.scope,
-                deadline,
-                bound.issuer,
-                bound.resource,
-                client,
-                key,
-            )
-            if self._expired(token):
+            token = _loaded(stored, bound.issuer, bound.resource, client)
+            if token is None or self._expired(token):
                 return None
             logger.debug("using the stored token of %s for %s", bound.issuer, server_url)
             self._token = token
