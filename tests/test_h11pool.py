@@ -319,7 +319,7 @@ async def test_closing_races_every_point_of_a_burst() -> None:
             outcomes: list[str] = []
             opened_before = server.connections
 
-            async def call(client: httpx.AsyncClient) -> None:
+            async def call(client: httpx.AsyncClient, outcomes: list[str] = outcomes) -> None:
                 try:
                     await client.post(server.url, content=b"{}")
                     outcomes.append("answered")
