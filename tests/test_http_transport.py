@@ -19,6 +19,7 @@ import pytest
 import trio
 import trio.testing
 
+from trio_mcp import _jsonrpc as jsonrpc
 from trio_mcp._exceptions import (
     ConnectionClosed,
     HeaderMismatchError,
@@ -31,7 +32,9 @@ from trio_mcp._exceptions import (
     TransportError,
     UnsupportedProtocolVersionError,
 )
+from trio_mcp._jsonrpc import Envelope
 from trio_mcp._resilience import Backoff, CircuitBreaker, CircuitOpenError, RetryPolicy
+from trio_mcp._transports import _httpcore as core
 from trio_mcp._transports._base import MessageInfo, Transport, TransportFactory
 from trio_mcp._transports._http import (
     GET_STREAM_WAIT,
@@ -46,6 +49,7 @@ from trio_mcp._transports._httpcore import (
 )
 
 URL = "http://mcp.test/mcp"
+real_peek = core.peek
 Handler = Callable[[httpx.Request], Awaitable[httpx.Response]]
 NO_JITTER = Backoff(initial=1.0, multiplier=2.0, maximum=60.0, jitter=0.0)
 
@@ -437,6 +441,57 @@ async def test_stream_ending_before_the_response() -> None:
     assert type(failure.error) is TransportError
     assert "ended before the response to request 2" in str(failure.error)
     assert [r.method for r in seen] == ["POST"]
+
+
+@pytest.mark.parametrize("sse", [False, True])
+async def test_each_message_is_decoded_once_and_handed_over_decoded(
+    sse: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The transport decodes a message once (to route it) and the session reuses that.
+
+    ``receive_message`` gives the envelope (and bytes for a message that does not decode,
+    which the session reports); ``receive`` still gives bytes, for wrappers.
+    """
+    decodes: list[bytes] = []
+    real = jsonrpc._envelope_decoder  # pyright: ignore[reportPrivateUsage]
+
+    class Counting:
+        def decode(self, data: bytes) -> Envelope:
+            decodes.append(bytes(data))
+            return real.decode(data)
+
+    monkeypatch.setattr(jsonrpc, "_envelope_decoder", Counting())
+    peeks: list[bytes] = []
+    monkeypatch.setattr(core, "peek", lambda data: peeks.append(data) or real_peek(data))
+
+    async def handler(req: httpx.Request) -> httpx.Response:
+        rid = body(req)["id"]
+        messages = [progress(1), b"{not json", result(rid, {"n": rid})]
+        if sse:
+            return sse_response(
+                *(event(m if isinstance(m, dict) else m.decode()) for m in messages)
+            )
+        return json_response(result(rid, {"n": rid}))
+
+    async with open_http(handler) as (transport, _):
+        await transport.send(request(1, "a"), MessageInfo("a", 1))
+        if sse:
+            first = await transport.receive_message()
+            assert isinstance(first, Envelope) and first.method == "notifications/progress"
+            assert await transport.receive_message() == b"{not json"  # the session reports it
+        answer = await transport.receive_message()
+        assert (
+            isinstance(answer, Envelope)
+            and answer.id == 1
+            and json.loads(bytes(answer.result)) == {"n": 1}
+        )
+        await transport.send(request(2, "a"), MessageInfo("a", 2))
+        if sse:
+            await transport.receive()
+            await transport.receive()
+        assert json.loads(await transport.receive()) == result(2, {"n": 2})
+    assert len(decodes) == (6 if sse else 2)  # once per message, the broken one included
+    assert peeks == ([b"{not json"] * 2 if sse else [])  # peeked only to salvage an id
 
 
 async def test_json_answer_that_is_not_the_response() -> None:

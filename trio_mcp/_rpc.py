@@ -491,7 +491,7 @@ class RPCConnection:
         try:
             with self._reader_scope:
                 while True:
-                    data = await transport.receive()
+                    data = await transport.receive_message()
                     self._dispatch(data)
         except trio.EndOfChannel:
             reason = transport.closed_error()
@@ -513,9 +513,13 @@ class RPCConnection:
                 )
             self.fail_all(reason)
 
-    def _dispatch(self, data: bytes) -> None:
+    def _dispatch(self, data: bytes | Envelope) -> None:
         """Route one transport message; total: nothing raised here stops the reader."""
         try:
+            if type(data) is Envelope:  # decoded by the transport, to route it
+                self._route(data)
+                return
+            data = cast(bytes, data)
             if is_batch(data):
                 if not self._batches_allowed():
                     logger.warning(
@@ -537,6 +541,9 @@ class RPCConnection:
         except ProtocolError as exc:
             self._on_malformed(data, exc)
             return
+        self._route(message)
+
+    def _route(self, message: Envelope) -> None:
         method = message.method
         if method is UNSET:
             request_id = message.id

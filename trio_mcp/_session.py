@@ -84,6 +84,7 @@ logger = logging.getLogger("trio_mcp")
 server_logger = logging.getLogger("trio_mcp.server")
 
 T = TypeVar("T")
+R = TypeVar("R", bound=t.Result)
 Era = Literal["legacy", "modern"]
 
 _META_VERSION: Final = t.META_PROTOCOL_VERSION
@@ -139,6 +140,16 @@ class _ResultHead(msgspec.Struct, rename="camel"):
     result_type: str | UnsetType = UNSET
     input_requests: dict[str, msgspec.Raw] | UnsetType = UNSET
     request_state: msgspec.Raw | UnsetType = UNSET
+
+
+def _complete_as(raw: msgspec.Raw, tp: type[R]) -> R | None:
+    """``raw`` decoded as ``tp`` if it is one and complete, else None (no error raised)."""
+    try:
+        result = decode_payload(raw, tp, "result")
+    except ProtocolError:  # not a tp: an incomplete result, or an invalid one (said later)
+        return None
+    kind = result.result_type
+    return result if kind is UNSET or kind == "complete" else None
 
 
 class _InputRequest(msgspec.Struct):
@@ -383,6 +394,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         merged["_meta"] = {**given, **base} if isinstance(given, Mapping) and given else base
         return merged
 
+    @overload
     async def _call(
         self,
         method: str,
@@ -394,18 +406,50 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         headers: Mapping[str, str] | None = None,
         idempotent: bool = False,
         keep_task: bool = False,
-    ) -> msgspec.Raw:
+        tp: None = None,
+    ) -> msgspec.Raw: ...
+
+    @overload
+    async def _call(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        name: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        idempotent: bool = False,
+        keep_task: bool = False,
+        tp: type[R],
+    ) -> R: ...
+
+    async def _call(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        name: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        idempotent: bool = False,
+        keep_task: bool = False,
+        tp: type[R] | None = None,
+    ) -> msgspec.Raw | R:
         """One logical call in either era, with one meaning of ``timeout``: the whole call.
 
         A task the server makes of a ``tools/call`` is driven to its end within that
-        timeout, unless ``keep_task`` asks for the task itself.
+        timeout, unless ``keep_task`` asks for the task itself. With ``tp`` the result comes
+        decoded as that type (in the modern era the one decode also tells its
+        ``resultType``); without, raw.
         """
         if _tracing.active():
             with _tracing.traced(method, name, params) as params:
-                return await self._timed(
-                    method, params, timeout, on_progress, name, headers, idempotent, keep_task
+                out = await self._timed(
+                    method, params, timeout, on_progress, name, headers, idempotent, keep_task, tp
                 )
-        if (
+        elif (
             self._era != "modern"
             and timeout is None
             and self._opts.default_timeout is None
@@ -413,13 +457,19 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         ):
             # The common case, one round trip with nothing around it: straight to the
             # connection (one coroutine frame per pending request instead of four).
-            return await self._rpc.request(
+            out = await self._rpc.request(
                 method, params, on_progress=on_progress, name=name, headers=headers,
                 idempotent=idempotent,
             )  # fmt: skip
-        return await self._timed(
-            method, params, timeout, on_progress, name, headers, idempotent, keep_task
-        )
+        else:
+            out = await self._timed(
+                method, params, timeout, on_progress, name, headers, idempotent, keep_task, tp
+            )
+        if tp is None:
+            return cast(msgspec.Raw, out)
+        if isinstance(out, tp):
+            return out
+        return self._decode(cast(msgspec.Raw, out), tp, method)
 
     async def _timed(
         self,
@@ -431,12 +481,13 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         headers: Mapping[str, str] | None,
         idempotent: bool,
         keep_task: bool,
-    ) -> msgspec.Raw:
+        tp: type[t.Result] | None,
+    ) -> msgspec.Raw | t.Result:
         if timeout is None:
             timeout = self._opts.default_timeout
         if timeout is None:
             return await self._rounds(
-                method, params, on_progress, name, headers, idempotent, keep_task
+                method, params, on_progress, name, headers, idempotent, keep_task, tp
             )
         if not timeout > 0:
             raise ValueError(f"timeout must be positive, not {timeout!r}")
@@ -446,7 +497,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
             on_progress = self._deadline_bumper(scope, started, timeout, on_progress)
         with scope:
             return await self._rounds(
-                method, params, on_progress, name, headers, idempotent, keep_task
+                method, params, on_progress, name, headers, idempotent, keep_task, tp
             )
         raise trio.TooSlowError(f"{method} timed out after {timeout} s")
 
@@ -478,8 +529,14 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         headers: Mapping[str, str] | None,
         idempotent: bool,
         keep_task: bool = False,
-    ) -> msgspec.Raw:
-        """Version retry, idempotent re-issue, the multi-round-trip loop, claimed results."""
+        tp: type[t.Result] | None = None,
+    ) -> msgspec.Raw | t.Result:
+        """Version retry, idempotent re-issue, the multi-round-trip loop, claimed results.
+
+        A modern result is returned decoded as ``tp`` when it decodes as one and is
+        complete (one decode instead of two: the ``resultType`` comes with it); otherwise
+        raw, after its ``resultType`` was dealt with.
+        """
         rpc = self._rpc
         if self._era != "modern":
             raw = await rpc.request(
@@ -517,6 +574,10 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
                 stream_retried = True  # only this request's stream broke: re-issue it once
                 logger.debug("re-issuing %s after a broken stream: %s", method, exc)
                 continue
+            if tp is not None:
+                complete = _complete_as(raw, tp)
+                if complete is not None:
+                    return complete
             head = decode_payload(raw, _ResultHead, f"result of {method}")
             kind = head.result_type
             if kind is UNSET or kind == "complete":
@@ -1174,17 +1235,16 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
     # -- typed API -----------------------------------------------------------------------
 
     async def _page(
-        self, method: str, tp: type[T], cursor: str | None, *, cache: bool = True,
+        self, method: str, tp: type[R], cursor: str | None, *, cache: bool = True,
         timeout: float | None = None,
-    ) -> T:  # fmt: skip
+    ) -> R:  # fmt: skip
         key = cursor or ""
         if cache and self._cache:
             hit = self._cache_get(method, key)
             if hit is not None:
-                return cast(T, hit)
+                return cast(R, hit)
         params = {"cursor": cursor} if cursor else None
-        raw = await self._call(method, params, timeout=timeout, idempotent=True)
-        page = self._decode(raw, tp, method)
+        page = await self._call(method, params, timeout=timeout, idempotent=True, tp=tp)
         if self._era == "modern":
             self._cache_put(method, key, page)
         return page
@@ -1375,15 +1435,18 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         """
         args: Mapping[str, Any] = arguments if arguments is not None else {}
         params, headers = self._tool_call(name, args)
-        raw = await self._call(
-            "tools/call",
-            params,
-            timeout=timeout,
-            on_progress=on_progress,
-            name=name,
-            headers=headers,
+        result = self._checked(
+            name,
+            await self._call(
+                "tools/call",
+                params,
+                timeout=timeout,
+                on_progress=on_progress,
+                name=name,
+                headers=headers,
+                tp=t.CallToolResult,
+            ),
         )
-        result = self._tool_result(name, raw)
         if result_type is None:
             return result
         result.raise_for_error()
@@ -1417,7 +1480,10 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
 
     def _tool_result(self, name: str, raw: msgspec.Raw) -> t.CallToolResult:
         """Decode a tool result and check it against the tool's ``outputSchema``."""
-        result = self._decode(raw, t.CallToolResult, "tools/call")
+        return self._checked(name, self._decode(raw, t.CallToolResult, "tools/call"))
+
+    def _checked(self, name: str, result: t.CallToolResult) -> t.CallToolResult:
+        """Check a tool result against the tool's ``outputSchema``."""
         if self._opts.output_validation != "off":
             validation = self._validate_output(name, result)
             setattr(result, "_trio_mcp_validation", validation)  # noqa: B010 (no wire field)

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     import trio
 
     from .._exceptions import MCPError
+    from .._jsonrpc import Envelope
 
 __all__ = ["MessageInfo", "RequestFailure", "Transport", "TransportFactory"]
 
@@ -149,6 +150,21 @@ class Transport(abc.ABC):
             trio.EndOfChannel: The peer ended the stream cleanly.
             ConnectionClosed: The connection broke or the server died.
         """
+
+    async def receive_message(self) -> bytes | Envelope:
+        """Receive the next message, decoded if the transport already decoded it.
+
+        A transport that must decode messages to route them (Streamable HTTP: which request
+        does this answer?) hands the session the :class:`~trio_mcp._jsonrpc.Envelope` it
+        got from :func:`~trio_mcp._jsonrpc.decode_envelope`, so no message is decoded twice;
+        the others return :meth:`receive`'s bytes, which the session decodes. The session
+        reads through this method; wrappers that only override :meth:`receive` keep working.
+
+        Raises:
+            trio.EndOfChannel: The peer ended the stream cleanly.
+            ConnectionClosed: The connection broke or the server died.
+        """
+        return await self.receive()
 
     def try_send_now(self, data: bytes) -> bool:
         """Optionally take one message synchronously, without a task switch.

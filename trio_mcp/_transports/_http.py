@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import msgspec
 import trio
+from msgspec import UNSET
 
 from .._exceptions import (
     ConnectionClosed,
@@ -51,6 +52,7 @@ from .._exceptions import (
     ProtocolError,
     TransportError,
 )
+from .._jsonrpc import Envelope
 from ._base import MessageInfo, Transport
 from ._eventstream import ServerSentEvent, SSEDecoder
 from ._headers import NAME_PARAMS, encode_header_value, is_plain_header_value, request_name
@@ -68,8 +70,7 @@ from ._httpcore import (
     core_for,
     infer_info,
     origin_of,
-    peek,
-    response_id,
+    routed,
     same_id,
     split_batch,
 )
@@ -423,8 +424,8 @@ class StreamableHTTPTransport(Transport):
             body = await self._core.read_body(response)
             answered = False
             for message in split_batch(body):
-                answers = response_id(message)
-                await sink(message, answers)
+                envelope, answers = routed(message)
+                await sink(message, envelope, answers)
                 answered = answered or same_id(answers, request_id)
             if not answered:
                 shown = body[:200].decode("utf-8", "replace")
@@ -607,18 +608,21 @@ class StreamableHTTPTransport(Transport):
             data, info = self._initialize
             assert info.request_id is not None
             response = await self._post(data, info, None, read_timeout=False)
-            answers: list[tuple[bytes, RequestId | None]] = []
+            answers: list[tuple[bytes, Envelope | None, RequestId | None]] = []
 
-            async def collect(message: bytes, answered: RequestId | None) -> None:
-                answers.append((message, answered))
+            async def collect(
+                message: bytes, envelope: Envelope | None, answered: RequestId | None
+            ) -> None:
+                answers.append((message, envelope, answered))
 
             try:
                 session_id = self._new_session_id(response)
                 await self._read_answer(response, info.request_id, collect)
             finally:
                 await close_response(response)
-            for answer, answered in answers:
-                if same_id(answered, info.request_id) and peek(answer).error:
+            for answer, envelope, answered in answers:
+                failed = envelope is None or envelope.error is not UNSET
+                if same_id(answered, info.request_id) and failed:
                     shown = answer[:300].decode("utf-8", "replace")
                     raise TransportError(f"starting a new session failed: {shown}")
             self._session_id = session_id
@@ -640,6 +644,10 @@ class StreamableHTTPTransport(Transport):
             trio.ClosedResourceError: The transport was closed.
         """
         return await self._core.receive()
+
+    async def receive_message(self) -> bytes | Envelope:
+        """The next message, as decoded for routing; see :meth:`receive`."""
+        return await self._core.receive_message()
 
     def cancel_request(self, request_id: RequestId) -> bool:
         """Cancel a request by closing its response stream.

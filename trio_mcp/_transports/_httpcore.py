@@ -44,7 +44,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from contextlib import nullcontext, suppress
 from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast
 from urllib.parse import urlsplit
 
 import msgspec
@@ -61,7 +61,7 @@ from .._exceptions import (
     fresh_copy,
     server_error_from_wire,
 )
-from .._jsonrpc import UNDECODABLE, decode_envelope
+from .._jsonrpc import UNDECODABLE, Envelope, decode_envelope
 from .._resilience import Backoff, CircuitBreaker, RetryPolicy
 from ._base import MessageInfo, RequestFailure
 from ._eventstream import ServerSentEvent, SSEDecoder
@@ -97,6 +97,7 @@ __all__ = [
     "parse_retry_after",
     "peek",
     "response_id",
+    "routed",
     "same_id",
     "split_batch",
     "ssl_context_for",
@@ -109,7 +110,7 @@ RequestId: TypeAlias = "int | str"
 
 #: Where a reader hands each message it read: the message, and the id of the request it
 #: answers (``None`` unless it is a response).
-Sink: TypeAlias = "Callable[[bytes, RequestId | None], Awaitable[None]]"
+Sink: TypeAlias = "Callable[[bytes, Envelope | None, RequestId | None], Awaitable[None]]"
 
 #: The default maximum size of one incoming message (64 MiB).
 DEFAULT_MAX_MESSAGE_SIZE: Final = 64 * 1024 * 1024
@@ -193,6 +194,27 @@ def peek(data: bytes) -> _Peek:
 def same_id(a: object, b: object) -> bool:
     """Whether two JSON-RPC ids are equal (``1`` and ``"1"`` are not, nor ``1`` and ``True``)."""
     return type(a) is type(b) and a == b
+
+
+def routed(data: bytes) -> tuple[Envelope | None, RequestId | None]:
+    """Decode one message once, for the session, and say which request it answers.
+
+    The envelope goes to the session with the bytes, so a message is decoded once however
+    it is routed. A message that does not decode is passed on as bytes (the session reports
+    it); its id, if one can be salvaged, still routes it.
+
+    Returns:
+        ``(envelope, answered)``: the envelope (None if the bytes are not a valid JSON-RPC
+        message) and the id of the request it is the response to (None if it is not one).
+    """
+    try:
+        message = decode_envelope(data)
+    except ProtocolError:
+        return None, response_id(data)
+    request_id = message.id
+    if message.method is not UNSET or type(request_id) not in (int, str):
+        return message, None
+    return message, cast("RequestId", request_id)
 
 
 def response_id(data: bytes) -> RequestId | None:
@@ -615,7 +637,9 @@ class HTTPCore:
         self._auth_kwargs: dict[str, Any] = {"auth": auth} if auth is not None else {}
         self._stream_timeout = httpx.Timeout(timeout, read=None)
         self._short_timeout = httpx.Timeout(timeout)
-        self._send, self._receive = trio.open_memory_channel[bytes](INCOMING_QUEUE_SIZE)
+        self._send, self._receive = trio.open_memory_channel[tuple[bytes, Envelope | None]](
+            INCOMING_QUEUE_SIZE
+        )
         # the ids of the latest responses delivered: a later failure of those is dropped
         self._answered: OrderedDict[RequestId, None] = OrderedDict()
         self.requests: dict[RequestId, _Request] = {}
@@ -633,11 +657,14 @@ class HTTPCore:
 
     # incoming side
 
-    async def deliver(self, message: bytes, answers: RequestId | None = None) -> None:
+    async def deliver(
+        self, message: bytes, envelope: Envelope | None = None, answers: RequestId | None = None
+    ) -> None:
         """Queue a message for :meth:`receive`; wait while the queue is full.
 
         Args:
             message: One whole JSON-RPC message.
+            envelope: The message decoded (see :func:`routed`), None if it does not decode.
             answers: The id of the request it answers, if it is a response.
         """
         if self.closed or self.ended is not None:
@@ -649,10 +676,11 @@ class HTTPCore:
                 self._answered.popitem(last=False)
         with suppress(trio.ClosedResourceError, trio.BrokenResourceError):
             await trio.lowlevel.checkpoint_if_cancelled()
+            item = (message, envelope)
             try:  # room in the queue (the usual case): no trip through the scheduler
-                self._send.send_nowait(message)
+                self._send.send_nowait(item)
             except trio.WouldBlock:
-                await self._send.send(message)  # (closed or ended meanwhile: nobody reads it)
+                await self._send.send(item)  # (closed or ended meanwhile: nobody reads it)
 
     def fail(self, request_id: RequestId, error: MCPError) -> None:
         """Fail one request through :attr:`fail_request`, unless it is already settled.
@@ -697,6 +725,14 @@ class HTTPCore:
 
     async def receive(self) -> bytes:
         """The next message; see :meth:`~trio_mcp.Transport.receive`."""
+        return (await self._next())[0]
+
+    async def receive_message(self) -> bytes | Envelope:
+        """The next message, decoded; see :meth:`~trio_mcp.Transport.receive_message`."""
+        message, envelope = await self._next()
+        return message if envelope is None else envelope
+
+    async def _next(self) -> tuple[bytes, Envelope | None]:
         try:
             return await self._receive.receive()
         except trio.EndOfChannel:
@@ -1124,8 +1160,8 @@ class HTTPCore:
                         done = (on_event is not None and on_event(event)) or done
                     elif event.data:  # (empty data: a priming event, only its id matters)
                         for message in split_batch(event.data):
-                            answers = response_id(message)
-                            await sink(message, answers)
+                            envelope, answers = routed(message)
+                            await sink(message, envelope, answers)
                             if request_id is not None and same_id(answers, request_id):
                                 done = True
             finally:

@@ -23,6 +23,7 @@ from urllib.parse import urljoin
 import trio
 
 from .._exceptions import ConnectionClosed, MCPError, ProtocolError, TransportError
+from .._jsonrpc import Envelope
 from ._base import MessageInfo, Transport
 from ._eventstream import ServerSentEvent
 from ._httpcore import (
@@ -313,6 +314,10 @@ class SSETransport(Transport):
             ConnectionClosed: The event stream broke.
         """
         return await self._core.receive()
+
+    async def receive_message(self) -> bytes | Envelope:
+        """The next message, as decoded for routing; see :meth:`receive`."""
+        return await self._core.receive_message()
 
     def closed_error(self) -> MCPError:
         """Why the connection ended."""
