@@ -490,8 +490,14 @@ class RPCConnection:
         transport = self.transport
         try:
             with self._reader_scope:
+                # (a transport that does not decode to route is read directly: no extra frame)
+                receive = (
+                    transport.receive
+                    if type(transport).receive_message is Transport.receive_message
+                    else transport.receive_message
+                )
                 while True:
-                    data = await transport.receive_message()
+                    data = await receive()
                     self._dispatch(data)
         except trio.EndOfChannel:
             reason = transport.closed_error()

@@ -319,9 +319,9 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         self._meta_full: dict[str, Any] = {}
         self._meta_plain: dict[str, Any] = {}
         self._tool_wire: dict[str, dict[str, Any]] = {}  # for Mcp-Param-* headers
-        # outputSchema per tool name (None: the tool has none), from the last listing;
-        # compiled lazily, once per tool; both dropped when the tool list changes.
-        self._output_schemas: dict[str, Mapping[str, Any] | None] = {}
+        # the tools of the last listing by name, for their outputSchema (compiled lazily,
+        # once per tool); both dropped when the tool list changes.
+        self._output_schemas: dict[str, t.Tool] = {}
         self._validators: dict[str, CompiledSchema | SchemaError] = {}
         # notifications/elicitation/complete: waiters, and recently completed ids (bounded)
         self._elicitation_waiters: dict[str, trio.Event] = {}
@@ -334,7 +334,8 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         if options.tasks:
             self._extensions.setdefault(TASKS_EXTENSION, {})
         self._claims: dict[str, tuple[frozenset[str] | None, ResultClaimHandler]] = {}
-        self._task_support: dict[str, str] = {}  # execution.taskSupport per tool (2025-11-25)
+        # every tool listed, by name, for its execution.taskSupport (2025-11-25)
+        self._task_support: dict[str, t.Tool] = {}
         if isinstance(handlers.roots, Roots):
             self._stop_roots = listen_to_roots(handlers.roots, self._roots_changed)
 
@@ -449,18 +450,18 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
                 out = await self._timed(
                     method, params, timeout, on_progress, name, headers, idempotent, keep_task, tp
                 )
-        elif (
-            self._era != "modern"
-            and timeout is None
-            and self._opts.default_timeout is None
-            and (params is None or "task" not in params)
-        ):
-            # The common case, one round trip with nothing around it: straight to the
-            # connection (one coroutine frame per pending request instead of four).
-            out = await self._rpc.request(
-                method, params, on_progress=on_progress, name=name, headers=headers,
-                idempotent=idempotent,
-            )  # fmt: skip
+        elif timeout is None and self._opts.default_timeout is None:
+            if self._era != "modern" and (params is None or "task" not in params):
+                # The common case, one round trip with nothing around it: straight to the
+                # connection (one coroutine frame per pending request instead of four).
+                out = await self._rpc.request(
+                    method, params, on_progress=on_progress, name=name, headers=headers,
+                    idempotent=idempotent,
+                )  # fmt: skip
+            else:
+                out = await self._rounds(
+                    method, params, on_progress, name, headers, idempotent, keep_task, tp
+                )
         else:
             out = await self._timed(
                 method, params, timeout, on_progress, name, headers, idempotent, keep_task, tp
@@ -1336,24 +1337,23 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         self._validators = {}
 
     def _remember_output_schemas(self, tools: Iterable[t.Tool]) -> None:
-        schemas, validators, support = self._output_schemas, self._validators, self._task_support
-        for tool in tools:
-            name, schema, execution = tool.name, tool.output_schema, tool.execution
-            schemas[name] = None if schema is UNSET else schema
-            if validators:  # (empty after a whole listing: nothing compiled to drop)
+        # the tools themselves: their schemas and task support are read when they are called
+        listed = {tool.name: tool for tool in tools}
+        self._output_schemas.update(listed)
+        self._task_support.update(listed)
+        validators = self._validators
+        if validators:  # (empty after a whole listing: nothing compiled to drop)
+            for name in listed:
                 validators.pop(name, None)
-            if execution is not UNSET and isinstance(execution.task_support, str):
-                support[name] = execution.task_support
-            elif support:
-                support.pop(name, None)
 
     def _validate_output(self, name: str, result: t.CallToolResult) -> OutputValidation:
         """Check ``result`` against the tool's ``outputSchema`` (compiled once per tool)."""
-        if name not in self._output_schemas:
+        tool = self._output_schemas.get(name)
+        if tool is None:
             return OutputValidation("unchecked", reason=f"no outputSchema known for {name!r} "
                                     "(list_tools() has not listed it)")  # fmt: skip
-        schema = self._output_schemas[name]
-        if schema is None:
+        schema = tool.output_schema
+        if schema is UNSET:
             return OutputValidation("unchecked", reason=f"{name!r} has no outputSchema")
         if result.is_error is True:
             return OutputValidation("unchecked", reason="an isError result is not validated")
@@ -1463,7 +1463,9 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         )
         if not isinstance(tools, dict) or "call" not in tools:
             return False
-        support = self._task_support.get(name)
+        tool = self._task_support.get(name)
+        execution = tool.execution if tool is not None else UNSET
+        support = execution.task_support if execution is not UNSET else None
         return support == "required" or (support == "optional" and self._opts.tasks)
 
     def _tool_call(
