@@ -286,7 +286,7 @@ def interop(session: nox.Session) -> None:
 
 @nox.session
 def fuzz(session: nox.Session) -> None:
-    """Run the property suites (messages, SSE framing, HTTP replies) with a large budget."""
+    """Run the property suites (messages, SSE framing, HTTP replies, routing), large budget."""
     _install_project(session, *PYTEST)
     examples = os.environ.get("TRIO_MCP_FUZZ_EXAMPLES", FUZZ_EXAMPLES)
     session.log(f"{examples} examples per property (TRIO_MCP_FUZZ_EXAMPLES)")
@@ -298,9 +298,11 @@ def fuzz(session: nox.Session) -> None:
                 lambda s: s.run(
                     "pytest",
                     "tests/test_fuzz.py",
-                    # the other parsers of peer bytes: SSE framing and the HTTP/1.1 pool
+                    # the other parsers of peer bytes: SSE framing, the HTTP/1.1 pool and
+                    # the Streamable HTTP routing decode
                     "tests/test_eventstream.py",
                     "tests/test_h11pool.py",
+                    "tests/test_http_transport.py::test_routing_any_bytes_agrees_with_the_one_decode",
                     "-o",
                     "timeout=0",
                     *s.posargs,

@@ -6,6 +6,8 @@ a test needs, so keep-alive, early closes, garbage, slowness and TLS are all und
 
 from __future__ import annotations
 
+import os
+import socket
 import ssl
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -19,7 +21,7 @@ import trustme
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trio_mcp._transports._h11pool import H11Transport
+from trio_mcp._transports._h11pool import UNYIELDED_READ, H11Transport, _Connection
 from trio_mcp._transports._httpcore import HTTPOptions, close_response, core_for
 
 Handler = Callable[[trio.SocketStream], Awaitable[None]]
@@ -401,3 +403,68 @@ def test_the_direct_path_is_not_taken_with_auth_or_a_proxy(monkeypatch: pytest.M
             await own.aclose()
 
     trio.run(main)
+
+
+# -- reading and writing plain sockets directly ---------------------------------------------
+
+
+@asynccontextmanager
+async def direct_connection() -> AsyncGenerator[tuple[_Connection, socket.socket]]:
+    mine, theirs = socket.socketpair()
+    stream = trio.SocketStream(trio.socket.from_stdlib_socket(mine))
+    connection = _Connection((b"http", b"127.0.0.1", 80), stream)
+    try:
+        yield connection, theirs
+    finally:
+        await connection.aclose()
+        theirs.close()
+
+
+@pytest.mark.skipif(os.name != "posix", reason="direct socket I/O is POSIX only")
+async def test_what_is_already_there_is_read_without_a_yield_up_to_a_bound() -> None:
+    async with direct_connection() as (connection, peer):
+        assert connection._read_now() is None  # nothing there: the stream waits (and yields)
+        connection._credit = 10_000
+        peer.sendall(b"a" * 20_000)
+        assert connection._read_now() == b"a" * 20_000
+        peer.sendall(b"b" * 10)
+        assert connection._read_now() is None  # over the bound: one read through the stream
+        assert connection._credit == UNYIELDED_READ
+        assert connection._read_now() == b"b" * 10
+        peer.close()
+        assert connection._read_now() == b""  # the peer closed
+
+
+@pytest.mark.skipif(os.name != "posix", reason="direct socket I/O is POSIX only")
+async def test_a_closed_connection_never_touches_its_old_fd() -> None:
+    async with direct_connection() as (connection, _peer):
+        await connection.aclose()
+        assert connection.write_now(b"x") == 0
+        assert connection._read_now() is None
+
+
+async def test_a_body_the_socket_cannot_take_at_once_is_written_whole() -> None:
+    size = 8 * 1024 * 1024
+    received: list[int] = []
+
+    async def slow_reader(stream: trio.SocketStream) -> None:
+        conn = h11.Connection(h11.SERVER)
+        total = 0
+        while True:
+            event = conn.next_event()
+            if event is h11.NEED_DATA:
+                await trio.sleep(0.001)  # let the client's socket buffer fill up
+                conn.receive_data(await stream.receive_some(65536))
+            elif isinstance(event, h11.Data):
+                total += len(event.data)
+            elif isinstance(event, h11.EndOfMessage):
+                break
+        received.append(total)
+        await stream.send_all(OK)
+
+    with trio.fail_after(20):
+        async with serving(slow_reader) as server, H11Transport(ssl_context=PLAIN) as pool:
+            async with client_for(pool) as client:
+                response = await client.post(server.url, content=b"x" * size)
+                assert response.status_code == 200
+    assert received == [size]

@@ -18,6 +18,9 @@ import httpx
 import pytest
 import trio
 import trio.testing
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from msgspec import UNSET
 
 from trio_mcp import _jsonrpc as jsonrpc
 from trio_mcp._exceptions import (
@@ -47,6 +50,8 @@ from trio_mcp._transports._httpcore import (
     oversized_response_id,
     parse_retry_after,
 )
+
+from . import fuzzing
 
 URL = "http://mcp.test/mcp"
 real_peek = core.peek
@@ -254,6 +259,26 @@ async def test_json_response() -> None:
     assert req.headers["content-type"] == "application/json"
     assert "mcp-method" not in req.headers  # legacy era by default
     assert "mcp-protocol-version" not in req.headers
+
+
+async def test_a_request_is_started_without_waiting() -> None:
+    """``queue_request_nowait`` starts a request's POST at once (no checkpoint: the wait
+    for the answer is one); anything else, or a closed transport, is left to ``send``."""
+
+    async def handler(req: httpx.Request) -> httpx.Response:
+        return json_response(result(body(req)["id"], {"n": 1}))
+
+    async with open_http(handler) as (transport, seen):
+        assert not transport.queue_request_nowait(notification("x"), MessageInfo("x"))
+        assert not transport.queue_request_nowait(request(1, "a"), None)
+        with trio.testing.assert_no_checkpoints():
+            assert transport.queue_request_nowait(request(2, "a"), MessageInfo("a", 2))
+        assert json.loads(await transport.receive()) == result(2, {"n": 1})
+        await transport.aclose()
+        assert not transport.queue_request_nowait(request(3, "a"), MessageInfo("a", 3))
+        with pytest.raises(trio.ClosedResourceError):
+            await transport.send(request(3, "a"), MessageInfo("a", 3))
+    assert [body(req)["id"] for req in seen] == [2]
 
 
 async def test_sse_response_with_keepalive_comments() -> None:
@@ -492,6 +517,35 @@ async def test_each_message_is_decoded_once_and_handed_over_decoded(
         assert json.loads(await transport.receive()) == result(2, {"n": 2})
     assert len(decodes) == (6 if sse else 2)  # once per message, the broken one included
     assert peeks == ([b"{not json"] * 2 if sse else [])  # peeked only to salvage an id
+
+
+@settings(deadline=None)  # examples: the profile's (tests/conftest.py; nox -s fuzz)
+@given(
+    frame=st.one_of(
+        fuzzing.plausible_messages().map(fuzzing.dump),
+        fuzzing.mutated_frames(),
+        fuzzing.garbage_bytes,
+        fuzzing.batches.map(fuzzing.dump),
+    )
+)
+def test_routing_any_bytes_agrees_with_the_one_decode(frame: bytes) -> None:
+    """What the transport hands over is what the session's own decode would have made.
+
+    ``routed`` never raises; a message that decodes goes over as that envelope, routed by
+    its id; one that does not goes over as bytes (the session reports it), routed by the
+    id the peek salvages.
+    """
+    fuzzing.MESSAGES_FED[0] += 1
+    envelope, answers = core.routed(frame)
+    try:
+        expected = jsonrpc.decode_envelope(frame)
+    except ProtocolError:
+        assert envelope is None
+        assert answers == core.response_id(frame)
+        return
+    assert envelope == expected
+    is_response = expected.method is UNSET and type(expected.id) in (int, str)
+    assert answers == (expected.id if is_response else None)
 
 
 async def test_json_answer_that_is_not_the_response() -> None:

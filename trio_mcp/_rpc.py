@@ -326,13 +326,13 @@ class RPCConnection:
         try:
             # A lone request is written at once; concurrent ones are queued for the writer,
             # which coalesces them. Neither yields: the wait for the answer is the checkpoint.
+            info = (
+                MessageInfo(method, request_id, name, headers or _NO_HEADERS, idempotent)
+                if transport.needs_info
+                else None
+            )
             taken = transport.try_send_now(data) if len(pending) == 1 else False
-            if not (taken or transport.queue_nowait(data)):
-                info = (
-                    MessageInfo(method, request_id, name, headers or _NO_HEADERS, idempotent)
-                    if transport.needs_info
-                    else None
-                )
+            if not (taken or transport.queue_request_nowait(data, info)):
                 await transport.send(data, info)
             sent = True
         except MCPError:

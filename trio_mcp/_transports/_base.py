@@ -194,6 +194,18 @@ class Transport(abc.ABC):
         del data
         return False
 
+    def queue_request_nowait(self, data: bytes, info: MessageInfo | None) -> bool:
+        """Like :meth:`queue_nowait`, for a request, with its :class:`MessageInfo`.
+
+        The session calls this one; by default it is :meth:`queue_nowait`. A transport
+        that routes by ``info`` overrides it (Streamable HTTP starts the request's POST).
+
+        Args:
+            data: The encoded request, without framing.
+            info: What it is (None when the transport's ``needs_info`` is False).
+        """
+        return self.queue_nowait(data)
+
     def cancel_request(self, request_id: RequestId) -> bool:
         """Cancel a request at the transport level, if the transport can.
 

@@ -26,6 +26,7 @@ wait behind each other on one connection.
 
 from __future__ import annotations
 
+import os
 import ssl
 import sys
 from collections.abc import AsyncIterable, Iterator
@@ -43,6 +44,11 @@ __all__ = ["H11Transport"]
 
 #: The most bytes one ``receive_some`` asks for.
 READ_SIZE: Final = 256 * 1024
+#: How many bytes a connection reads without a trip through the scheduler while they are
+#: already there (then it yields once, so a fast stream never starves other tasks).
+UNYIELDED_READ: Final = 1024 * 1024
+# Plain TCP sockets are read and written directly first (POSIX: os.read/os.write on the fd)
+_DIRECT_IO: Final = os.name == "posix"
 _DEFAULT_PORTS: Final = {b"http": 80, b"https": 443}
 
 Origin = tuple[bytes, bytes, int]
@@ -58,12 +64,46 @@ def _stream_socket(stream: trio.abc.Stream) -> trio.socket.SocketType | None:
 class _Connection:
     """One HTTP/1.1 connection: a stream and its h11 state machine."""
 
-    __slots__ = ("h11", "origin", "stream")
+    __slots__ = ("_credit", "_fd", "h11", "origin", "stream")
 
     def __init__(self, origin: Origin, stream: trio.abc.Stream) -> None:
         self.origin = origin
         self.stream = stream
         self.h11 = h11.Connection(h11.CLIENT)
+        # a plain TCP socket's fd: what is already there is read or written at once, with
+        # no trip through the scheduler (trio's socket calls always take one); TLS streams
+        # and other platforms use the stream
+        self._fd: int | None = (
+            stream.socket.fileno() if _DIRECT_IO and isinstance(stream, trio.SocketStream) else None
+        )
+        self._credit = UNYIELDED_READ
+
+    def write_now(self, data: bytes) -> int:
+        """Write what the socket takes at once, without waiting; how many bytes it took.
+
+        Raises:
+            OSError: The connection broke.
+        """
+        fd = self._fd
+        if fd is None:
+            return 0
+        try:
+            return os.write(fd, data)
+        except BlockingIOError:
+            return 0
+
+    def _read_now(self) -> bytes | None:
+        """What the socket has at once (``b""``: the server closed it), or None."""
+        fd = self._fd
+        if fd is None or self._credit <= 0:
+            self._credit = UNYIELDED_READ  # (the caller reads through the stream: it yields)
+            return None
+        try:
+            data = os.read(fd, READ_SIZE)
+        except BlockingIOError:
+            return None
+        self._credit -= len(data) + 1
+        return data
 
     def dropped(self) -> bool:
         """Whether the server closed this idle connection (or sent what it must not)."""
@@ -93,8 +133,10 @@ class _Connection:
             if event is not h11.NEED_DATA:
                 return event
             try:
-                with _deadline(timeout):
-                    data = await self.stream.receive_some(READ_SIZE)
+                data: bytes | bytearray | None = self._read_now()
+                if data is None:
+                    with _deadline(timeout):
+                        data = await self.stream.receive_some(READ_SIZE)
             except trio.TooSlowError as exc:
                 raise httpx.ReadTimeout("timed out reading the response") from exc
             except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
@@ -105,6 +147,7 @@ class _Connection:
 
     async def aclose(self) -> None:
         """Close the stream at once (cancel-safe: a cancelled close still closes)."""
+        self._fd = None  # (its number may soon belong to another file)
         await trio.aclose_forcefully(self.stream)
 
 
@@ -252,7 +295,7 @@ class H11Transport(httpx.AsyncBaseTransport):
             connection = idle.pop()
             if not connection.dropped():
                 return connection
-            await trio.aclose_forcefully(connection.stream)
+            await connection.aclose()
         scheme, host, port = origin
         hostname = host.decode("ascii")
         try:
@@ -304,8 +347,10 @@ class H11Transport(httpx.AsyncBaseTransport):
         if not data:
             return
         try:
-            with _deadline(timeout):
-                await connection.stream.send_all(data)
+            written = connection.write_now(data)  # the usual case: all of it, no yield
+            if written < len(data):
+                with _deadline(timeout):
+                    await connection.stream.send_all(memoryview(data)[written:])
         except trio.TooSlowError as exc:
             raise httpx.WriteTimeout("timed out writing the request") from exc
         except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:

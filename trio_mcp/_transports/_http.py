@@ -259,16 +259,7 @@ class StreamableHTTPTransport(Transport):
             await self._sse.send(data, info)
             return
         if info.method is not None and info.request_id is not None:
-            if info.method == "initialize" and not self.modern:
-                self._initialize = (data, info)
-            self._core.spawn(
-                info.request_id,
-                self._post_request,
-                data,
-                info,
-                method=info.method,
-                name=f"trio_mcp POST {info.method}",
-            )
+            self._start_post(data, info)
             return
         await self._post_message(data, info)
         if (
@@ -282,6 +273,37 @@ class StreamableHTTPTransport(Transport):
             # may take a late GET for a reconnection): give it a moment to be answered.
             with trio.move_on_after(min(GET_STREAM_WAIT, self._params.timeout)):
                 await self._get_stream_ready.wait()
+
+    def queue_request_nowait(self, data: bytes, info: MessageInfo | None) -> bool:
+        """Start a request's POST without waiting (the wait for its answer is the checkpoint).
+
+        Args:
+            data: The encoded request.
+            info: What it is; anything but a request (or a transport that cannot take it
+                now) returns False, and the session awaits :meth:`send`.
+        """
+        if info is None or info.method is None or info.request_id is None:
+            return False
+        if self._sse is not None or self._core.closed or self._core.ended is not None:
+            return False
+        try:
+            self._start_post(data, info)
+        except trio.ClosedResourceError:
+            return False  # (send says why)
+        return True
+
+    def _start_post(self, data: bytes, info: MessageInfo) -> None:
+        assert info.method is not None and info.request_id is not None
+        if info.method == "initialize" and not self.modern:
+            self._initialize = (data, info)
+        self._core.spawn(
+            info.request_id,
+            self._post_request,
+            data,
+            info,
+            method=info.method,
+            name=f"trio_mcp POST {info.method}",
+        )
 
     def _headers(self, info: MessageInfo, session_id: str | None) -> dict[str, str]:
         headers = dict(self._core.headers)

@@ -82,6 +82,13 @@ class WireLog(Transport):
             self._log(">", data)
         return taken
 
+    def queue_request_nowait(self, data: bytes, info: MessageInfo | None) -> bool:
+        """Report what the inner transport took."""
+        taken = self._inner.queue_request_nowait(data, info)
+        if taken:
+            self._log(">", data)
+        return taken
+
     def cancel_request(self, request_id: RequestId) -> bool:
         """Let the inner transport cancel natively."""
         return self._inner.cancel_request(request_id)
