@@ -6,6 +6,7 @@ the modern headers, session ids, and x-mcp-header mirroring, end to end through 
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 from collections.abc import Callable
@@ -217,3 +218,44 @@ async def test_json_rpc_error_in_a_400_body_is_a_server_error() -> None:
             with pytest.raises(trio_mcp.ServerError) as info:
                 await session.call_tool("nope", {})
             assert info.value.code == -32602
+
+
+async def test_messages_are_routed_without_the_reader_and_in_its_context() -> None:
+    """While the reader is idle, the task that read a response routes it itself (one task
+    switch fewer); handlers still run in the reader's context, whoever routes."""
+    where: contextvars.ContextVar[str] = contextvars.ContextVar("where", default="session")
+
+    def handler(request: httpx.Request, message: dict[str, Any]) -> httpx.Response:
+        if message["method"] != "tools/call":
+            return modern_handler(request, message)
+        note = {"jsonrpc": "2.0", "method": "notifications/message",
+                "params": {"level": "info", "data": "hi"}}  # fmt: skip
+        answer = {"jsonrpc": "2.0", "id": message["id"],
+                  "result": {"resultType": "complete", "content": []}}  # fmt: skip
+        stream = "".join(f"data: {json.dumps(m)}\n\n" for m in (note, answer))
+        return httpx.Response(200, text=stream, headers={"content-type": "text/event-stream"})
+
+    class Steps(trio.abc.Instrument):
+        def __init__(self) -> None:
+            self.names: list[str] = []
+
+        def before_task_step(self, task: trio.lowlevel.Task) -> None:
+            self.names.append(task.name)
+
+    seen: list[str] = []
+    steps = Steps()
+    async with trio.open_nursery() as nursery:
+        async with trio_mcp.open_mcp_session(nursery, params(Server(handler))) as session:
+            session.add_notification_handler(
+                "notifications/message", lambda n: seen.append(where.get())
+            )
+            where.set("caller")
+            await session.call_tool("t")  # (the reader is idle from here on)
+            trio.lowlevel.add_instrument(steps)
+            try:
+                await session.call_tool("t")
+            finally:
+                trio.lowlevel.remove_instrument(steps)
+    assert seen == ["session", "session"]
+    assert "trio_mcp reader" not in steps.names
+    assert any(name.startswith("trio_mcp POST") for name in steps.names)

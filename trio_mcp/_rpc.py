@@ -488,8 +488,17 @@ class RPCConnection:
     async def _reader(self) -> None:
         reason: MCPError | None = None
         transport = self.transport
+        context = trio.lowlevel.current_task().context
+        dispatch = self._dispatch
+
+        def route(data: bytes | Envelope) -> None:
+            context.run(dispatch, data)
+
         try:
             with self._reader_scope:
+                # A transport may route a message itself while this task waits (see
+                # attach_reader): in this task's context, so handlers see one context.
+                transport.attach_reader(route)
                 # (a transport that does not decode to route is read directly: no extra frame)
                 receive = (
                     transport.receive

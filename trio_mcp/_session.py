@@ -978,7 +978,9 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
     ) -> Callable[[], None]:
         """Call ``callback`` for each notification of ``method`` (``"*"`` for all).
 
-        A plain function runs in the reader task and must be quick; an ``async def``
+        A plain function is called as the message is routed (by the reader task, or by the
+        transport task that received it while the reader was idle; always in the reader's
+        context) and must be quick; an ``async def``
         function (or any callable returning an awaitable) runs in its own task in the
         session's nursery (at most 64 at once; more are dropped with a warning). Exceptions
         from callbacks are logged, never raised into the nursery.

@@ -115,6 +115,22 @@ class Transport(abc.ABC):
         """
         self._fail_request = fail_request
 
+    def attach_reader(self, dispatch: Callable[[bytes | Envelope], None]) -> None:
+        """Let the transport hand messages straight to the session's reader logic.
+
+        The session calls it once, with the function its reader task calls on each message
+        (synchronous and total: it never raises). A transport whose messages arrive in
+        tasks of its own (Streamable HTTP: one per request) may call it from those tasks
+        instead of queueing for :meth:`receive`, but only while the reader waits on an
+        empty queue, so messages keep their order; one task switch fewer per message. The
+        default ignores it; a wrapper that does not pass it on sees every message in
+        :meth:`receive`.
+
+        Args:
+            dispatch: The session's message router.
+        """
+        del dispatch
+
     def negotiated(self, *, modern: bool, protocol_version: str | None) -> None:
         """Learn the era and protocol version the session speaks from now on.
 

@@ -36,7 +36,7 @@ httpx is imported only when a transport is opened, so ``import trio_mcp`` stays 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
@@ -670,6 +670,10 @@ class StreamableHTTPTransport(Transport):
     async def receive_message(self) -> bytes | Envelope:
         """The next message, as decoded for routing; see :meth:`receive`."""
         return await self._core.receive_message()
+
+    def attach_reader(self, dispatch: Callable[[bytes | Envelope], None]) -> None:
+        """Hand messages straight to the session while its reader is idle."""
+        self._core.dispatch = dispatch
 
     def cancel_request(self, request_id: RequestId) -> bool:
         """Cancel a request by closing its response stream.

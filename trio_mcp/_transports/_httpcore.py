@@ -634,6 +634,8 @@ class HTTPCore:
         self.nursery = nursery
         #: Called with a request id and the error that ends it (the session's callback).
         self.fail_request: RequestFailure = _drop_failure
+        #: The session's message router, called directly while its reader is idle.
+        self.dispatch: Callable[[bytes | Envelope], None] | None = None
         self._auth_kwargs: dict[str, Any] = {"auth": auth} if auth is not None else {}
         self._stream_timeout = httpx.Timeout(timeout, read=None)
         self._short_timeout = httpx.Timeout(timeout)
@@ -674,6 +676,15 @@ class HTTPCore:
             self._answered.move_to_end(answers)
             if len(self._answered) > _ANSWERED_MEMORY:
                 self._answered.popitem(last=False)
+        dispatch = self.dispatch
+        if dispatch is not None:
+            queue = self._receive.statistics()
+            if queue.tasks_waiting_receive and not queue.current_buffer_used:
+                # The reader waits on an empty queue: nothing is ahead of this message, so
+                # route it here, in this task (the reader would do just that, a switch later).
+                await trio.lowlevel.checkpoint_if_cancelled()
+                dispatch(message if envelope is None else envelope)
+                return
         with suppress(trio.ClosedResourceError, trio.BrokenResourceError):
             await trio.lowlevel.checkpoint_if_cancelled()
             item = (message, envelope)

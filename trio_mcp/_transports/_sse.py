@@ -14,7 +14,7 @@ Redirects are handled as for Streamable HTTP: same origin only (see ``_httpcore.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import TypeAlias
@@ -318,6 +318,10 @@ class SSETransport(Transport):
     async def receive_message(self) -> bytes | Envelope:
         """The next message, as decoded for routing; see :meth:`receive`."""
         return await self._core.receive_message()
+
+    def attach_reader(self, dispatch: Callable[[bytes | Envelope], None]) -> None:
+        """Hand messages straight to the session while its reader is idle."""
+        self._core.dispatch = dispatch
 
     def closed_error(self) -> MCPError:
         """Why the connection ended."""
