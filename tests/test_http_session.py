@@ -259,3 +259,34 @@ async def test_messages_are_routed_without_the_reader_and_in_its_context() -> No
     assert seen == ["session", "session"]
     assert "trio_mcp reader" not in steps.names
     assert any(name.startswith("trio_mcp POST") for name in steps.names)
+
+
+async def test_an_unchanged_listing_keeps_its_header_verdicts_without_a_recheck(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    listings = [[TOOL_WITH_HEADER, TOOL_WITH_BAD_HEADER]] * 2 + [[TOOL_WITH_BAD_HEADER]]
+
+    def handler(request: httpx.Request, message: dict[str, Any]) -> httpx.Response:
+        if message["method"] == "tools/list":
+            return rpc_result(message, {"resultType": "complete", "tools": listings.pop(0)})
+        return modern_handler(request, message)
+
+    async with trio.open_nursery() as nursery:
+        async with trio_mcp.open_mcp_session(nursery, params(Server(handler))) as session:
+            checks: list[int] = []
+            real = session._checked_tool_headers
+
+            def counting(tools: list[trio_mcp.Tool]) -> list[trio_mcp.Tool]:
+                checks.append(len(tools))
+                return real(tools)
+
+            monkeypatch.setattr(session, "_checked_tool_headers", counting)
+            for _ in range(2):
+                first = await session.list_tools(cache=False)
+                assert [tool.name for tool in first] == ["search"]  # "broken" dropped again
+                first.clear()  # the caller owns the list it got
+            assert checks == [2]  # the second, identical listing was not checked again
+            assert await session.list_tools(cache=False) == []
+            assert checks == [2, 1]
+            result = await session.call_tool("search", {"region": "eu", "q": "x"})
+            assert result.text == "ok"

@@ -319,6 +319,8 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         self._meta_full: dict[str, Any] = {}
         self._meta_plain: dict[str, Any] = {}
         self._tool_wire: dict[str, dict[str, Any]] = {}  # for Mcp-Param-* headers
+        # the last listing checked for x-mcp-header annotations, and the positions it kept
+        self._checked_listing: tuple[list[t.Tool], list[int]] | None = None
         # the tools of the last listing by name, for their outputSchema (compiled lazily,
         # once per tool); both dropped when the tool list changes.
         self._output_schemas: dict[str, t.Tool] = {}
@@ -1293,6 +1295,19 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
 
     def _check_tool_headers(self, tools: list[t.Tool]) -> list[t.Tool]:
         """Drop tools with invalid x-mcp-header annotations; keep the rest in wire form."""
+        checked = self._checked_listing
+        if checked is not None and checked[0] == tools:
+            # the same listing as last time (the usual case): the same verdicts, without
+            # encoding every schema again (comparing costs about half as much)
+            kept_at = checked[1]
+            return tools if len(kept_at) == len(tools) else [tools[i] for i in kept_at]
+        kept = self._checked_tool_headers(tools)
+        kept_ids = {id(tool) for tool in kept}
+        kept_at = [i for i, tool in enumerate(tools) if id(tool) in kept_ids]
+        self._checked_listing = (list(tools), kept_at)  # (a copy: the caller owns the list)
+        return kept
+
+    def _checked_tool_headers(self, tools: list[t.Tool]) -> list[t.Tool]:
         from ._transports._headers import validate_tool_headers
 
         kept: list[t.Tool] = []
