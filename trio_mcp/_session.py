@@ -152,6 +152,18 @@ def _complete_as(raw: msgspec.Raw, tp: type[R]) -> R | None:
     return result if kind is UNSET or kind == "complete" else None
 
 
+class _ToolHeaders:
+    """What ``Mcp-Param-*`` headers need from the last tool listing (modern HTTP)."""
+
+    __slots__ = ("listing", "wire")
+
+    def __init__(self) -> None:
+        #: the tools' wire form (name, inputSchema) of those with annotations, by name
+        self.wire: dict[str, dict[str, Any]] = {}
+        #: the last listing checked, and the positions of the tools it kept
+        self.listing: tuple[list[t.Tool], list[int]] | None = None
+
+
 class _InputRequest(msgspec.Struct):
     method: str
     params: msgspec.Raw = msgspec.Raw(b"{}")
@@ -318,9 +330,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         self._log_level: str | None = None
         self._meta_full: dict[str, Any] = {}
         self._meta_plain: dict[str, Any] = {}
-        self._tool_wire: dict[str, dict[str, Any]] = {}  # for Mcp-Param-* headers
-        # the last listing checked for x-mcp-header annotations, and the positions it kept
-        self._checked_listing: tuple[list[t.Tool], list[int]] | None = None
+        self._tool_headers = _ToolHeaders()  # for Mcp-Param-* headers
         # the tools of the last listing by name, for their outputSchema (compiled lazily,
         # once per tool); both dropped when the tool list changes.
         self._output_schemas: dict[str, t.Tool] = {}
@@ -1295,7 +1305,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
 
     def _check_tool_headers(self, tools: list[t.Tool]) -> list[t.Tool]:
         """Drop tools with invalid x-mcp-header annotations; keep the rest in wire form."""
-        checked = self._checked_listing
+        checked = self._tool_headers.listing
         if checked is not None and checked[0] == tools:
             # the same listing as last time (the usual case): the same verdicts, without
             # encoding every schema again (comparing costs about half as much)
@@ -1304,14 +1314,14 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         kept = self._checked_tool_headers(tools)
         kept_ids = {id(tool) for tool in kept}
         kept_at = [i for i, tool in enumerate(tools) if id(tool) in kept_ids]
-        self._checked_listing = (list(tools), kept_at)  # (a copy: the caller owns the list)
+        self._tool_headers.listing = (list(tools), kept_at)  # (a copy: the caller owns it)
         return kept
 
     def _checked_tool_headers(self, tools: list[t.Tool]) -> list[t.Tool]:
         from ._transports._headers import validate_tool_headers
 
         kept: list[t.Tool] = []
-        self._tool_wire = {}
+        wires = self._tool_headers.wire = {}
         if b"x-mcp-header" not in msgspec.json.encode([tool.input_schema for tool in tools]):
             return tools  # nothing to check (one encode costs far less than the walk)
         for tool in tools:
@@ -1320,7 +1330,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
             reason = validate_tool_headers(wire)
             if reason is None:
                 kept.append(tool)
-                self._tool_wire[tool.name] = wire
+                wires[tool.name] = wire
             else:
                 logger.warning(
                     "dropping tool %r: invalid x-mcp-header annotation: %s", tool.name, reason
@@ -1604,7 +1614,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         raise ProtocolError(f"tasks/list: more than {self._opts.max_pages} pages")
 
     def _param_headers(self, name: str, arguments: Mapping[str, Any]) -> Mapping[str, str] | None:
-        tool = self._tool_wire.get(name)
+        tool = self._tool_headers.wire.get(name)
         if tool is None:
             return None
         from ._transports._headers import param_headers
