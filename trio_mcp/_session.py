@@ -346,8 +346,9 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         if options.tasks:
             self._extensions.setdefault(TASKS_EXTENSION, {})
         self._claims: dict[str, tuple[frozenset[str] | None, ResultClaimHandler]] = {}
-        # every tool listed, by name, for its execution.taskSupport (2025-11-25)
-        self._task_support: dict[str, t.Tool] = {}
+        # every tool ever listed, by name (kept when the list changes), for its
+        # execution.taskSupport (2025-11-25)
+        self._known_tools: dict[str, t.Tool] = {}
         if isinstance(handlers.roots, Roots):
             self._stop_roots = listen_to_roots(handlers.roots, self._roots_changed)
 
@@ -1367,7 +1368,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         # the tools themselves: their schemas and task support are read when they are called
         listed = {tool.name: tool for tool in tools}
         self._output_schemas.update(listed)
-        self._task_support.update(listed)
+        self._known_tools.update(listed)
         validators = self._validators
         if validators:  # (empty after a whole listing: nothing compiled to drop)
             for name in listed:
@@ -1490,7 +1491,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         )
         if not isinstance(tools, dict) or "call" not in tools:
             return False
-        tool = self._task_support.get(name)
+        tool = self._known_tools.get(name)
         execution = tool.execution if tool is not None else UNSET
         support = execution.task_support if execution is not UNSET else None
         return support == "required" or (support == "optional" and self._opts.tasks)

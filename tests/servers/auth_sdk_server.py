@@ -43,12 +43,12 @@ from typing import Any
 import anyio
 import httpx
 import jwt
+from _announce import serve_announced
 from mcp.server import MCPServer
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 
-LISTENING_MARKER = "TRIO_MCP_PEER_LISTENING"
 SCOPE = "mcp:tools"
 _proved_jkt: ContextVar[str | None] = ContextVar("proved_jkt", default=None)
 
@@ -201,29 +201,11 @@ def dpop_to_bearer(app: Any, port: int) -> Any:
 
 async def serve(port: int, issuer: str, resource: str) -> None:
     """Serve on 127.0.0.1:port until killed."""
-    import uvicorn
-
     app = dpop_to_bearer(
         build_server(port, issuer, resource).streamable_http_app(host="127.0.0.1"), port
     )
 
-    class AnnouncingServer(uvicorn.Server):
-        async def startup(self, sockets: list[Any] | None = None) -> None:
-            await super().startup(sockets)
-            for srv in self.servers:
-                for sock in srv.sockets:
-                    addr = sock.getsockname()
-                    print(f"{LISTENING_MARKER} {addr[0]}:{addr[1]}", file=sys.stderr, flush=True)
-
-    config = uvicorn.Config(
-        app,
-        host="127.0.0.1",
-        port=port,
-        log_level="warning",
-        lifespan="on",
-        timeout_graceful_shutdown=2,
-    )
-    await AnnouncingServer(config).serve()
+    await serve_announced(app, port)
 
 
 def main() -> None:

@@ -35,12 +35,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+from _announce import serve_announced
 from mcp.server.fastmcp import FastMCP
 
 Scope = MutableMapping[str, Any]
@@ -48,7 +48,6 @@ Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-LISTENING_MARKER = "TRIO_MCP_PEER_LISTENING"
 METHODS_LOG_ENV = "TRIO_MCP_METHODS_LOG"
 
 
@@ -165,27 +164,9 @@ def logging_app(app: ASGIApp) -> ASGIApp:
 
 async def run_http(mcp: FastMCP, transport: str, port: int) -> None:
     """Serve HTTP on 127.0.0.1:port until killed."""
-    import uvicorn
-
     app = logging_app(mcp.sse_app() if transport == "sse" else mcp.streamable_http_app())
 
-    class AnnouncingServer(uvicorn.Server):
-        async def startup(self, sockets: list[Any] | None = None) -> None:
-            await super().startup(sockets)
-            for srv in self.servers:
-                for sock in srv.sockets:
-                    addr = sock.getsockname()
-                    print(f"{LISTENING_MARKER} {addr[0]}:{addr[1]}", file=sys.stderr, flush=True)
-
-    config = uvicorn.Config(
-        app,
-        host="127.0.0.1",
-        port=port,
-        log_level="warning",
-        lifespan="on",
-        timeout_graceful_shutdown=2,
-    )
-    await AnnouncingServer(config).serve()
+    await serve_announced(app, port)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -48,13 +48,13 @@ pin matters.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 import warnings
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Annotated, Any
 
 import anyio
+from _announce import serve_announced
 from mcp.server import InitializationOptions, MCPServer, NotificationOptions
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
@@ -83,7 +83,6 @@ Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-LISTENING_MARKER = "TRIO_MCP_PEER_LISTENING"
 _NOTIFY_ALL = NotificationOptions(prompts_changed=True, resources_changed=True, tools_changed=True)
 STATIC_TEXT = "Hello from the static text resource."
 STATIC_BLOB = bytes(range(16))
@@ -345,8 +344,6 @@ async def run_http(
     mcp: MCPServer[Any], transport: str, mode: str, port: int, json_response: bool
 ) -> None:
     """Serve HTTP on 127.0.0.1:port until killed."""
-    import uvicorn
-
     host = "127.0.0.1"
     app: ASGIApp
     if transport == "sse":
@@ -361,18 +358,7 @@ async def run_http(
         elif mode == "modern":
             app = modern_only(mcp, starlette_app, json_response, "/mcp")
 
-    class AnnouncingServer(uvicorn.Server):
-        async def startup(self, sockets: list[Any] | None = None) -> None:
-            await super().startup(sockets)
-            for srv in self.servers:
-                for sock in srv.sockets:
-                    addr = sock.getsockname()
-                    print(f"{LISTENING_MARKER} {addr[0]}:{addr[1]}", file=sys.stderr, flush=True)
-
-    config = uvicorn.Config(
-        app, host=host, port=port, log_level="warning", lifespan="on", timeout_graceful_shutdown=2
-    )
-    await AnnouncingServer(config).serve()
+    await serve_announced(app, port, host)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -192,10 +192,7 @@ class IdentityAssertionGrant:
         }
         if scope:
             form["scope"] = scope
-        headers = {
-            "Content-Type": "application/x-www-form-urlencoded",
-            "Accept": "application/json",
-        }
+        headers: dict[str, str] = {}
         if self.idp_client_secret is not None:
             pair = f"{quote(self.idp_client_id, safe='')}:{quote(self.idp_client_secret, safe='')}"
             headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode("ascii")

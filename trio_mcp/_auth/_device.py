@@ -215,7 +215,7 @@ async def _request_code(
     endpoint: str,
     form: dict[str, str],
 ) -> _DeviceAuthorization:
-    headers = {"Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"}
+    headers: dict[str, str] = {}
     _grants.authenticate(
         form,
         headers,

@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 from urllib.parse import urlencode
 
 import httpx
@@ -207,6 +207,12 @@ def oauth_error(response: httpx.Response, body: bytes, doing: str) -> TokenReque
     )
 
 
+_FORM_HEADERS: Final = {
+    "Content-Type": "application/x-www-form-urlencoded",
+    "Accept": "application/json",
+}
+
+
 async def post_form(
     http: httpx.AsyncClient,
     url: str,
@@ -216,15 +222,17 @@ async def post_form(
 ) -> httpx.Response:
     """POST a form to an OAuth endpoint; a request that fails is a ``network_error``.
 
+    The form's ``Content-Type`` and ``Accept: application/json`` are set here.
+
     Args:
         http: The client for the authorization server.
         url: The endpoint.
         form: The form fields.
-        headers: The request's headers.
+        headers: Further headers (client authentication, DPoP).
         doing: What the request is, for the message (e.g. ``"the token request to URL"``).
     """
     try:
-        return await http.post(url, content=urlencode(form), headers=headers)
+        return await http.post(url, content=urlencode(form), headers={**_FORM_HEADERS, **headers})
     except httpx.HTTPError as exc:
         raise TokenRequestError(
             f"{doing} failed: {exc!r}", error="network_error", status_code=0

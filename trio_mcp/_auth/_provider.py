@@ -822,10 +822,7 @@ class OAuth(httpx.Auth):
         doing = f"the {form['grant_type']} token request to {url}"
         for attempt in (1, 2):
             attempt_form = dict(form)  # a fresh client assertion (jti) for the retry too
-            headers = {
-                "Content-Type": "application/x-www-form-urlencoded",
-                "Accept": "application/json",
-            }
+            headers: dict[str, str] = {}
             _grants.authenticate(
                 attempt_form,
                 headers,
