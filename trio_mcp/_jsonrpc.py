@@ -19,6 +19,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from ._exceptions import ProtocolError
+from ._types import decoder_for
 
 __all__ = [
     "UNDECODABLE",
@@ -281,8 +282,6 @@ def decode_payload(raw: msgspec.Raw | bytes, tp: type[T], what: str, *, empty: b
     Raises:
         ProtocolError: The payload is not valid JSON or does not match the type.
     """
-    from ._types import decoder_for
-
     try:
         return decoder_for(tp).decode(raw if raw else empty)
     except Exception as exc:  # the trust boundary

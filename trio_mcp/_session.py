@@ -95,6 +95,13 @@ _META_SUBSCRIPTION: Final = t.META_SUBSCRIPTION_ID
 _META_SERVER: Final = t.META_SERVER_INFO
 
 _INPUT_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
+# The verdicts of a result that is not checked, made once (one per call would cost more than
+# the rest of the check): the caller knows the tool's name.
+_NOT_LISTED: Final = OutputValidation(
+    "unchecked", reason="no outputSchema known for this tool (list_tools() has not listed it)"
+)
+_NO_SCHEMA: Final = OutputValidation("unchecked", reason="the tool has no outputSchema")
+_IS_ERROR: Final = OutputValidation("unchecked", reason="an isError result is not validated")
 _LOG_LEVELS: Final = {
     "debug": logging.DEBUG,
     "info": logging.INFO,
@@ -1378,13 +1385,12 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         """Check ``result`` against the tool's ``outputSchema`` (compiled once per tool)."""
         tool = self._output_schemas.get(name)
         if tool is None:
-            return OutputValidation("unchecked", reason=f"no outputSchema known for {name!r} "
-                                    "(list_tools() has not listed it)")  # fmt: skip
+            return _NOT_LISTED
         schema = tool.output_schema
         if schema is UNSET:
-            return OutputValidation("unchecked", reason=f"{name!r} has no outputSchema")
+            return _NO_SCHEMA
         if result.is_error is True:
-            return OutputValidation("unchecked", reason="an isError result is not validated")
+            return _IS_ERROR
         if result.structured_content is UNSET:
             return OutputValidation("missing")
         compiled = self._validators.get(name)
