@@ -47,6 +47,39 @@ def test_import_does_not_load_opentelemetry() -> None:
     assert out.stdout.strip() == "False"
 
 
+def test_requests_do_not_import_opentelemetry_for_an_application_that_never_did() -> None:
+    """No span can be current and no provider set before the application imports the API.
+
+    So a first request costs no import (about 10 ms with the API installed), and tracing
+    starts as soon as the application uses OpenTelemetry, even in a session already open.
+    """
+    code = (
+        "import sys, trio, trio_mcp\n"
+        "from trio_mcp.testing import MockServer\n"
+        "server = MockServer()\n"
+        "@server.tool\n"
+        "async def echo(ctx: object, text: str) -> str:\n"
+        "    return text\n"
+        "async def main() -> None:\n"
+        "    async with trio_mcp.open_mcp_session(server) as session:\n"
+        "        await session.call_tool('echo', {'text': 'hi'})\n"
+        "        print('opentelemetry' in sys.modules)\n"
+        "        from opentelemetry import trace\n"
+        "        span = trace.NonRecordingSpan(trace.SpanContext(\n"
+        f"            {TRACE_ID}, {SPAN_ID}, is_remote=False, trace_flags=trace.TraceFlags(1)))\n"
+        "        with trace.use_span(span):\n"
+        "            await session.call_tool('echo', {'text': 'hi'})\n"
+        "    calls = [m for m in server.received if m.get('method') == 'tools/call']\n"
+        "    print([('traceparent' in (m['params'].get('_meta') or {})) for m in calls])\n"
+        "trio.run(main)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OTEL_PYTHON_TRACER_PROVIDER"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    assert out.stdout.split() == ["False", "[False,", "True]"]
+
+
 async def test_no_provider_and_no_span_means_no_tracing_at_all(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

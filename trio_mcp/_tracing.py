@@ -1,17 +1,20 @@
 """OpenTelemetry client spans with W3C trace context in ``_meta`` (SEP-414).
 
-Active only when ``opentelemetry-api`` is installed (the ``otel`` extra); it is imported on
-the first request, never by ``import trio_mcp``. A request is traced only when there is
-something to record or propagate (:func:`active`): a tracer provider was configured (an
-OpenTelemetry SDK), or the caller runs inside a valid span context (e.g. one extracted from
-an incoming request). Otherwise the session skips this module entirely: no span, no
-context manager, nothing on the wire.
+Active only when ``opentelemetry-api`` is installed (the ``otel`` extra) and in use: trio_mcp
+never imports it itself until the application has (a span can be current, or a provider
+set, only through the API's modules) or ``OTEL_PYTHON_TRACER_PROVIDER`` names a provider;
+so neither ``import trio_mcp`` nor a first request pays for its import. A request is traced
+only when there is something to record or propagate (:func:`active`): a tracer provider was
+configured (an OpenTelemetry SDK), or the caller runs inside a valid span context (e.g. one
+extracted from an incoming request). Otherwise the session skips this module entirely: no
+span, no context manager, nothing on the wire.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import sys
 from collections.abc import Callable, Generator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -40,14 +43,21 @@ def _provider_check() -> Callable[[], bool]:
     assert otel is not None
     trace = otel[0]
     if hasattr(trace, "_TRACER_PROVIDER"):
-        from_env = bool(os.environ.get("OTEL_PYTHON_TRACER_PROVIDER"))
+        from_env = _provider_from_env()
         return lambda: from_env or getattr(trace, "_TRACER_PROVIDER", None) is not None
     proxy = trace.ProxyTracerProvider
     return lambda: not isinstance(trace.get_tracer_provider(), proxy)
 
 
+@functools.cache
+def _provider_from_env() -> bool:
+    return bool(os.environ.get("OTEL_PYTHON_TRACER_PROVIDER"))
+
+
 def active() -> bool:
     """Whether a request made now should be traced (see the module docstring)."""
+    if "opentelemetry.trace" not in sys.modules and not _provider_from_env():
+        return False  # the application has not used the tracing API: nothing to trace
     otel = _otel()
     if otel is None:
         return False
