@@ -290,3 +290,37 @@ async def test_an_unchanged_listing_keeps_its_header_verdicts_without_a_recheck(
             assert checks == [2, 1]
             result = await session.call_tool("search", {"region": "eu", "q": "x"})
             assert result.text == "ok"
+
+
+async def test_paging_by_hand_applies_the_header_rules_page_by_page(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """list_tools_page drops an invalid x-mcp-header tool and records the valid ones of
+    every page, so calls carry their Mcp-Param headers; list_tools checks afresh after."""
+    pages = {
+        None: {"tools": [TOOL_WITH_HEADER], "nextCursor": "2"},
+        "2": {"tools": [TOOL_WITH_BAD_HEADER, {**TOOL_WITH_HEADER, "name": "find"}]},
+    }
+
+    def handler(request: httpx.Request, message: dict[str, Any]) -> httpx.Response:
+        if message["method"] == "tools/list":
+            page = pages[(message.get("params") or {}).get("cursor")]
+            return rpc_result(message, {"resultType": "complete", **page})
+        return modern_handler(request, message)
+
+    server = Server(handler)
+    async with trio.open_nursery() as nursery:
+        async with trio_mcp.open_mcp_session(nursery, params(server)) as session:
+            first = await session.list_tools_page()
+            assert [tool.name for tool in first.tools] == ["search"]
+            assert first.next_cursor == "2"
+            with caplog.at_level(logging.WARNING, logger="trio_mcp"):
+                second = await session.list_tools_page("2")
+            assert [tool.name for tool in second.tools] == ["find"]  # "broken" dropped
+            assert "broken" in caplog.text
+            await session.call_tool("search", {"region": "eu", "q": "x"})
+            await session.call_tool("find", {"region": "us", "q": "x"})
+            assert [tool.name for tool in await session.list_tools()] == ["search", "find"]
+            await session.call_tool("find", {"region": "ap", "q": "x"})
+    calls = server.posts("tools/call")
+    assert [call.headers.get("mcp-param-region") for call in calls] == ["eu", "us", "ap"]

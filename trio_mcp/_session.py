@@ -1298,6 +1298,9 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
     async def list_tools(self, *, cache: bool = True, timeout: float | None = None) -> list[t.Tool]:
         """List every tool the server offers, following every ``nextCursor``.
 
+        Over modern Streamable HTTP a tool whose ``x-mcp-header`` annotations break the
+        spec's rules is left out (and logged), as the spec requires.
+
         Args:
             cache: Use a cached result while the server's ``ttlMs`` hint says it is fresh.
             timeout: Seconds for each page request.
@@ -1325,11 +1328,18 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         self._tool_headers.listing = (list(tools), kept_at)  # (a copy: the caller owns it)
         return kept
 
-    def _checked_tool_headers(self, tools: list[t.Tool]) -> list[t.Tool]:
+    def _checked_tool_headers(self, tools: list[t.Tool], *, more: bool = False) -> list[t.Tool]:
+        """The tools whose annotations are valid; records their wire form for calls.
+
+        ``more`` adds to what earlier pages of the same listing recorded.
+        """
         from ._transports._headers import validate_tool_headers
 
         kept: list[t.Tool] = []
-        wires = self._tool_headers.wire = {}
+        if more:
+            wires = self._tool_headers.wire
+        else:
+            wires = self._tool_headers.wire = {}
         if b"x-mcp-header" not in msgspec.json.encode([tool.input_schema for tool in tools]):
             return tools  # nothing to check (one encode costs far less than the walk)
         for tool in tools:
@@ -1354,6 +1364,10 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
     ) -> t.ListToolsResult:
         """Fetch one page of tools.
 
+        Over modern Streamable HTTP a tool whose ``x-mcp-header`` annotations break the
+        spec's rules is left out of the page (and logged), as in :meth:`list_tools`; the
+        tools kept get their ``Mcp-Param-*`` headers when called.
+
         Args:
             cursor: The previous page's ``next_cursor``, or None for the first page.
             cache: Use a cached page while the server's ``ttlMs`` hint says it is fresh.
@@ -1365,7 +1379,12 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         if cursor is None:
             self._forget_output_schemas()
         self._remember_output_schemas(page.tools)
-        return page
+        if not self._transport.wants_param_headers:
+            return page
+        # the same rules as list_tools, page by page (the whole-listing memo no longer holds)
+        self._tool_headers.listing = None
+        kept = self._checked_tool_headers(page.tools, more=cursor is not None)
+        return page if kept is page.tools else msgspec.structs.replace(page, tools=kept)
 
     def _forget_output_schemas(self) -> None:
         self._output_schemas = {}
