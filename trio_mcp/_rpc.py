@@ -41,6 +41,7 @@ from ._exceptions import (
     fresh_copy,
     server_error_from_wire,
 )
+from ._handlers import HandlerError
 from ._jsonrpc import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
@@ -664,8 +665,6 @@ class RPCConnection:
     async def _serve_request(
         self, request_id: RequestId, method: str, params: msgspec.Raw, scope: trio.CancelScope
     ) -> None:
-        from ._handlers import HandlerError
-
         response: bytes | None = None
         try:
             with scope:

@@ -76,6 +76,7 @@ from ._tasks import (
     decode_task,
 )
 from ._transports._base import Transport
+from ._transports._headers import param_headers, validate_tool_headers
 from ._validation import CompiledSchema, OutputValidation, compile_schema, decode_structured
 
 __all__ = ["ClientSession", "Notification"]
@@ -1333,8 +1334,6 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
 
         ``more`` adds to what earlier pages of the same listing recorded.
         """
-        from ._transports._headers import validate_tool_headers
-
         kept: list[t.Tool] = []
         if more:
             wires = self._tool_headers.wire
@@ -1643,8 +1642,6 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         tool = self._tool_headers.wire.get(name)
         if tool is None:
             return None
-        from ._transports._headers import param_headers
-
         return param_headers(tool, dict(arguments))
 
     async def list_resources(
