@@ -15,7 +15,9 @@
 # tests/servers/old_sdk_server.py (a server that dies on `server/discover`; it cannot
 # share a virtualenv with mcp==2.3.0).
 # Likewise .peers/py-fastmcp/ from scripts/peers/py-fastmcp-requirements.txt: fastmcp with
-# fastmcp-tasks (SEP-2663 tasks, in-memory backend) for tests/servers/fastmcp_tasks_server.py.
+# fastmcp-tasks (SEP-2663 tasks, in-memory backend) for tests/servers/fastmcp_tasks_server.py,
+# and .peers/py-reference/ from scripts/peers/py-reference-requirements.txt: the reference
+# servers mcp-server-time, mcp-server-git and mcp-server-fetch (tests/test_interop_reference.py).
 # Idempotent: when .peers/node/ (.peers/py-mcp-old/) already holds an install of the
 # same lock (requirements) file, a stamp file recording its sha256, it only prints
 # where things are. --force reinstalls. Override the folder with TRIO_MCP_PEERS_DIR
@@ -82,79 +84,61 @@ else
     node22_version=""
 fi
 
-# ---------------------------------------------------------------- old Python SDK
+# ---------------------------------------------------------------- Python peer virtualenvs
 
-OLD_REQS="$SRC/py-mcp-old-requirements.txt"
-OLD_VENV="$PEERS_DIR/py-mcp-old"
-OLD_PY="$OLD_VENV/bin/python"
-OLD_STAMP="$OLD_VENV/.installed-requirements.sha256"
 BASE_PY="${TRIO_MCP_PEERS_PYTHON:-python3}"
-
-[ -f "$OLD_REQS" ] || die "missing $OLD_REQS"
 command -v "$BASE_PY" >/dev/null 2>&1 || die "$BASE_PY is not on PATH (set TRIO_MCP_PEERS_PYTHON)"
 "$BASE_PY" -c 'import sys; sys.exit(not ((3, 10) <= sys.version_info[:2] <= (3, 13)))' \
     || die "$BASE_PY is Python $("$BASE_PY" -c 'import sys; print(sys.version.split()[0])'); mcp==1.9.3's pins need 3.10 .. 3.13 (set TRIO_MCP_PEERS_PYTHON)"
 
-old_want="$( (cat "$OLD_REQS"; "$BASE_PY" -c 'import sys; print(sys.version)') | sha256sum | cut -d' ' -f1)"
-old_have="$(cat "$OLD_STAMP" 2>/dev/null || true)"
-
-if [ "$force" -eq 0 ] && [ "$old_want" = "$old_have" ] && "$OLD_PY" -c '' >/dev/null 2>&1; then
-    log "old SDK already installed in $OLD_VENV (requirements unchanged)"
-else
-    log "installing mcp==1.9.3 into $OLD_VENV (pip, pinned requirements)"
-    rm -rf "$OLD_VENV"
+# install_venv NAME WHAT: .peers/NAME/ from scripts/peers/NAME-requirements.txt (every
+# package pinned: --no-deps, then `pip check`), unless its stamp (the sha256 of the
+# requirements and of the Python version) says it is there already.
+install_venv() {
+    local name="$1" what="$2"
+    local reqs="$SRC/$name-requirements.txt" venv="$PEERS_DIR/$name"
+    local py="$venv/bin/python" stamp="$venv/.installed-requirements.sha256"
+    [ -f "$reqs" ] || die "missing $reqs"
+    local want have check
+    want="$( (cat "$reqs"; "$BASE_PY" -c 'import sys; print(sys.version)') | sha256sum | cut -d' ' -f1)"
+    have="$(cat "$stamp" 2>/dev/null || true)"
+    if [ "$force" -eq 0 ] && [ "$want" = "$have" ] && "$py" -c '' >/dev/null 2>&1; then
+        log "$what already installed in $venv (requirements unchanged)"
+        return
+    fi
+    log "installing $what into $venv (pip, pinned requirements)"
+    rm -rf "$venv"
     mkdir -p "$PEERS_DIR"
-    pip_args=(install -qq --disable-pip-version-check --no-input --no-deps -r "$OLD_REQS")
-    if "$BASE_PY" -m venv "$OLD_VENV" >/dev/null 2>&1; then
-        "$OLD_PY" -m pip "${pip_args[@]}" >&2 || die "pip install failed in $OLD_VENV"
-        check="$("$OLD_PY" -m pip check 2>&1)" || die "pip check failed in $OLD_VENV: $check"
+    local pip_args=(install -qq --disable-pip-version-check --no-input --no-deps -r "$reqs")
+    if "$BASE_PY" -m venv "$venv" >/dev/null 2>&1; then
+        "$py" -m pip "${pip_args[@]}" >&2 || die "pip install failed in $venv"
+        check="$("$py" -m pip check 2>&1)" || die "pip check failed in $venv: $check"
     else
         # No ensurepip (e.g. Debian without python3-venv): an empty venv, the outer pip.
         log "python -m venv failed; retrying without pip in the venv"
-        rm -rf "$OLD_VENV"
-        "$BASE_PY" -m venv --without-pip "$OLD_VENV" >&2 || die "cannot create a virtualenv with $BASE_PY"
-        "$BASE_PY" -m pip --python "$OLD_PY" "${pip_args[@]}" >&2 \
-            || die "pip install failed in $OLD_VENV (needs pip >= 22.3 for --python)"
-        check="$("$BASE_PY" -m pip --python "$OLD_PY" check 2>&1)" || die "pip check failed in $OLD_VENV: $check"
+        rm -rf "$venv"
+        "$BASE_PY" -m venv --without-pip "$venv" >&2 || die "cannot create a virtualenv with $BASE_PY"
+        "$BASE_PY" -m pip --python "$py" "${pip_args[@]}" >&2 \
+            || die "pip install failed in $venv (needs pip >= 22.3 for --python)"
+        check="$("$BASE_PY" -m pip --python "$py" check 2>&1)" || die "pip check failed in $venv: $check"
     fi
-    echo "$old_want" >"$OLD_STAMP"
-fi
+    echo "$want" >"$stamp"
+}
 
-old_version="$("$OLD_PY" -c 'import importlib.metadata as m; print(m.version("mcp"))')" \
-    || die "the old SDK virtualenv is broken: $OLD_VENV (rerun with --force)"
+# version_in NAME PACKAGE: the installed version of PACKAGE in .peers/NAME/.
+version_in() {
+    "$PEERS_DIR/$1/bin/python" -c "import importlib.metadata as m; print(m.version('$2'))" \
+        || die "the $1 virtualenv is broken: $PEERS_DIR/$1 (rerun with --force)"
+}
 
-# ---------------------------------------------------------------- fastmcp + tasks
-
-FM_REQS="$SRC/py-fastmcp-requirements.txt"
-FM_VENV="$PEERS_DIR/py-fastmcp"
-FM_PY="$FM_VENV/bin/python"
-FM_STAMP="$FM_VENV/.installed-requirements.sha256"
-
-[ -f "$FM_REQS" ] || die "missing $FM_REQS"
-fm_want="$( (cat "$FM_REQS"; "$BASE_PY" -c 'import sys; print(sys.version)') | sha256sum | cut -d' ' -f1)"
-fm_have="$(cat "$FM_STAMP" 2>/dev/null || true)"
-
-if [ "$force" -eq 0 ] && [ "$fm_want" = "$fm_have" ] && "$FM_PY" -c '' >/dev/null 2>&1; then
-    log "fastmcp already installed in $FM_VENV (requirements unchanged)"
-else
-    log "installing fastmcp[tasks] into $FM_VENV (pip, pinned requirements)"
-    rm -rf "$FM_VENV"
-    fm_args=(install -qq --disable-pip-version-check --no-input --no-deps -r "$FM_REQS")
-    if "$BASE_PY" -m venv "$FM_VENV" >/dev/null 2>&1; then
-        "$FM_PY" -m pip "${fm_args[@]}" >&2 || die "pip install failed in $FM_VENV"
-        check="$("$FM_PY" -m pip check 2>&1)" || die "pip check failed in $FM_VENV: $check"
-    else
-        rm -rf "$FM_VENV"
-        "$BASE_PY" -m venv --without-pip "$FM_VENV" >&2 || die "cannot create a virtualenv with $BASE_PY"
-        "$BASE_PY" -m pip --python "$FM_PY" "${fm_args[@]}" >&2 \
-            || die "pip install failed in $FM_VENV (needs pip >= 22.3 for --python)"
-        check="$("$BASE_PY" -m pip --python "$FM_PY" check 2>&1)" || die "pip check failed in $FM_VENV: $check"
-    fi
-    echo "$fm_want" >"$FM_STAMP"
-fi
-
-fm_version="$("$FM_PY" -c 'import importlib.metadata as m; print(m.version("fastmcp-tasks"))')" \
-    || die "the fastmcp virtualenv is broken: $FM_VENV (rerun with --force)"
+install_venv py-mcp-old "mcp==1.9.3"
+install_venv py-fastmcp "fastmcp[tasks]"
+install_venv py-reference "mcp-server-time, mcp-server-git and mcp-server-fetch"
+OLD_PY="$PEERS_DIR/py-mcp-old/bin/python"
+FM_PY="$PEERS_DIR/py-fastmcp/bin/python"
+old_version="$(version_in py-mcp-old mcp)"
+fm_version="$(version_in py-fastmcp fastmcp-tasks)"
+ref_versions="time $(version_in py-reference mcp-server-time), git $(version_in py-reference mcp-server-git), fetch $(version_in py-reference mcp-server-fetch)"
 
 echo "PEERS_DIR=$DEST"
 echo "SERVER_EVERYTHING=$EVERYTHING_JS"
@@ -165,3 +149,4 @@ echo "OLD_SDK_PYTHON=$OLD_PY"
 echo "OLD_SDK_VERSION=$old_version"
 echo "FASTMCP_PYTHON=$FM_PY"
 echo "FASTMCP_TASKS_VERSION=$fm_version"
+echo "REFERENCE_SERVERS=$PEERS_DIR/py-reference/bin ($ref_versions)"

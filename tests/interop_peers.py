@@ -20,6 +20,9 @@ Peers:
 * ``tests/servers/fastmcp_tasks_server.py``, built with fastmcp and ``fastmcp-tasks``
   (SEP-2663 tasks, protocol 2026-07-28, in-memory backend: no Redis), in its own
   virtualenv ``.peers/py-fastmcp/`` (``scripts/install-peers.sh`` makes it). stdio.
+* ``mcp-server-time``, ``mcp-server-git`` and ``mcp-server-fetch``, the reference Python
+  servers as users run them (official SDK, both eras), in their own virtualenv
+  ``.peers/py-reference/`` (``scripts/install-peers.sh`` makes it). stdio.
 * ``oidc-provider`` (npm, a certified OpenID provider) run with
   ``tests/servers/oidc_provider.mjs``, and ``tests/servers/auth_sdk_server.py``, the SDK's
   server protected by a JWT ``TokenVerifier``: the OAuth interop peers
@@ -88,6 +91,9 @@ FASTMCP_VENV = PEERS_ROOT / "py-fastmcp"
 """The virtualenv with fastmcp and fastmcp-tasks (SEP-2663 tasks), apart from ours."""
 FASTMCP_PYTHON = FASTMCP_VENV / ("Scripts/python.exe" if sys.platform == "win32" else "bin/python")
 FASTMCP_TASKS_SERVER = SERVERS_DIR / "fastmcp_tasks_server.py"
+REFERENCE_VENV = PEERS_ROOT / "py-reference"
+"""The virtualenv with the reference servers mcp-server-time, -git and -fetch."""
+REFERENCE_BIN = REFERENCE_VENV / ("Scripts" if sys.platform == "win32" else "bin")
 SILENT_LEGACY_SERVER = SERVERS_DIR / "silent_legacy_server.py"
 METHODS_LOG_ENV = "TRIO_MCP_METHODS_LOG"
 """Env var naming the file where our fixture servers append the methods they receive."""
@@ -186,6 +192,15 @@ def skip_unless_fastmcp() -> None:
     if not FASTMCP_PYTHON.is_file():
         _skip_or_fail(
             f"fastmcp with fastmcp-tasks is not installed at {FASTMCP_VENV}: "
+            "run `bash scripts/install-peers.sh`"
+        )
+
+
+def skip_unless_reference_servers() -> None:
+    """Skip unless mcp-server-time, -git and -fetch are installed; fail under ``CI=true``."""
+    if not all((REFERENCE_BIN / name).is_file() for name in REFERENCE_SERVERS):
+        _skip_or_fail(
+            f"the reference servers are not installed in {REFERENCE_VENV}: "
             "run `bash scripts/install-peers.sh`"
         )
 
@@ -293,6 +308,15 @@ old_sdk_server_env = methods_log_env
 """Environment for the old SDK server (``methods_log``: where it logs what it receives)."""
 silent_legacy_env = methods_log_env
 """Environment for the silent legacy server (``methods_log``: as above)."""
+
+
+REFERENCE_SERVERS = ("mcp-server-time", "mcp-server-git", "mcp-server-fetch")
+
+
+def reference_argv(name: str, *args: str) -> list[str]:
+    """Command line that runs one of the reference servers (stdio), as users run them."""
+    assert name in REFERENCE_SERVERS, name
+    return [str(REFERENCE_BIN / name), *args]
 
 
 def fastmcp_tasks_argv() -> list[str]:
