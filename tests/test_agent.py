@@ -25,6 +25,7 @@ from trio_mcp import (
 )
 from trio_mcp.testing import MockServer, ToolContext
 
+from .h11peer import read_request
 from .rawpeer import connect
 
 
@@ -194,23 +195,11 @@ async def serve_once(
     seen: list[tuple[h11.Request, Any]],
 ) -> None:
     conn = h11.Connection(h11.SERVER)
-    head: h11.Request | None = None
-    content = b""
     with contextlib.suppress(trio.BrokenResourceError, h11.RemoteProtocolError):
-        while True:
-            event = conn.next_event()
-            if event is h11.NEED_DATA:
-                data = await stream.receive_some(65536)
-                if not data:
-                    return
-                conn.receive_data(data)
-            elif isinstance(event, h11.Request):
-                head = event
-            elif isinstance(event, h11.Data):
-                content += event.data
-            elif isinstance(event, h11.EndOfMessage):
-                break
-        assert head is not None
+        received = await read_request(stream, conn)
+        if received is None:
+            return
+        head, content = received
         seen.append((head, json.loads(content)))
         status, body = answer(head, content)
         headers = [("content-type", "application/json"), ("content-length", str(len(body)))]

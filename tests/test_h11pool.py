@@ -24,6 +24,8 @@ from hypothesis import strategies as st
 from trio_mcp._transports._h11pool import UNYIELDED_READ, H11Transport, _Connection
 from trio_mcp._transports._httpcore import HTTPOptions, close_response, core_for
 
+from .h11peer import read_request
+
 Handler = Callable[[trio.SocketStream], Awaitable[None]]
 PLAIN = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: application/json\r\n\r\n{}"
@@ -59,24 +61,6 @@ async def serving(handler: Handler) -> AsyncGenerator[Server]:
         server.port = listeners[0].socket.getsockname()[1]
         yield server
         nursery.cancel_scope.cancel()
-
-
-async def read_request(stream: trio.SocketStream, conn: h11.Connection) -> h11.Request | None:
-    """Read one whole request (its body dropped); None when the client closed."""
-    request: h11.Request | None = None
-    while True:
-        event = conn.next_event()
-        if event is h11.NEED_DATA:
-            data = await stream.receive_some(65536)
-            if not data:
-                return None
-            conn.receive_data(data)
-        elif isinstance(event, h11.Request):
-            request = event
-        elif isinstance(event, h11.EndOfMessage):
-            return request
-        elif isinstance(event, h11.ConnectionClosed):
-            return None
 
 
 async def keep_alive(stream: trio.SocketStream) -> None:
@@ -265,8 +249,7 @@ async def test_tls_with_a_verified_certificate() -> None:
     async def tls(stream: trio.SocketStream) -> None:
         wrapped = trio.SSLStream(stream, server_context, server_side=True)
         conn = h11.Connection(h11.SERVER)
-        request = await read_request(wrapped, conn)  # type: ignore[arg-type]
-        if request is not None:
+        if await read_request(wrapped, conn) is not None:
             await wrapped.send_all(OK)
             await wrapped.aclose()
 
@@ -371,8 +354,8 @@ async def test_the_direct_path_keeps_cookies_and_default_headers() -> None:
 
     async def affinity(stream: trio.SocketStream) -> None:
         conn = h11.Connection(h11.SERVER)
-        while (request := await read_request(stream, conn)) is not None:
-            seen.append(dict(request.headers))
+        while (received := await read_request(stream, conn)) is not None:
+            seen.append(dict(received[0].headers))
             await stream.send_all(
                 b"HTTP/1.1 200 OK\r\nSet-Cookie: affinity=a1; Path=/\r\nContent-Length: 0\r\n\r\n"
             )

@@ -21,6 +21,7 @@ import trio.testing
 import trio_mcp
 
 from .fuzzing import Outcome, user_nursery
+from .h11peer import read_request
 
 MODERN = "2026-07-28"
 HANG = 60
@@ -44,24 +45,10 @@ async def _serve(era: str, stream: trio.SocketStream) -> None:
     conn = h11.Connection(h11.SERVER)
     try:
         while True:
-            request: h11.Request | None = None
-            body = b""
-            while True:
-                event = conn.next_event()
-                if event is h11.NEED_DATA:
-                    data = await stream.receive_some(65536)
-                    if not data:
-                        return
-                    conn.receive_data(data)
-                elif isinstance(event, h11.Request):
-                    request = event
-                elif isinstance(event, h11.Data):
-                    body += event.data
-                elif isinstance(event, h11.EndOfMessage):
-                    break
-                else:
-                    return
-            assert request is not None
+            received = await read_request(stream, conn)
+            if received is None:
+                return
+            request, body = received
             status, answer = 405, b""
             if request.method == b"DELETE":
                 status = 200

@@ -20,6 +20,8 @@ from trio_mcp._transports._base import MessageInfo
 from trio_mcp._transports._http import StreamableHTTPParameters, StreamableHTTPTransport
 from trio_mcp._transports._sse import SSEParameters
 
+from .h11peer import read_request
+
 URL = "http://mcp.test/mcp"
 EVIL = "https://evil.test/mcp"
 Handler = Callable[[httpx.Request], Awaitable[httpx.Response]]
@@ -207,23 +209,11 @@ async def serve_once(
     stream: trio.SocketStream, answer: Callable[[h11.Request, bytes], h11.Response]
 ) -> None:
     conn = h11.Connection(h11.SERVER)
-    head: h11.Request | None = None
-    content = b""
     with contextlib.suppress(trio.BrokenResourceError, h11.RemoteProtocolError):
-        while True:
-            event = conn.next_event()
-            if event is h11.NEED_DATA:
-                data = await stream.receive_some(65536)
-                if not data:
-                    return
-                conn.receive_data(data)
-            elif isinstance(event, h11.Request):
-                head = event
-            elif isinstance(event, h11.Data):
-                content += event.data
-            elif isinstance(event, h11.EndOfMessage):
-                break
-        assert head is not None
+        received = await read_request(stream, conn)
+        if received is None:
+            return
+        head, content = received
         reply = answer(head, content)
         await stream.send_all(conn.send(reply))
         await stream.send_all(conn.send(h11.EndOfMessage()))

@@ -1334,11 +1334,10 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
 
         ``more`` adds to what earlier pages of the same listing recorded.
         """
+        if not more:
+            self._tool_headers.wire = {}
+        wires = self._tool_headers.wire
         kept: list[t.Tool] = []
-        if more:
-            wires = self._tool_headers.wire
-        else:
-            wires = self._tool_headers.wire = {}
         if b"x-mcp-header" not in msgspec.json.encode([tool.input_schema for tool in tools]):
             return tools  # nothing to check (one encode costs far less than the walk)
         for tool in tools:
