@@ -689,6 +689,45 @@ async def test_rpc_core_replies_are_bounded(caplog: pytest.LogCaptureFixture) ->
         await rpc.aclose()
 
 
+def _task_names(nursery: trio.Nursery) -> list[str]:
+    return sorted(task.name for task in nursery.child_tasks)
+
+
+async def test_rpc_core_starts_its_reply_writer_with_the_first_reply() -> None:
+    pipe = Pipe()
+    async with trio.open_nursery() as nursery:
+        rpc = rpc_for(pipe, nursery)
+        rpc.start()
+        await trio.testing.wait_all_tasks_blocked()
+        assert _task_names(nursery) == ["trio_mcp reader"]  # no idle writer per session
+        await pipe.incoming_send.send(b'{"jsonrpc":"2.0","id":"p1","method":"ping"}')
+        await pipe.incoming_send.send(b'{"jsonrpc":"2.0","id":"p2","method":"ping"}')
+        await trio.testing.wait_all_tasks_blocked()
+        assert _task_names(nursery) == ["trio_mcp reader", "trio_mcp replies"]
+        assert pipe.sent == [
+            b'{"jsonrpc":"2.0","id":"p1","result":{}}',
+            b'{"jsonrpc":"2.0","id":"p2","result":{}}',
+        ]
+        await rpc.aclose()
+        await trio.testing.wait_all_tasks_blocked()
+        assert _task_names(nursery) == []
+
+
+async def test_rpc_core_queues_no_reply_once_it_stopped() -> None:
+    pipe = Pipe()
+    async with trio.open_nursery() as nursery:
+        rpc = rpc_for(pipe, nursery)
+        rpc.fail_all(trio_mcp.ConnectionClosed("gone"))
+        rpc._on_request("p1", "ping", msgspec.Raw(b""))
+        await trio.testing.wait_all_tasks_blocked()
+        assert _task_names(nursery) == [] and pipe.sent == []
+    # the owner's nursery is gone when the first reply comes: the connection fails cleanly
+    rpc = rpc_for(Pipe(), nursery)
+    rpc._on_request("p1", "ping", msgspec.Raw(b""))
+    assert isinstance(rpc.failure, trio_mcp.ConnectionClosed)
+    assert "nursery" in str(rpc.failure)
+
+
 # -- the era verdicts --------------------------------------------------------------------
 
 

@@ -208,7 +208,9 @@ class RPCConnection:
         self._pending: dict[RequestId, trio.MemorySendChannel[Any]] = {}
         self._pool: list[_Channels] = []
         self._incoming: dict[RequestId, trio.CancelScope] = {}
-        self._replies_send, self._replies_receive = trio.open_memory_channel[bytes](_REPLY_QUEUE)
+        # The quick-reply queue and its writer task exist from the first reply on: most
+        # sessions never get a server-to-client request, and an idle task costs memory.
+        self._replies_send: trio.MemorySendChannel[bytes] | None = None
         self._reader_scope = trio.CancelScope()
         self.failure: MCPError | None = None  #: why the connection stopped working
         self.closed = False  #: whether the owner closed it
@@ -241,9 +243,8 @@ class RPCConnection:
     # -- tasks ---------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start the reader and the reply writer in the nursery."""
+        """Start the reader in the nursery (the reply writer starts with the first reply)."""
         self.spawn(self._reader, name="trio_mcp reader")
-        self.spawn(self._reply_writer, name="trio_mcp replies")
 
     def spawn(self, fn: Callable[..., Awaitable[object]], *args: Any, name: str) -> bool:
         """Start ``fn(*args)`` in the nursery under the guard; False if that is impossible.
@@ -477,7 +478,8 @@ class RPCConnection:
             entry.send_nowait(self.error_for_caller())
         for scope in self._incoming.values():
             scope.cancel()
-        self._replies_send.close()
+        if self._replies_send is not None:
+            self._replies_send.close()
         if first:
             try:
                 self._on_failure()
@@ -687,17 +689,29 @@ class RPCConnection:
             await self._send_quietly(response)
 
     def _reply(self, data: bytes) -> None:
-        """Queue a quick reply without blocking the reader (dropped when the queue is full)."""
+        """Queue a quick reply without blocking the reader (dropped when the queue is full).
+
+        The first reply starts the queue's writer task; once the connection stopped working
+        nothing is queued.
+        """
+        send = self._replies_send
+        if send is None:
+            if not self.usable:
+                return
+            send, receive = trio.open_memory_channel[bytes](_REPLY_QUEUE)
+            self._replies_send = send
+            if not self.spawn(self._reply_writer, receive, name="trio_mcp replies"):
+                return  # the owner's nursery is gone: spawn failed the connection
         try:
-            self._replies_send.send_nowait(data)
+            send.send_nowait(data)
         except trio.WouldBlock:
             logger.warning("dropping a reply to the server: too many replies are queued")
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             pass
 
-    async def _reply_writer(self) -> None:
-        async with self._replies_receive:
-            async for data in self._replies_receive:
+    async def _reply_writer(self, receive: trio.MemoryReceiveChannel[bytes]) -> None:
+        async with receive:
+            async for data in receive:
                 await self._send_quietly(data)
 
     # -- closing -------------------------------------------------------------------------

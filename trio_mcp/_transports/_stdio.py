@@ -175,7 +175,7 @@ class StdioTransport(Transport):
         self._pos = 0  # start of the unconsumed part of _buffer
         self._scan = 0  # where the next newline search starts
         self._out_send, self._out_receive = trio.open_memory_channel[bytes](_WRITE_QUEUE_SIZE)
-        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL_LINES)
+        self._stderr_tail: collections.deque[str] | None = None  # from the first line on
         self._stderr_done = trio.Event()
         self._writer_done = trio.Event()
         self._write_error: BaseException | None = None
@@ -200,7 +200,7 @@ class StdioTransport(Transport):
     @property
     def stderr_tail(self) -> str:
         """The last lines the server wrote to stderr."""
-        text = "\n".join(self._stderr_tail)
+        text = "\n".join(self._stderr_tail or ())
         return text[-_STDERR_TAIL_BYTES:]
 
     @property
@@ -442,7 +442,10 @@ class StdioTransport(Transport):
 
     def _emit_stderr(self, raw: bytes, callback: Callable[[str], None] | None) -> None:
         line = raw.rstrip(b"\r").decode("utf-8", "replace")
-        self._stderr_tail.append(line[:_STDERR_MAX_LINE])
+        tail = self._stderr_tail
+        if tail is None:  # an empty deque costs 760 bytes; most servers never write stderr
+            tail = self._stderr_tail = collections.deque(maxlen=_STDERR_TAIL_LINES)
+        tail.append(line[:_STDERR_MAX_LINE])
         if callback is not None:
             try:
                 callback(line)
