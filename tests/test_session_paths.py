@@ -22,6 +22,7 @@ from trio_mcp._jsonrpc import encode_request
 from trio_mcp._rpc import RPCConnection
 from trio_mcp._transports._base import MessageInfo, Transport
 from trio_mcp._transports._memory import MemoryServerStream, MemoryTransport, memory_transport_pair
+from trio_mcp.testing import MockServer, ToolContext
 
 from .rawpeer import RawPeer, connect, hang, no_answer
 
@@ -805,3 +806,51 @@ def test_only_error_picks_the_real_exception() -> None:
     assert _only_error(BaseExceptionGroup("g", [other, KeyError("x")]), None) is None
     nested = BaseExceptionGroup("g", [BaseExceptionGroup("h", [other])])
     assert _only_error(nested, None) is other
+
+
+# -- idle response channels ---------------------------------------------------------------
+
+
+def _echo_server() -> MockServer:
+    server = MockServer()
+
+    @server.tool()
+    async def echo(ctx: ToolContext, text: str) -> str:
+        await trio.lowlevel.checkpoint()
+        return text
+
+    return server
+
+
+async def test_sessions_of_one_run_share_their_idle_response_channels() -> None:
+    server = _echo_server()
+    async with (
+        trio_mcp.open_mcp_session(server) as first,
+        trio_mcp.open_mcp_session(server) as second,
+    ):
+        pool = first._rpc._pool
+        assert second._rpc._pool is pool  # one pool per run, not one per session
+        async with trio.open_nursery() as nursery:
+            for _ in range(50):
+                nursery.start_soon(first.call_tool, "echo", {"text": "x"})
+        idle = [id(pair[0]) for pair in pool]
+        assert len(idle) >= 50
+        async with trio.open_nursery() as nursery:
+            for _ in range(50):
+                nursery.start_soon(second.call_tool, "echo", {"text": "y"})
+        assert sorted(id(pair[0]) for pair in pool) == sorted(idle)  # reused, none made
+        result = await second.call_tool("echo", {"text": "z"})
+        assert result.content[0].text == "z"  # type: ignore[union-attr]
+
+
+def test_each_trio_run_has_its_own_response_channels() -> None:
+    pools: list[object] = []
+
+    async def one_run() -> None:
+        async with trio_mcp.open_mcp_session(_echo_server()) as session:
+            await session.call_tool("echo", {"text": "x"})
+            pools.append(session._rpc._pool)
+
+    trio.run(one_run)
+    trio.run(one_run)
+    assert pools[0] is not pools[1]  # freed with their run, never shared across threads
