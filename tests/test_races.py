@@ -7,6 +7,7 @@ varied by letting another task take ``k`` checkpoints before it acts.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -396,3 +397,79 @@ async def test_duplicate_server_request_ids_can_still_be_cancelled(
                 )
                 await session.ping()
             await server.aclose()
+
+
+# -- the first reply starts the reply writer; idle response channels are shared per run -----
+
+
+def _session_tasks(nursery: trio.Nursery) -> list[str]:
+    return sorted(task.name for task in nursery.child_tasks if task.name.startswith("trio_mcp"))
+
+
+async def _close_and_tell(session: trio_mcp.ClientSession, closed: trio.Event) -> None:
+    await session.aclose()
+    closed.set()
+
+
+@pytest.mark.parametrize("first", ["close", "ping"])
+async def test_close_racing_the_first_reply(
+    first: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    ping = {"jsonrpc": "2.0", "id": "p1", "method": "ping"}
+    for k in range(8):
+        client, server = memory_transport_pair()
+        peer = RawPeer(server)
+        with trio.fail_after(HANG):
+            async with user_nursery() as nursery:
+                nursery.start_soon(peer.run, nursery)
+                async with trio_mcp.open_mcp_session(nursery, client, protocol="legacy") as session:
+                    closed = trio.Event()
+                    close = functools.partial(_close_and_tell, session, closed)
+                    if first == "close":
+                        nursery.start_soon(close)
+                        await checkpoints(k)
+                        with contextlib.suppress(trio_mcp.ConnectionClosed):  # (the client left)
+                            await peer.send(ping)
+                    else:
+                        await peer.send(ping)
+                        await checkpoints(k)
+                        nursery.start_soon(close)
+                    await ends_in_time(closed, f"aclose racing the first ping ({first}, k={k})")
+                    await trio.testing.wait_all_tasks_blocked()
+                    assert _session_tasks(nursery) == [], f"{first}, k={k}: a task outlived close"
+                await server.aclose()
+
+
+@ERAS
+async def test_cancelling_at_every_checkpoint_never_hands_a_pooled_channel_to_another_session(
+    era: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    server = make_server(era)
+    with trio.fail_after(HANG):
+        async with user_nursery() as nursery:
+            async with (
+                trio_mcp.open_mcp_session(nursery, server) as first,
+                trio_mcp.open_mcp_session(nursery, server) as second,
+            ):
+                assert first._rpc._pool is second._rpc._pool  # one pool for the run
+
+                async def cancel_after(scope: trio.CancelScope, k: int) -> None:
+                    await checkpoints(k)
+                    scope.cancel()
+
+                async def echo_on_second(text: str) -> None:
+                    result = await second.call_tool("echo", {"text": text})
+                    assert result.content[0].text == text  # type: ignore[union-attr]
+
+                for k in range(30):
+                    async with trio.open_nursery() as calls:
+                        for i in range(3):  # the other session keeps using the pool meanwhile
+                            calls.start_soon(echo_on_second, f"second {k}.{i}")
+                        with trio.CancelScope() as scope:
+                            calls.start_soon(cancel_after, scope, k)
+                            await first.call_tool("echo", {"text": f"first {k}"})
+                    # an idle channel holds nothing: no answer can reach its next owner
+                    for _, receive in first._rpc._pool:
+                        assert receive.statistics().current_buffer_used == 0, f"k={k}"
+                    after = await first.call_tool("echo", {"text": f"after {k}"})
+                    assert after.content[0].text == f"after {k}"  # type: ignore[union-attr]
