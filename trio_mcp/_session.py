@@ -832,7 +832,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         for prefix in _INVALIDATES.get(method, ()):
             self._invalidate(prefix)
         if method == "notifications/tools/list_changed":
-            self._forget_output_schemas()
+            self._forget_listing()
         elif method == "notifications/elicitation/complete":
             self._elicitation_completed(params.get("elicitationId"))
         uri: object = params.get("uri")
@@ -1309,8 +1309,8 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         tools: list[t.Tool] = await self._all_pages(
             "tools/list", t.ListToolsResult, "tools", cache=cache, timeout=timeout
         )
-        self._forget_output_schemas()
-        self._remember_output_schemas(tools)
+        self._forget_listing()
+        self._remember_listed(tools)
         if not self._transport.wants_param_headers:
             return tools
         return self._check_tool_headers(tools)
@@ -1375,8 +1375,8 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
             "tools/list", t.ListToolsResult, cursor, cache=cache, timeout=timeout
         )
         if cursor is None:
-            self._forget_output_schemas()
-        self._remember_output_schemas(page.tools)
+            self._forget_listing()
+        self._remember_listed(page.tools)
         if not self._transport.wants_param_headers:
             return page
         # the same rules as list_tools, page by page (the whole-listing memo no longer holds)
@@ -1384,12 +1384,16 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         kept = self._checked_tool_headers(page.tools, more=cursor is not None)
         return page if kept is page.tools else msgspec.structs.replace(page, tools=kept)
 
-    def _forget_output_schemas(self) -> None:
+    def _forget_listing(self) -> None:
+        """The tool list changed: its tools' output schemas and compiled validators go."""
         self._output_schemas = {}
         self._validators = {}
 
-    def _remember_output_schemas(self, tools: Iterable[t.Tool]) -> None:
-        # the tools themselves: their schemas and task support are read when they are called
+    def _remember_listed(self, tools: Iterable[t.Tool]) -> None:
+        """Keep listed tools by name, for their output schemas and their task support.
+
+        (The tools themselves: both are read when a tool is called.)
+        """
         listed = {tool.name: tool for tool in tools}
         self._output_schemas.update(listed)
         self._known_tools.update(listed)
