@@ -373,6 +373,36 @@ async def test_the_direct_path_keeps_cookies_and_default_headers() -> None:
     assert server.connections == 1
 
 
+@pytest.mark.parametrize(
+    ("method", "content"),
+    [("POST", b'{"jsonrpc":"2.0"}'), ("POST", b""), ("POST", None), ("GET", None), ("DELETE", b"")],
+)
+async def test_the_direct_path_sends_the_headers_client_send_would(
+    method: str, content: bytes | None
+) -> None:
+    """Same names, values and body as ``client.build_request`` (Host, defaults, overrides)."""
+    seen: list[tuple[list[tuple[bytes, bytes]], bytes]] = []
+
+    async def record(stream: trio.SocketStream) -> None:
+        conn = h11.Connection(h11.SERVER)
+        while (received := await read_request(stream, conn)) is not None:
+            seen.append((list(received[0].headers), received[1]))
+            await stream.send_all(b"HTTP/1.1 204 No Content\r\n\r\n")
+            conn = h11.Connection(h11.SERVER)
+
+    headers = {"Accept": "application/json, text/event-stream", "Mcp-Method": "tools/call"}
+    async with serving(record) as server, trio.open_nursery() as nursery:
+        core = core_for(HTTPOptions(server.url, headers={"X-Default": "d"}), nursery)
+        assert core.uses_pool_directly
+        expected = core.client.build_request(method, server.url, headers=headers, content=content)
+        await close_response(await core.open(method, server.url, headers=headers, content=content))
+        await core.aclose(None)
+    [(sent, body)] = seen
+    assert sorted(sent) == sorted((k.lower(), v) for k, v in expected.headers.raw)
+    assert body == expected.read()
+    assert sent[0][0] == b"host"  # first, as httpx sends it
+
+
 def test_the_direct_path_is_not_taken_with_auth_or_a_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
     async def main() -> None:
         async with trio.open_nursery() as nursery:

@@ -141,6 +141,8 @@ MAX_REDIRECTS: Final = 5
 DIRECT_DISPATCH_MAX: Final = 64 * 1024
 # How many parsed URLs a transport keeps (it uses one or two: the endpoint, a redirect).
 _URL_MEMORY: Final = 16
+# The methods httpx sends a ``Content-Length: 0`` with when they have no body.
+_BODY_METHODS: Final = frozenset({"POST", "PUT", "PATCH"})
 # How many answered request ids are remembered (request ids are never reused).
 _ANSWERED_MEMORY: Final = 1024
 
@@ -627,7 +629,8 @@ class HTTPCore:
         self._direct = direct
         # the client's default headers (User-Agent, Accept-Encoding...), for direct requests
         self._default_headers = {name.lower(): value for name, value in client.headers.items()}
-        self._urls: dict[str, httpx.URL] = {}
+        # parsed request URLs and their Host header values, for direct requests
+        self._urls: dict[str, tuple[httpx.URL, str]] = {}
         self.headers = dict(headers or {})
         self.timeout = timeout
         self.max_message_size = max_message_size
@@ -991,24 +994,35 @@ class HTTPCore:
         content: bytes | None,
         timeout: httpx.Timeout,
     ) -> httpx.Response:
-        """What ``client.send`` does for a client of ours, without rebuilding the URL."""
+        """What ``client.send`` does for a client of ours, without rebuilding the URL.
+
+        The request carries the headers ``client.build_request`` would give it (``Host``,
+        the client's defaults, ``headers``, ``Content-Length``), made in one pass: its body
+        is given as a stream, so httpx does not encode it and merge its headers again.
+        """
         import httpx
 
-        target = self._urls.get(url)
-        if target is None:
+        known = self._urls.get(url)
+        if known is None:
             if len(self._urls) >= _URL_MEMORY:
                 self._urls.clear()
-            target = self._urls[url] = httpx.URL(url)
-        merged = self._default_headers.copy()
+            parsed = httpx.URL(url)
+            known = self._urls[url] = (parsed, parsed.netloc.decode("ascii"))
+        target, host = known
+        merged = {"host": host}
+        merged.update(self._default_headers)
         for name, value in headers.items():
             merged[name.lower()] = value
+        if content or method in _BODY_METHODS:
+            merged["content-length"] = str(len(content or b""))
         request = httpx.Request(
             method,
             target,
             headers=merged,
-            content=content,
+            stream=httpx.ByteStream(content or b""),
             extensions={"timeout": timeout.as_dict()},
         )
+        request.read()  # (a whole body: sent with the head, in one write)
         cookies = self.client.cookies
         if cookies.jar:
             cookies.set_cookie_header(request)
