@@ -6,9 +6,11 @@ a test needs, so keep-alive, early closes, garbage, slowness and TLS are all und
 
 from __future__ import annotations
 
+import gzip
 import os
 import socket
 import ssl
+import zlib
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from functools import partial
@@ -21,7 +23,7 @@ import trustme
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trio_mcp._transports._h11pool import UNYIELDED_READ, H11Transport, _Connection
+from trio_mcp._transports._h11pool import UNYIELDED_READ, H11Transport, _Connection, plain_body
 from trio_mcp._transports._httpcore import HTTPOptions, close_response, core_for
 
 from .h11peer import read_request
@@ -401,6 +403,73 @@ async def test_the_direct_path_sends_the_headers_client_send_would(
     assert sorted(sent) == sorted((k.lower(), v) for k, v in expected.headers.raw)
     assert body == expected.read()
     assert sent[0][0] == b"host"  # first, as httpx sends it
+
+
+@pytest.mark.parametrize("encoding", ["", "gzip", "deflate"])
+@pytest.mark.parametrize("chunked", [False, True])
+async def test_bodies_read_directly_or_through_httpx_give_the_same_bytes(
+    encoding: str, chunked: bool
+) -> None:
+    """A plain body is read straight from the pool, an encoded one decoded by httpx."""
+    answer = b'{"jsonrpc":"2.0","id":1,"result":{"text":"' + b"x" * 5000 + b'"}}'
+    wire = answer
+    if encoding == "gzip":
+        wire = gzip.compress(answer)
+    elif encoding == "deflate":
+        wire = zlib.compress(answer)
+
+    async def encoded(stream: trio.SocketStream) -> None:
+        conn = h11.Connection(h11.SERVER)
+        while await read_request(stream, conn) is not None:
+            headers = [("Content-Type", "application/json")]
+            headers += [("Content-Encoding", encoding)] if encoding else []
+            headers += [("Transfer-Encoding", "chunked")] if chunked else []
+            headers += [] if chunked else [("Content-Length", str(len(wire)))]
+            data = conn.send(h11.Response(status_code=200, headers=headers)) or b""
+            step = 1000 if chunked else len(wire)
+            for start in range(0, len(wire), step):
+                data += conn.send(h11.Data(data=wire[start : start + step])) or b""
+            await stream.send_all(data + (conn.send(h11.EndOfMessage()) or b""))
+            conn.start_next_cycle()
+
+    async with serving(encoded) as server, trio.open_nursery() as nursery:
+        core = core_for(HTTPOptions(server.url), nursery)
+        for _ in range(3):
+            response = await core.open("POST", server.url, headers={}, content=b"{}")
+            assert (plain_body(response) is None) == bool(encoding)
+            assert await core.read_body(response) == answer
+            await close_response(response)
+        await core.aclose(None)
+    assert server.connections == 1  # every body read to its end: the connection is reused
+
+
+async def test_a_plain_body_given_up_half_way_closes_its_connection() -> None:
+    """A body cut at the size limit is not read on: its connection is not reused."""
+
+    async def big(stream: trio.SocketStream) -> None:
+        conn = h11.Connection(h11.SERVER)
+        while await read_request(stream, conn) is not None:
+            head = conn.send(
+                h11.Response(status_code=200, headers=[("Transfer-Encoding", "chunked")])
+            )
+            await stream.send_all((head or b"") + (conn.send(h11.Data(data=b"y" * 4000)) or b""))
+            try:
+                for _ in range(3):
+                    await stream.send_all(conn.send(h11.Data(data=b"y" * 4000)) or b"")
+                await stream.send_all(conn.send(h11.EndOfMessage()) or b"")
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return  # the client closed the connection mid-body
+            conn.start_next_cycle()
+
+    async with serving(big) as server, trio.open_nursery() as nursery:
+        core = core_for(HTTPOptions(server.url), nursery)
+        for _ in range(2):
+            response = await core.open("POST", server.url, headers={}, content=b"{}")
+            assert plain_body(response) is not None
+            assert await core.read_body(response, 5000, truncate=True) == b"y" * 5000
+            await close_response(response)
+        await core.aclose(None)
+    assert server.connections == 2
 
 
 def test_the_direct_path_is_not_taken_with_auth_or_a_proxy(monkeypatch: pytest.MonkeyPatch) -> None:

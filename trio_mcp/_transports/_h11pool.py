@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 import ssl
 import sys
-from collections.abc import AsyncIterable, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Final, cast
 
@@ -40,7 +40,7 @@ import trio
 if sys.version_info < (3, 11):
     from exceptiongroup import BaseExceptionGroup
 
-__all__ = ["H11Transport"]
+__all__ = ["H11Transport", "plain_body"]
 
 #: The most bytes one ``receive_some`` asks for.
 READ_SIZE: Final = 256 * 1024
@@ -175,6 +175,21 @@ def _deadline(timeout: float | None) -> AbstractContextManager[Any]:
     return nullcontext() if timeout is None else trio.fail_after(timeout)
 
 
+def plain_body(response: httpx.Response) -> AsyncIterator[bytes] | None:
+    """The body of a response of this pool that needs no decoding, to read directly.
+
+    ``response.aiter_bytes()`` passes every chunk through httpx's chain of generators and
+    decoders (about 12 µs for a small answer); a body with no ``Content-Encoding`` from
+    this pool is the same bytes read straight from the connection. Returns None for any
+    other response (another transport's, or an encoded one): read it through httpx.
+    Reading it to the end gives the connection back, as ``aiter_bytes`` would.
+    """
+    stream = response.stream
+    if type(stream) is not _ResponseBody or stream.encoded:
+        return None
+    return stream
+
+
 class _ResponseBody(httpx.AsyncByteStream):
     """A response's body: its chunks, then the connection goes back (or is closed).
 
@@ -182,10 +197,14 @@ class _ResponseBody(httpx.AsyncByteStream):
     for the garbage collector to finalize.
     """
 
-    def __init__(self, pool: H11Transport, connection: _Connection, timeout: float | None):
+    def __init__(
+        self, pool: H11Transport, connection: _Connection, timeout: float | None, encoded: bool
+    ) -> None:
         self._pool = pool
         self._connection: _Connection | None = connection
         self._timeout = timeout
+        #: Whether the body has a ``Content-Encoding`` (then httpx decodes it).
+        self.encoded = encoded
 
     def __aiter__(self) -> _ResponseBody:
         return self
@@ -279,10 +298,12 @@ class H11Transport(httpx.AsyncBaseTransport):
             if connection is not None:
                 await connection.aclose()
             raise
+        headers = event.headers.raw_items()
+        encoded = any(name.lower() == b"content-encoding" for name, _ in headers)
         return httpx.Response(
             status_code=event.status_code,
-            headers=event.headers.raw_items(),
-            stream=_ResponseBody(self, connection, read_timeout),
+            headers=headers,
+            stream=_ResponseBody(self, connection, read_timeout, encoded),
             extensions={
                 "http_version": b"HTTP/" + event.http_version,
                 "reason_phrase": event.reason,

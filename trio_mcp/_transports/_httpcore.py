@@ -624,8 +624,11 @@ class HTTPCore:
     ) -> None:
         import httpx
 
+        from ._h11pool import plain_body
+
         self.client = client
         self.own_client = own_client
+        self._plain_body = plain_body
         self._direct = direct
         # the client's default headers (User-Agent, Accept-Encoding...), for direct requests
         self._default_headers = {name.lower(): value for name, value in client.headers.items()}
@@ -1090,12 +1093,12 @@ class HTTPCore:
         Raises:
             ConnectionClosed: The connection broke while reading.
         """
-        url = str(response.request.url)
         stop = False
         failure: MCPError | None = None
+        plain = self._plain_body(response)  # our pool's unencoded body: read directly
         with trio.CancelScope() as scope:
             try:
-                async for chunk in response.aiter_bytes():
+                async for chunk in response.aiter_bytes() if plain is None else plain:
                     if stop:
                         continue  # until the cancellation lands
                     try:
@@ -1103,9 +1106,11 @@ class HTTPCore:
                     except MCPError as exc:
                         failure, stop = exc, True
                     if stop:
+                        if plain is not None:
+                            break  # (a plain iterator: nothing to unwind)
                         scope.cancel()
             except httpx_errors() as exc:
-                raise convert_httpx_error(exc, url, doing) from exc
+                raise convert_httpx_error(exc, str(response.request.url), doing) from exc
         if failure is not None:
             raise failure
         return stop
