@@ -1077,10 +1077,14 @@ class HTTPCore:
     ) -> bool:
         """Feed a response's body to ``on_chunk`` until it returns True or the body ends.
 
-        To stop early, a cancel scope around the iteration is cancelled, so the
-        cancellation unwinds httpx's chain of async generators from the innermost one and
-        none is left unfinished. An :class:`~trio_mcp.MCPError` from ``on_chunk`` stops
-        the reading the same way and is re-raised.
+        An unencoded body from trio_mcp's pool is read straight from the connection
+        (:func:`~trio_mcp._transports._h11pool.plain_body`): stopping early is not reading
+        on. Any other body goes through ``response.aiter_bytes()``; to stop early, a cancel
+        scope around the iteration is cancelled, so the cancellation unwinds httpx's chain
+        of async generators from the innermost one and none is left unfinished. An
+        :class:`~trio_mcp.MCPError` from ``on_chunk`` stops the reading the same way and is
+        re-raised. A body not read to its end is closed with the response: its connection
+        is not reused.
 
         Args:
             response: The streaming response.
@@ -1093,24 +1097,34 @@ class HTTPCore:
         Raises:
             ConnectionClosed: The connection broke while reading.
         """
+        plain = self._plain_body(response)
+        try:
+            if plain is None:
+                return await self._consume_through_httpx(response, on_chunk)
+            # our pool's unencoded body, a plain iterator: stopping is not reading on
+            async for chunk in plain:
+                if await on_chunk(chunk):
+                    return True
+            return False
+        except httpx_errors() as exc:
+            raise convert_httpx_error(exc, str(response.request.url), doing) from exc
+
+    @staticmethod
+    async def _consume_through_httpx(
+        response: httpx.Response, on_chunk: Callable[[bytes], Awaitable[bool]]
+    ) -> bool:
         stop = False
         failure: MCPError | None = None
-        plain = self._plain_body(response)  # our pool's unencoded body: read directly
         with trio.CancelScope() as scope:
-            try:
-                async for chunk in response.aiter_bytes() if plain is None else plain:
-                    if stop:
-                        continue  # until the cancellation lands
-                    try:
-                        stop = await on_chunk(chunk)
-                    except MCPError as exc:
-                        failure, stop = exc, True
-                    if stop:
-                        if plain is not None:
-                            break  # (a plain iterator: nothing to unwind)
-                        scope.cancel()
-            except httpx_errors() as exc:
-                raise convert_httpx_error(exc, str(response.request.url), doing) from exc
+            async for chunk in response.aiter_bytes():
+                if stop:
+                    continue  # until the cancellation lands
+                try:
+                    stop = await on_chunk(chunk)
+                except MCPError as exc:
+                    failure, stop = exc, True
+                if stop:
+                    scope.cancel()
         if failure is not None:
             raise failure
         return stop
