@@ -41,7 +41,8 @@ def _result(message: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _serve(era: str, stream: trio.SocketStream) -> None:
-    """One connection: every request answered in JSON; a call named "hang" never is."""
+    """One connection: every request answered in JSON; a call named "hang" never is, and
+    the answer to one named "pieces" comes in three pieces (cancelled while its body is read)."""
     conn = h11.Connection(h11.SERVER)
     try:
         while True:
@@ -68,6 +69,12 @@ async def _serve(era: str, stream: trio.SocketStream) -> None:
             if status == 200 and answer:
                 headers += [("content-type", "application/json"), ("mcp-session-id", "s1")]
             await stream.send_all(conn.send(h11.Response(status_code=status, headers=headers)))
+            if b'"pieces"' in body:  # the body in three pieces, each a moment after the last
+                third = len(answer) // 3
+                for piece in (answer[:third], answer[third : 2 * third]):
+                    await stream.send_all(conn.send(h11.Data(data=piece)))
+                    await trio.sleep(0.001)
+                answer = answer[2 * third :]
             await stream.send_all(conn.send(h11.Data(data=answer)) + conn.send(h11.EndOfMessage()))
             conn.start_next_cycle()
     except (trio.BrokenResourceError, trio.ClosedResourceError, h11.RemoteProtocolError):
@@ -92,13 +99,18 @@ async def checkpoints(k: int) -> None:
 
 
 @ERAS
-@pytest.mark.parametrize("answered", [True, False], ids=["answered", "never-answered"])
-async def test_cancelling_an_http_call_at_every_checkpoint(era: str, answered: bool) -> None:
+@pytest.mark.parametrize(
+    "name", ["t", "hang", "pieces"], ids=["answered", "never-answered", "in-pieces"]
+)
+async def test_cancelling_an_http_call_at_every_checkpoint(era: str, name: str) -> None:
     async def cancel_after(scope: trio.CancelScope, k: int) -> None:
-        await checkpoints(k)
+        if name == "pieces":  # (its answer takes about 2 ms: cancelled before, during, after)
+            await trio.sleep(k * 0.0003)
+        else:
+            await checkpoints(k)
         scope.cancel()
 
-    name = "t" if answered else "hang"
+    answered = name != "hang"
     with trio.fail_after(HANG):
         async with serving(era) as url, user_nursery() as nursery:
             async with trio_mcp.open_mcp_session(nursery, url) as session:
