@@ -11,7 +11,9 @@ exists because httpcore's pool, on loopback, costs more than the MCP work above 
   are busy waits in a :class:`trio.Semaphore`, first come, first served, at constant cost
   per request (httpcore's pool rescans every queued request on each state change);
 * an idle connection the server closed is noticed before it is reused (its socket reads
-  as ready), never written to.
+  as ready), never written to;
+* a body with no ``Content-Encoding`` may be read straight from the connection
+  (:func:`plain_body`) instead of through httpx's chain of generators and decoders.
 
 Timeouts come from httpx's ``timeout`` extension (``connect``, ``write``, ``pool``, and
 ``read`` per receive); every failure is raised as the matching httpx exception
