@@ -106,6 +106,7 @@ from ._skills import list_skills as list_skills
 from ._skills import load_skill as load_skill
 from ._skills import read_skill_file as read_skill_file
 from ._tasks import TaskState as TaskState
+from ._terminal import for_terminal as for_terminal
 from ._tasks import ToolTask as ToolTask
 from ._transports._base import MessageInfo as MessageInfo
 from ._transports._base import RequestFailure as RequestFailure
@@ -580,6 +581,7 @@ __all__ = [
     "check_consent",
     "check_url",
     "compile_schema",
+    "for_terminal",
     "list_skills",
     "load_config",
     "load_skill",
