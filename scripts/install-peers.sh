@@ -109,7 +109,7 @@ install_venv() {
     log "installing $what into $venv (pip, pinned requirements)"
     rm -rf "$venv"
     mkdir -p "$PEERS_DIR"
-    local pip_args=(install -qq --disable-pip-version-check --no-input --no-deps -r "$reqs")
+    local pip_args=(install --progress-bar off --disable-pip-version-check --no-input --no-deps -r "$reqs")
     if "$BASE_PY" -m venv "$venv" >/dev/null 2>&1; then
         "$py" -m pip "${pip_args[@]}" >&2 || die "pip install failed in $venv"
         check="$("$py" -m pip check 2>&1)" || die "pip check failed in $venv: $check"
