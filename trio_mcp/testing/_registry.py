@@ -11,7 +11,7 @@ import inspect
 import re
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Union
 
@@ -221,6 +221,40 @@ def accepted_parameters(function: Callable[..., Any]) -> frozenset[str] | None:
         if parameter.kind is not inspect.Parameter.VAR_POSITIONAL:
             names.add(parameter.name)
     return frozenset(names)
+
+
+def check_handler(
+    what: str,
+    handler: Callable[..., Any],
+    shape: str,
+    positional: Sequence[str],
+    keywords: Iterable[str] = (),
+) -> None:
+    """Fail at registration, not at the first call, when ``handler`` cannot take its call.
+
+    Args:
+        what: What is being registered, for the message (``"prompt 'greet'"``).
+        handler: The handler given.
+        shape: How it is called, for the message (``"handler(ctx, **arguments)"``).
+        positional: The names of the positional arguments it is called with.
+        keywords: The keyword arguments it may be called with (declared argument names).
+
+    Raises:
+        TypeError: Saying how the handler is called, what its signature is, and why the two
+            do not fit.
+    """
+    try:
+        signature = inspect.signature(handler)
+    except (TypeError, ValueError):  # a builtin without a signature: nothing to check
+        return
+    try:
+        signature.bind(*positional, **dict.fromkeys(keywords))
+    except TypeError as exc:
+        name = getattr(handler, "__name__", type(handler).__name__)
+        raise TypeError(
+            f"{what}: the handler is called as {shape}, but {name}{signature} cannot take "
+            f"that ({exc}); for example: def {name}({', '.join([*positional, *keywords])}): ..."
+        ) from None
 
 
 _VARIABLE = re.compile(r"\{([A-Za-z0-9_.]+)\}")

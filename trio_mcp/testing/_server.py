@@ -23,6 +23,7 @@ from ._registry import (
     TemplateEntry,
     ToolEntry,
     accepted_parameters,
+    check_handler,
     compile_uri_template,
     infer_input_schema,
     resource_contents,
@@ -238,6 +239,8 @@ class MockServer:
 
         Raises:
             ValueError: ``x_mcp_header`` names an argument the schema lacks.
+            TypeError: The function cannot be called as ``function(ctx, **arguments)`` with
+                the schema's required arguments (the message shows the signature it needs).
         """
 
         def register(function: F) -> F:
@@ -255,6 +258,9 @@ class MockServer:
                     if not isinstance(properties, dict) or argument not in properties:
                         raise ValueError(f"x_mcp_header names unknown argument {argument!r}")
                     properties[argument]["x-mcp-header"] = header
+            check_handler(
+                f"tool {tool_name!r}", function, "function(ctx, **arguments)", ["ctx"], required
+            )
             definition: JSONDict = {"name": tool_name}
             text = description if description is not None else _first_line(function)
             if text:
@@ -369,7 +375,19 @@ class MockServer:
             mime_type: The ``mimeType`` of the template and of text/blob contents.
             description: An optional description.
             **fields: Further ``ResourceTemplate`` fields, sent verbatim.
+
+        Raises:
+            TypeError: The handler cannot be called as ``handler(ctx, uri, **variables)``.
         """
+        pattern = compile_uri_template(uri_template)
+        if handler is not None:
+            check_handler(
+                f"resource template {uri_template!r}",
+                handler,
+                "handler(ctx, uri, **variables)",
+                ["ctx", "uri"],
+                pattern.groupindex,
+            )
         definition: JSONDict = {"uriTemplate": uri_template, "name": name}
         if mime_type is not None:
             definition["mimeType"] = mime_type
@@ -380,7 +398,7 @@ class MockServer:
             uri_template=uri_template,
             definition=definition,
             handler=handler,
-            pattern=compile_uri_template(uri_template),
+            pattern=pattern,
         )
 
     def add_prompt(
@@ -404,6 +422,10 @@ class MockServer:
                 name declares a required argument).
             description: An optional description.
             **fields: Further ``Prompt`` fields, sent verbatim.
+
+        Raises:
+            TypeError: The handler cannot be called as ``handler(ctx, **arguments)`` with the
+                declared arguments (the message shows the signature it needs).
         """
         declared: list[JSONDict] = []
         for argument in arguments:
@@ -420,6 +442,13 @@ class MockServer:
         required = tuple(str(a["name"]) for a in declared if a.get("required") is True)
         if callable(handler_or_messages):
             handler: Callable[..., Any] | None = handler_or_messages
+            check_handler(
+                f"prompt {name!r}",
+                handler_or_messages,
+                "handler(ctx, **arguments)",
+                ["ctx"],
+                [str(a["name"]) for a in declared],
+            )
             messages: Any = None
         else:
             handler = None
@@ -450,7 +479,14 @@ class MockServer:
             handler: Called (sync or async) with the request's ``ref`` and ``argument``
                 dicts and its ``context`` dict (or ``None``); returns a list of values or a
                 ``completion`` dict. ``None`` removes completion support.
+
+        Raises:
+            TypeError: The handler cannot be called as ``handler(ref, argument, context)``.
         """
+        if handler is not None:
+            check_handler(
+                "completion", handler, "handler(ref, argument, context)", ["ref", "argument", "context"]
+            )
         self._state.completion = handler
 
     # -- connecting ------------------------------------------------------------------------
