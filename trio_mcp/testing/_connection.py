@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 import msgspec
 import trio
 
-from .._exceptions import MCPError, ToolError
+from .._exceptions import MCPError, ServerError, ToolError
 from ._registry import JSONDict, ServerState, match_uri_template
 from ._tasks import RELATED_TASK, TASKS_EXTENSION, TERMINAL, MockTask
 
@@ -1360,6 +1360,10 @@ class Connection:
         errors = [leaf for leaf in leaves if not isinstance(leaf, trio.Cancelled)]
         if len(errors) == 1 and isinstance(errors[0], _RpcError):
             error = errors[0]
+            await self._send_error(ctx.request_id, error.code, error.message, error.data)
+            return
+        if len(errors) == 1 and isinstance(errors[0], ServerError):
+            error = errors[0]  # a JSON-RPC error the script chose, sent as it is
             await self._send_error(ctx.request_id, error.code, error.message, error.data)
             return
         if len(errors) == 1 and isinstance(errors[0], ToolError) and ctx.method == "tools/call":

@@ -218,7 +218,9 @@ class MockServer:
         ``structuredContent`` plus its JSON as text) or ``None``. Raising
         :class:`trio_mcp.ToolError` gives an ``isError`` result (its ``result`` dict, if it
         has ``content``, is sent as is); raising :class:`ServerCrash` kills the connection;
-        any other exception becomes a JSON-RPC ``-32603`` error.
+        raising :class:`trio_mcp.ServerError` ``(code, message, data)`` sends that JSON-RPC
+        error as it is (``-32042`` with URL elicitations, say); any other exception becomes
+        a JSON-RPC ``-32603`` error.
 
         Args:
             function: The tool function, when used without parentheses.
