@@ -56,6 +56,7 @@ def test_tool_function_with_an_input_schema_it_cannot_take_is_refused() -> None:
     def add(a: int) -> int:  # no ctx
         return a
 
+    schema: Any = {"type": "object", "properties": {"a": {}}, "required": ["a"]}
+    register = server.tool(input_schema=schema)
     with pytest.raises(TypeError, match="function\\(ctx, \\*\\*arguments\\)"):
-        schema: Any = {"type": "object", "properties": {"a": {}}, "required": ["a"]}
-        server.tool(input_schema=schema)(add)
+        register(add)

@@ -1363,8 +1363,8 @@ class Connection:
             await self._send_error(ctx.request_id, error.code, error.message, error.data)
             return
         if len(errors) == 1 and isinstance(errors[0], ServerError):
-            error = errors[0]  # a JSON-RPC error the script chose, sent as it is
-            await self._send_error(ctx.request_id, error.code, error.message, error.data)
+            chosen = errors[0]  # a JSON-RPC error the script chose, sent as it is
+            await self._send_error(ctx.request_id, chosen.code, chosen.message, chosen.data)
             return
         if len(errors) == 1 and isinstance(errors[0], ToolError) and ctx.method == "tools/call":
             await self._send_tool_error(ctx, errors[0])

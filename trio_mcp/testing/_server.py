@@ -486,9 +486,8 @@ class MockServer:
             TypeError: The handler cannot be called as ``handler(ref, argument, context)``.
         """
         if handler is not None:
-            check_handler(
-                "completion", handler, "handler(ref, argument, context)", ["ref", "argument", "context"]
-            )
+            positional = ["ref", "argument", "context"]
+            check_handler("completion", handler, "handler(ref, argument, context)", positional)
         self._state.completion = handler
 
     # -- connecting ------------------------------------------------------------------------
