@@ -17,8 +17,13 @@ msgspec into typed structs; every error names the file, the key path and the pro
 never a secret's value.
 
 Consent pinning: :func:`check_consent` hashes each entry as written (command, args, env,
-cwd, URL, headers, type) and asks the application's approval callback for every entry
-whose hash is not already in the :class:`ConsentStore`.
+cwd, URL, headers, type) with the contents of its ``envFile``, and asks the application's
+approval callback for every entry whose hash is not already in the :class:`ConsentStore`.
+
+Values interpolated from ``${env:...}``, ``${NAME}`` and ``${input:...}`` are secrets:
+reprs, a group's recorded errors and trio_mcp's log lines show the template instead
+(:meth:`ServerConfig.redact`). Stripping comments is linear in the file's size and the
+nesting depth is bounded (:data:`MAX_DEPTH`); file I/O runs off the event loop.
 """
 
 from __future__ import annotations
@@ -242,7 +247,9 @@ _HIDDEN: Final = "***"
 class ServerConfig(msgspec.Struct, kw_only=True, frozen=True, weakref=True):
     """One server entry of a config file, with every ``${...}`` resolved.
 
-    Its ``repr`` hides the values of ``env`` and ``headers`` (they hold secrets).
+    Its ``repr`` hides the values of ``env`` and ``headers`` (they hold secrets) and
+    shows the command, arguments, URL and working directory with each interpolated
+    value replaced by its ``${...}`` template.
 
     Attributes:
         name: The entry's key in the file.
