@@ -126,7 +126,7 @@ async def test_interpolated_secrets_never_in_repr_errors_or_logs(
 def test_every_trio_mcp_logger_hides_interpolated_secrets() -> None:
     from trio_mcp._config import _LOGGERS  # pyright: ignore[reportPrivateUsage]
 
-    used = set()
+    used: set[str] = set()
     for path in ROOT.rglob("*.py"):
         used.update(re.findall(r'getLogger\("(trio_mcp[a-z_.]*)"\)', path.read_text()))
     assert used <= set(_LOGGERS), used - set(_LOGGERS)
