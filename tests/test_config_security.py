@@ -285,3 +285,34 @@ async def test_consent_store_and_env_file_io_run_in_worker_threads(
     file_store = FileConsentStore(tmp_path / "c.json")
     assert await check_consent(config, approve, file_store) == {"s": True}
     assert file_store.get(next(iter(json.loads((tmp_path / "c.json").read_bytes())))) is not None
+
+
+def test_a_corrupt_consent_file_is_an_empty_store(tmp_path: Path) -> None:
+    path = tmp_path / "consent.json"
+    path.write_bytes(b"[" * 100_000 + b"]" * 100_000)
+    store = FileConsentStore(path)
+    assert store.get("k") is None
+    store.set("k", "f")
+    assert store.get("k") == "f"
+
+
+_JSONISH = st.text(alphabet=st.sampled_from('{}[]",:/*\\\n ab1$-') | st.characters(), max_size=300)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=_JSONISH
+    | st.builds(
+        lambda servers, junk: '{"mcpServers": ' + servers + junk,
+        st.sampled_from(['{"a": {"command": "x"}}', '{"a": {"url": "${A}"}}', "{", "[", "{}"]),
+        _JSONISH,
+    )
+)
+def test_any_document_parses_or_raises_config_error(text: str) -> None:
+    async def parse() -> None:
+        try:
+            await parse_config(text, source="f", environ={"A": "https://x"})
+        except ConfigError:
+            pass
+
+    trio.run(parse)

@@ -734,7 +734,10 @@ async def parse_config(
             entry is malformed, or a variable cannot be resolved.
     """
     await trio.lowlevel.checkpoint()
-    raw = data.encode() if isinstance(data, str) else bytes(data)
+    try:
+        raw = data.encode() if isinstance(data, str) else bytes(data)
+    except UnicodeEncodeError as exc:  # a lone surrogate: no file holds that
+        raise ConfigError(source, "", f"the text is not valid Unicode: {exc.reason}") from None
     try:
         plain = strip_jsonc(raw)
     except ValueError as exc:
@@ -922,7 +925,7 @@ class FileConsentStore:
             return {}
         try:
             decoded: object = msgspec.json.decode(data)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):  # corrupt, or nested absurdly deep
             logger.warning("ignoring the unreadable consent store %s", self.path)
             return {}
         if not isinstance(decoded, dict):
