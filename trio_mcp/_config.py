@@ -23,7 +23,7 @@ approval callback for every entry whose hash is not already in the :class:`Conse
 Values interpolated from ``${env:...}``, ``${NAME}`` and ``${input:...}`` are secrets:
 reprs, a group's recorded errors and trio_mcp's log lines show the template instead
 (:meth:`ServerConfig.redact`). Stripping comments is linear in the file's size and the
-nesting depth is bounded (:data:`MAX_DEPTH`); file I/O runs off the event loop.
+nesting depth is bounded (``MAX_DEPTH``); file I/O runs off the event loop.
 """
 
 from __future__ import annotations
@@ -79,7 +79,8 @@ TransportKind = Literal["stdio", "http", "sse", "websocket"]
 # its newlines stay, so every byte offset and line number of the result is the input's);
 # the second drops trailing commas and bounds the nesting depth. Each pass jumps from one
 # interesting byte to the next with a compiled search and never looks back, so a hostile
-# file costs time in proportion to its size (the old regex was quadratic on many "/*").
+# file costs time in proportion to its size (the old regular expression was quadratic on
+# unterminated strings full of escaped quotes: hours for a mebibyte).
 _BYTE_POSITION: Final = re.compile(r"\(byte (\d+)\)")
 _SPECIAL: Final = re.compile(rb'["/]')
 _IN_STRING: Final = re.compile(rb'["\\\n]')
