@@ -455,10 +455,16 @@ def check_url(url: str, policy: URLPolicy | None = None) -> URLCheck:
             return blocked("localhost is a loopback name")
         if not policy.allow_private_names:
             if len(labels) == 1:
-                return blocked(f"{host!r} is a single-label (local network) name")
+                return blocked(
+                    f"{host!r} is a single-label (local network) name"
+                    " (URLPolicy(allow_private_names=True) accepts it)"
+                )
             if _in(host, _PRIVATE_SUFFIXES):
                 suffix = next(s for s in _PRIVATE_SUFFIXES if _in(host, frozenset({s})))
-                return blocked(f"names under .{suffix} are special-use or local names")
+                return blocked(
+                    f"names under .{suffix} are special-use or local names"
+                    " (URLPolicy(allow_private_names=True) accepts them)"
+                )
     elif not policy.allow_private:
         reason = _address_error(address)
         if reason is not None:
