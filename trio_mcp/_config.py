@@ -17,8 +17,13 @@ msgspec into typed structs; every error names the file, the key path and the pro
 never a secret's value.
 
 Consent pinning: :func:`check_consent` hashes each entry as written (command, args, env,
-cwd, URL, headers, type) and asks the application's approval callback for every entry
-whose hash is not already in the :class:`ConsentStore`.
+cwd, URL, headers, type) with the contents of its ``envFile``, and asks the application's
+approval callback for every entry whose hash is not already in the :class:`ConsentStore`.
+
+Values interpolated from ``${env:...}``, ``${NAME}`` and ``${input:...}`` are secrets:
+reprs, a group's recorded errors and trio_mcp's log lines show the template instead
+(:meth:`ServerConfig.redact`). Stripping comments is linear in the file's size and the
+nesting depth is bounded (``MAX_DEPTH``); file I/O runs off the event loop.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ import logging
 import os
 import re
 import sys
+import tempfile
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +47,9 @@ from ._exceptions import ConfigError
 
 if TYPE_CHECKING:
     from ._connect import Target
+
+if sys.version_info < (3, 11):  # pragma: no cover
+    from exceptiongroup import BaseExceptionGroup
 
 __all__ = [
     "ConfigInput",
@@ -65,45 +75,111 @@ TransportKind = Literal["stdio", "http", "sse", "websocket"]
 
 # -- JSONC ------------------------------------------------------------------------------
 
-# One pass finds, left to right, a string (kept), a comment (blanked) or an unterminated
-# block comment (an error). Blanking keeps every byte offset, so msgspec's error positions
-# still point into the original file.
-_JSONC_TOKEN: Final = re.compile(rb'"(?:[^"\\\n]|\\.)*"|//[^\n]*|/\*.*?\*/|(/\*)', re.DOTALL)
-_TRAILING_COMMA: Final = re.compile(rb'"(?:[^"\\\n]|\\.)*"|(,)(?=[ \t\r\n]*[\]}])')
+# Two linear passes over the bytes. The first blanks comments (a comment becomes spaces,
+# its newlines stay, so every byte offset and line number of the result is the input's);
+# the second drops trailing commas and bounds the nesting depth. Each pass jumps from one
+# interesting byte to the next with a compiled search and never looks back, so a hostile
+# file costs time in proportion to its size (the old regular expression was quadratic on
+# unterminated strings full of escaped quotes: hours for a mebibyte).
 _BYTE_POSITION: Final = re.compile(r"\(byte (\d+)\)")
+_SPECIAL: Final = re.compile(rb'["/]')
+_IN_STRING: Final = re.compile(rb'["\\\n]')
+_STRUCTURE: Final = re.compile(rb'["\[\]{},]')
+_NOT_SPACE: Final = re.compile(rb"[^ \t\r\n]")
+_NOT_NEWLINE: Final = re.compile(rb"[^\n]")
+
+#: The deepest nesting of arrays and objects a config file may have.
+MAX_DEPTH: Final = 64
 
 
-def _blank(match: re.Match[bytes]) -> bytes:
-    text = match.group(0)
-    if text.startswith(b'"'):
-        return text
-    return re.sub(rb"[^\n]", b" ", text)
+def _string_end(data: bytes | bytearray, start: int) -> int:
+    """The offset just past the string opening at ``start`` (at a newline if unclosed)."""
+    position = start + 1
+    while True:
+        found = _IN_STRING.search(data, position)
+        if found is None:
+            return len(data)
+        char = data[found.start()]
+        if char == 0x5C:  # backslash: skip the escaped byte
+            position = found.start() + 2
+            continue
+        if char == 0x22:
+            return found.start() + 1
+        return found.start()  # a raw newline: JSON strings have none; msgspec will say so
 
 
-def _drop_comma(match: re.Match[bytes]) -> bytes:
-    return b" " if match.group(1) is not None else match.group(0)
+def _blank_comments(data: bytes) -> bytearray:
+    out = bytearray(data)
+    position = 0
+    while True:
+        found = _SPECIAL.search(data, position)
+        if found is None:
+            return out
+        start = found.start()
+        if data[start] == 0x22:
+            position = _string_end(data, start)
+            continue
+        follower = data[start + 1 : start + 2]
+        if follower == b"/":
+            end = data.find(b"\n", start)
+            end = len(data) if end < 0 else end
+        elif follower == b"*":
+            close = data.find(b"*/", start + 2)
+            if close < 0:
+                raise ValueError(f"unterminated /* comment (byte {start})")
+            end = close + 2
+        else:
+            position = start + 1
+            continue
+        out[start:end] = _NOT_NEWLINE.sub(b" ", data[start:end])
+        position = end
 
 
-def strip_jsonc(data: bytes) -> bytes:
+def _drop_trailing_commas(out: bytearray, max_depth: int) -> None:
+    depth = 0
+    position = 0
+    while True:
+        found = _STRUCTURE.search(out, position)
+        if found is None:
+            return
+        start = found.start()
+        char = out[start]
+        position = start + 1
+        if char == 0x22:
+            position = _string_end(out, start)
+        elif char in b"[{":
+            depth += 1
+            if depth > max_depth:
+                raise ValueError(f"nested deeper than {max_depth} levels (byte {start})")
+        elif char in b"]}":
+            depth -= 1
+        else:  # a comma: drop it when only space separates it from a closing bracket
+            following = _NOT_SPACE.search(out, position)
+            if following is not None and out[following.start()] in b"]}":
+                out[start] = 0x20
+
+
+def strip_jsonc(data: bytes, *, max_depth: int = MAX_DEPTH) -> bytes:
     """Turn JSONC (JSON with comments and trailing commas) into plain JSON.
 
     Comments and trailing commas become spaces (newlines stay), so byte offsets and line
     numbers in the result are those of the input. Strings are never touched, URLs with
-    ``//`` inside them included.
+    ``//`` inside them included. The work is linear in the size of the input.
 
     Args:
         data: The document, UTF-8.
+        max_depth: The deepest nesting of arrays and objects accepted.
 
     Returns:
         The same document as strict JSON (if it was valid JSONC).
 
     Raises:
-        ValueError: A ``/*`` comment is never closed (the message gives its byte offset).
+        ValueError: A ``/*`` comment is never closed, or the document is nested deeper
+            than ``max_depth`` (the message gives the byte offset).
     """
-    for match in _JSONC_TOKEN.finditer(data):
-        if match.group(1) is not None:
-            raise ValueError(f"unterminated /* comment (byte {match.start()})")
-    return _TRAILING_COMMA.sub(_drop_comma, _JSONC_TOKEN.sub(_blank, data))
+    out = _blank_comments(bytes(data))
+    _drop_trailing_commas(out, max_depth)
+    return bytes(out)
 
 
 def _line_col(data: bytes, offset: int) -> tuple[int, int]:
@@ -169,10 +245,12 @@ class _Document(msgspec.Struct):
 _HIDDEN: Final = "***"
 
 
-class ServerConfig(msgspec.Struct, kw_only=True, frozen=True):
+class ServerConfig(msgspec.Struct, kw_only=True, frozen=True, weakref=True):
     """One server entry of a config file, with every ``${...}`` resolved.
 
-    Its ``repr`` hides the values of ``env`` and ``headers`` (they hold secrets).
+    Its ``repr`` hides the values of ``env`` and ``headers`` (they hold secrets) and
+    shows the command, arguments, URL and working directory with each interpolated
+    value replaced by its ``${...}`` template.
 
     Attributes:
         name: The entry's key in the file.
@@ -184,9 +262,12 @@ class ServerConfig(msgspec.Struct, kw_only=True, frozen=True):
         cwd: The working directory of a stdio server.
         url: The URL of a remote server.
         headers: Extra HTTP headers for a remote server (e.g. ``Authorization``).
-        fingerprint: The SHA-256 of the entry as written (before interpolation), for
-            consent pinning.
+        fingerprint: The SHA-256 of the entry as written (before interpolation) and of
+            the contents of its ``envFile``, for consent pinning.
         source: The file the entry came from.
+        interpolated: Each value that ``${env:NAME}``, ``${NAME}`` or ``${input:id}``
+            put into the entry, with the variable it came from: what :meth:`redact`
+            hides. Never shown by ``repr``.
     """
 
     name: str
@@ -199,14 +280,40 @@ class ServerConfig(msgspec.Struct, kw_only=True, frozen=True):
     headers: dict[str, str] = {}
     fingerprint: str = ""
     source: str = ""
+    interpolated: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.interpolated:
+            _LIVE_CONFIGS[id(self)] = self  # the log filter hides its values while it lives
+
+    def redact(self, text: str) -> str:
+        """Put the ``${...}`` variable back in place of each value interpolated from one.
+
+        The group uses it on the errors and log lines of this server; use it on anything
+        of yours that may quote the command, arguments or URL.
+
+        Args:
+            text: Any text, e.g. an error message.
+
+        Returns:
+            ``text`` with every interpolated value replaced by its template
+            (``${env:API_KEY}``), longest value first.
+        """
+        for value, template in sorted(self.interpolated, key=lambda pair: -len(pair[0])):
+            if value in text:
+                text = text.replace(value, template)
+        return text
 
     def __repr__(self) -> str:
+        redact = self.redact
         parts = [f"name={self.name!r}", f"transport={self.transport!r}"]
         if self.command is not None:
-            parts.append(f"command={self.command!r}")
-            parts.append(f"args={self.args!r}")
+            parts.append(f"command={redact(self.command)!r}")
+            parts.append(f"args={tuple(redact(arg) for arg in self.args)!r}")
         if self.url is not None:
-            parts.append(f"url={self.url!r}")
+            parts.append(f"url={redact(self.url)!r}")
+        if self.cwd is not None:
+            parts.append(f"cwd={redact(self.cwd)!r}")
         if self.env:
             parts.append(f"env={dict.fromkeys(self.env, _HIDDEN)!r}")
         if self.headers:
@@ -235,6 +342,76 @@ class ServerConfig(msgspec.Struct, kw_only=True, frozen=True):
 
             return SSEParameters(self.url, headers=dict(self.headers) or None), {}
         return self.url, ({"headers": dict(self.headers)} if self.headers else {})
+
+
+# by id (a ServerConfig holds dicts: unhashable); an entry goes when its config dies
+_LIVE_CONFIGS: weakref.WeakValueDictionary[int, ServerConfig] = weakref.WeakValueDictionary()
+
+#: Every logger trio_mcp logs through (tests/test_config_security.py checks the list).
+_LOGGERS: Final = (
+    "trio_mcp",
+    "trio_mcp.auth",
+    "trio_mcp.http",
+    "trio_mcp.server",
+    "trio_mcp.server_stderr",
+    "trio_mcp.sse",
+    "trio_mcp.stdio",
+    "trio_mcp.websocket",
+)
+
+
+class _RedactSecrets(logging.Filter):
+    """Puts ``${env:NAME}`` back in place of interpolated values in trio_mcp's log lines.
+
+    A transport may quote its URL or a server's stderr may echo its arguments; while a
+    config entry with interpolated values is alive, no trio_mcp log line shows them.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        configs = list(_LIVE_CONFIGS.values())
+        if not configs:
+            return True
+        try:
+            message = record.getMessage()
+        except Exception:  # a malformed record: let logging report it as usual
+            return True
+        redacted = message
+        for config in configs:
+            redacted = config.redact(redacted)
+        if redacted != message:
+            record.msg, record.args = redacted, None
+        if record.exc_info and record.exc_info[1] is not None:
+            for config in configs:
+                redact_exception(record.exc_info[1], config.redact)
+        return True
+
+
+_FILTER: Final = _RedactSecrets()
+for _name in _LOGGERS:
+    logging.getLogger(_name).addFilter(_FILTER)
+
+
+def redact_exception(exc: BaseException, redact: Callable[[str], str]) -> BaseException:
+    """Take interpolated secrets out of an exception, its causes and contexts, in place."""
+    seen: set[int] = set()
+    pending: list[BaseException] = [exc]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        current.args = tuple(redact(arg) if isinstance(arg, str) else arg for arg in current.args)
+        for attribute in ("filename", "filename2", "url", "stderr_tail", "message"):
+            value = getattr(current, attribute, None)
+            if isinstance(value, str):
+                try:
+                    setattr(current, attribute, redact(value))
+                except (AttributeError, TypeError):  # read-only: leave it
+                    pass
+        if isinstance(current, BaseExceptionGroup):
+            pending.extend(cast("BaseExceptionGroup[BaseException]", current).exceptions)
+        pending.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+    return exc
 
 
 class MCPConfig(msgspec.Struct, kw_only=True, frozen=True):
@@ -289,6 +466,12 @@ def _json_key(prefix: str, key: str) -> str:
 
 
 _VARIABLE: Final = re.compile(r"\$\{([^}]*)\}")
+# Shorter values are not redacted (hiding every "1" would garble messages, not protect).
+_MIN_SECRET: Final = 4
+# Variables whose values are paths of the user's machine, not secrets.
+_NOT_SECRET: Final = frozenset({
+    "userHome", "workspaceFolder", "workspaceRoot", "workspaceFolderBasename", "pathSeparator",
+})  # fmt: skip
 _ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -309,6 +492,8 @@ class _Resolver:
         self.answer = answer
         self.workspace = workspace
         self.answers: dict[str, str] = {}
+        #: Each value that came from the environment or an input, and its ``${...}``.
+        self.secrets: dict[str, str] = {}
 
     async def expand(self, value: str, key_path: str) -> str:
         if "${" not in value:
@@ -317,7 +502,11 @@ class _Resolver:
         end = 0
         for match in _VARIABLE.finditer(value):
             out.append(value[end : match.start()])
-            out.append(await self._one(match.group(1).strip(), key_path))
+            variable = match.group(1).strip()
+            found = await self._one(variable, key_path)
+            if len(found) >= _MIN_SECRET and variable.partition(":")[0] not in _NOT_SECRET:
+                self.secrets.setdefault(found, match.group(0))
+            out.append(found)
             end = match.end()
         out.append(value[end:])
         return "".join(out)
@@ -387,8 +576,8 @@ class _Resolver:
         return value
 
 
-def _fingerprint(entry: _RawEntry, kind: str) -> str:
-    canonical = {
+def _fingerprint(entry: _RawEntry, kind: str, env_file: Mapping[str, str] | None) -> str:
+    canonical: dict[str, Any] = {
         "type": kind,
         "command": entry.command,
         "args": entry.args,
@@ -398,6 +587,9 @@ def _fingerprint(entry: _RawEntry, kind: str) -> str:
         "url": entry.url or entry.server_url,
         "headers": entry.headers,
     }
+    if env_file is not None:
+        # what the env file holds, not only its name: editing it changes what runs
+        canonical["envFileContents"] = dict(env_file)
     encoded = msgspec.json.encode(canonical, order="sorted")
     return hashlib.sha256(encoded).hexdigest()
 
@@ -477,11 +669,16 @@ async def _server(
     env_values = strings(entry.env, "env")
     header_values = strings(entry.headers, "headers")
     env: dict[str, str] = {}
+    env_file_values: dict[str, str] | None = None
+    resolver.secrets = {}
     if entry.env_file is not None:
         env_file = await resolver.expand(entry.env_file, f"{where}.envFile")
         if resolver.workspace is not None:
             env_file = os.path.join(resolver.workspace, env_file)
-        env.update(_read_env_file(env_file, source, f"{where}.envFile"))
+        env_file_values = await trio.to_thread.run_sync(
+            _read_env_file, env_file, source, f"{where}.envFile", abandon_on_cancel=True
+        )
+        env.update(env_file_values)
     for key, value in env_values.items():
         env[key] = await resolver.expand(value, _json_key(f"{where}.env", key))
     headers = {
@@ -503,8 +700,9 @@ async def _server(
         cwd=await resolver.expand(entry.cwd, f"{where}.cwd") if entry.cwd else None,
         url=await resolver.expand(url, f"{where}.url") if url is not None else None,
         headers=headers,
-        fingerprint=_fingerprint(entry, kind),
+        fingerprint=_fingerprint(entry, kind, env_file_values),
         source=source,
+        interpolated=tuple(resolver.secrets.items()),
     )
     return config, False
 
@@ -537,13 +735,17 @@ async def parse_config(
             entry is malformed, or a variable cannot be resolved.
     """
     await trio.lowlevel.checkpoint()
-    raw = data.encode() if isinstance(data, str) else bytes(data)
+    try:
+        raw = data.encode() if isinstance(data, str) else bytes(data)
+    except UnicodeEncodeError as exc:  # a lone surrogate: no file holds that
+        raise ConfigError(source, "", f"the text is not valid Unicode: {exc.reason}") from None
     try:
         plain = strip_jsonc(raw)
     except ValueError as exc:
         found = _BYTE_POSITION.search(str(exc))
         line, column = _line_col(raw, int(found.group(1))) if found else (None, None)
-        raise ConfigError(source, "", "unterminated /* comment", line=line, column=column) from None
+        problem = _BYTE_POSITION.sub("", str(exc)).strip()
+        raise ConfigError(source, "", problem, line=line, column=column) from None
     try:
         document: _Document = msgspec.json.decode(plain, type=_Document)
     except msgspec.ValidationError as exc:
@@ -701,7 +903,12 @@ def _user_config_dir() -> Path:
 class FileConsentStore:
     """A :class:`ConsentStore` in a JSON file (fingerprints only, never values).
 
-    The file is read on each :meth:`get` and replaced atomically on each :meth:`set`.
+    The file is read on each :meth:`get`. Each :meth:`set` takes an exclusive lock
+    (``flock`` on ``PATH.lock``), re-reads the file, adds the approval and replaces the
+    file atomically (a uniquely named temporary file beside it, flushed to disk, then
+    ``os.replace``), so processes approving at the same time never lose each other's
+    approvals and a reader never sees half a file. The methods block:
+    :func:`check_consent` calls them in a worker thread.
 
     Args:
         path: The file; default ``consent.json`` in the user's config folder
@@ -719,7 +926,7 @@ class FileConsentStore:
             return {}
         try:
             decoded: object = msgspec.json.decode(data)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):  # corrupt, or nested absurdly deep
             logger.warning("ignoring the unreadable consent store %s", self.path)
             return {}
         if not isinstance(decoded, dict):
@@ -742,12 +949,26 @@ class FileConsentStore:
             key: The entry's key.
             fingerprint: Its approved fingerprint.
         """
-        approved = self._read()
-        approved[key] = fingerprint
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = self.path.with_name(self.path.name + ".tmp")
-        temporary.write_bytes(msgspec.json.format(msgspec.json.encode(approved, order="sorted")))
-        os.replace(temporary, self.path)
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        with open(lock_path, "ab") as lock:
+            if sys.platform != "win32":
+                import fcntl
+
+                fcntl.flock(lock.fileno(), fcntl.LOCK_EX)  # released when the file closes
+            approved = self._read()
+            approved[key] = fingerprint
+            encoded = msgspec.json.format(msgspec.json.encode(approved, order="sorted"))
+            fd, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
+            try:
+                with os.fdopen(fd, "wb") as file:
+                    file.write(encoded)
+                    file.flush()
+                    os.fsync(file.fileno())
+                os.replace(temporary, self.path)
+            except BaseException:
+                Path(temporary).unlink(missing_ok=True)
+                raise
 
 
 @dataclass(frozen=True, slots=True)
@@ -787,7 +1008,8 @@ async def check_consent(
     """Ask ``approve`` about every entry that is new or changed since it was last approved.
 
     Entries whose fingerprint is in ``store`` are approved without asking; approved ones
-    are stored. The callback is called one entry at a time, in file order.
+    are stored. The callback is called one entry at a time, in file order. The store's
+    (blocking) methods run in a worker thread, never on the event loop.
 
     Args:
         servers: A loaded config or its servers.
@@ -804,13 +1026,13 @@ async def check_consent(
     verdict: dict[str, bool] = {}
     for name, server in servers.items():
         key = consent_key(server)
-        previous = store.get(key)
+        previous = await trio.to_thread.run_sync(store.get, key, abandon_on_cancel=True)
         if previous == server.fingerprint:
             await trio.lowlevel.checkpoint()
             verdict[name] = True
             continue
         allowed = bool(await approve(ConsentRequest(server, key, previous)))
-        if allowed:
-            store.set(key, server.fingerprint)
+        if allowed:  # not abandoned on cancel: the approval is written or it fails
+            await trio.to_thread.run_sync(store.set, key, server.fingerprint)
         verdict[name] = allowed
     return verdict

@@ -26,6 +26,7 @@ from msgspec import UNSET
 
 from . import _types as t
 from ._config import ApprovalCallback, ConsentStore, MCPConfig, ServerConfig, check_consent
+from ._config import redact_exception as _redact_exception
 from ._connect import Target, open_mcp_session
 from ._exceptions import (
     CircuitOpenError,
@@ -177,6 +178,7 @@ class _Member:
     target: Target
     options: dict[str, Any]
     restartable: bool
+    redact: Callable[[str], str] | None = None  # a config entry's: hides interpolated secrets
     state: ServerState = ServerState.STARTING
     session: ClientSession | None = None
     error: BaseException | None = None
@@ -486,6 +488,8 @@ class ServerGroup:
             failure = ConnectionClosed(f"the MCP server could not be run: {exc!r}")
             failure.__cause__ = exc
         member.session = None
+        if member.redact is not None:  # secrets from ${env:...} never in errors or logs
+            failure = _redact_exception(failure, member.redact)
         member.error = failure
         member.stderr_tail = getattr(failure, "stderr_tail", "") or ""
         member.exit_code = getattr(failure, "exit_code", None)
@@ -887,6 +891,7 @@ def _members(
     members: list[_Member] = []
     for name, target in entries:
         options: dict[str, Any] = {}
+        redact = target.redact if isinstance(target, ServerConfig) else None
         if isinstance(target, ServerConfig):
             target, options = target.target()
         options.update(session_options)
@@ -898,7 +903,7 @@ def _members(
         if options.get("roots") is not None:
             options["roots"] = _named_roots(options["roots"], name)
         restartable = not isinstance(target, Transport)
-        members.append(_Member(name, target, options, restartable))
+        members.append(_Member(name, target, options, restartable, redact=redact))
     return members
 
 

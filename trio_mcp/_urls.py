@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import re
 import unicodedata
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, Final, Literal, cast
+from urllib.parse import unquote_to_bytes
 
 from . import _types as t
 from ._exceptions import UnsafeURLError
@@ -44,17 +46,115 @@ def _domains(values: Iterable[str] | None) -> frozenset[str] | None:
         return None
     if isinstance(values, str):
         raise TypeError("give domains as a list of strings, not one string")
-    return frozenset(_ascii_domain(value) for value in values)
+    return frozenset(_domain_entry(value) for value in values)
 
 
-def _ascii_domain(value: str) -> str:
-    value = value.strip().lower().rstrip(".")
-    if not value:
-        raise ValueError("an empty domain in an allow or deny list")
+def _domain_entry(value: object) -> str:
+    """One allow or deny list entry, normalised like a host (or ValueError naming it)."""
+    if not isinstance(value, str):
+        raise TypeError(f"a domain must be a str, not {type(value).__name__}")
+    if "*" in value:
+        raise ValueError(
+            f"{value!r}: no wildcards in a domain list; write the bare domain "
+            "(it covers the domain and all its subdomains)"
+        )
+    if any(c in value for c in "/:@?#[] \t\r\n") and not _is_ip(value.strip().strip("[]")):
+        raise ValueError(f"{value!r} is not a domain name (give a host, not a URL)")
     try:
-        return value.encode("idna").decode("ascii")
-    except UnicodeError as exc:
-        raise ValueError(f"{value!r} is not a valid domain name: {exc}") from exc
+        return _normalise_host(value.strip())
+    except ValueError as exc:
+        raise ValueError(f"{value!r} is not a valid domain name: {exc}") from None
+
+
+# Dots a URL parser (UTS 46) reads as "." in a host.
+_DOTS: Final = str.maketrans({"\u3002": ".", "\uff0e": ".", "\uff61": "."})
+_LABEL: Final = re.compile(r"(?!-)[a-z0-9_-]{1,63}(?<!-)")
+_IPV4_PART: Final = re.compile(r"0[xX][0-9a-fA-F]*|0[0-7]*|[1-9][0-9]*")
+
+
+def _ipv4_number(part: str) -> int | None:
+    if not _IPV4_PART.fullmatch(part):
+        return None
+    if part[:2].lower() == "0x":
+        return int(part[2:] or "0", 16)
+    if len(part) > 1 and part[0] == "0":
+        return int(part, 8)
+    return int(part)
+
+
+def _whatwg_ipv4(host: str) -> str | None:
+    """The dotted form of a host in any IPv4 notation a browser accepts, else None.
+
+    Decimal (``2130706433``), octal (``0177.0.0.1``), hex (``0x7f.1``) and short forms
+    (``127.1``) are all IPv4 (WHATWG URL, "IPv4 parser"); a host whose last label is a
+    number is never a domain.
+    """
+    parts = host.split(".")
+    if parts and parts[-1] == "" and len(parts) > 1:
+        parts.pop()
+    if not parts or not parts[-1] or not (parts[-1].isdigit() or parts[-1][:2].lower() == "0x"):
+        return None
+    if len(parts) > 4:
+        raise ValueError("a numeric host with more than four parts")
+    numbers = [_ipv4_number(part) for part in parts]
+    if any(number is None for number in numbers):
+        raise ValueError("a host ending in a number is not a valid IPv4 address")
+    values = cast("list[int]", numbers)
+    if any(value > 255 for value in values[:-1]) or values[-1] >= 256 ** (5 - len(values)):
+        raise ValueError("an IPv4 address part out of range")
+    address = values[-1]
+    for index, value in enumerate(values[:-1]):
+        address += value << (8 * (3 - index))
+    return str(ipaddress.IPv4Address(address))
+
+
+def _normalise_host(host: str) -> str:
+    """The one form every host check uses: lower-case ASCII, no trailing dot, IPs canonical.
+
+    Percent-escapes are decoded, full-width and ideographic dots become ``.``, names go
+    through IDNA, a trailing root dot is dropped, every IPv4 notation becomes dotted
+    decimal and IPv6 is compressed (in brackets).
+
+    Raises:
+        ValueError: The host is not a valid host name or address.
+    """
+    try:
+        host = unquote_to_bytes(host).decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError("percent-escapes that are not UTF-8") from None
+    host = unicodedata.normalize("NFKC", host.translate(_DOTS)).translate(_DOTS).strip()
+    if host.startswith("[") and host.endswith("]"):
+        try:
+            return f"[{ipaddress.IPv6Address(host[1:-1]).compressed}]"
+        except ValueError:
+            raise ValueError("not a valid IPv6 address") from None
+    if ":" in host:
+        try:
+            return f"[{ipaddress.IPv6Address(host).compressed}]"
+        except ValueError:
+            raise ValueError("not a valid host") from None
+    host = host.lower()
+    while host.endswith("."):
+        host = host[:-1]
+    if not host:
+        raise ValueError("an empty host")
+    labels: list[str] = []
+    for label in host.split("."):
+        if not label:
+            raise ValueError("an empty label")
+        if not label.isascii():
+            try:
+                label = label.encode("idna").decode("ascii")
+            except UnicodeError as exc:
+                raise ValueError(f"not a valid internationalized name: {exc}") from None
+        labels.append(label)
+    host = ".".join(labels)
+    dotted = _whatwg_ipv4(host)
+    if dotted is not None:
+        return dotted
+    if len(host) > 253 or not all(_LABEL.fullmatch(label) for label in labels):
+        raise ValueError("not a valid host name")
+    return host
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,17 +163,28 @@ class URLPolicy:
 
     Attributes:
         allow_http: Accept ``http://`` as well as ``https://`` (never any other scheme).
-        allow_private: Accept loopback, private, link-local, unspecified, multicast and
-            reserved addresses, and ``localhost`` names.
+        allow_private: Accept every non-global address (loopback, private, link-local,
+            carrier-grade NAT, unspecified, multicast, reserved, documentation, and IPv6
+            forms embedding such an IPv4 address) and ``localhost`` names.
+        allow_private_names: Accept single-label hosts (``intranet``) and names under the
+            special-use and private-use suffixes (``.local``, ``.internal``,
+            ``.home.arpa``, ``.localdomain``, ``.lan``, ``.home``, ``.corp``, ``.test``,
+            ``.invalid``, ``.example``): names that only a local resolver answers.
         allow_credentials: Accept a user name or password in the URL.
         max_length: The longest URL accepted, in characters (input and normalized form).
         max_subdomain_depth: How many labels a host name may have beyond its last two
             (``a.b.example.com`` has depth 2). This is no public-suffix lookup.
-        allow_domains: When given, only these domains and their subdomains pass.
-        deny_domains: These domains and their subdomains never pass.
+        allow_domains: When given, only these hosts pass. An entry is a bare domain
+            (``example.com``), which covers itself and all its subdomains, or an IP
+            address, which covers itself; entries are normalised like hosts (case, IDNA,
+            trailing dot, IPv4 notation).
+        deny_domains: These hosts never pass (same syntax as ``allow_domains``).
 
     Raises:
-        ValueError: A limit is not positive, or a domain in a list is not a domain.
+        ValueError: A limit is not positive, or an entry of a domain list is not a bare
+            domain or IP address (wildcards such as ``*.example.com`` are refused: write
+            ``example.com``); the message names the entry.
+        TypeError: A domain list is one string instead of a list.
     """
 
     allow_http: bool = False
@@ -83,6 +194,7 @@ class URLPolicy:
     max_subdomain_depth: int = 5
     allow_domains: Iterable[str] | None = None
     deny_domains: Iterable[str] = ()
+    allow_private_names: bool = False
     _allow: frozenset[str] | None = field(init=False, repr=False, compare=False)
     _deny: frozenset[str] = field(init=False, repr=False, compare=False)
 
@@ -170,29 +282,111 @@ def _in(host: str, domains: frozenset[str]) -> bool:
     return any(host == domain or host.endswith("." + domain) for domain in domains)
 
 
-def _address_error(host: str) -> str | None:
+# Suffixes only a local resolver answers (RFC 6761, 6762, 8375; ICANN's 2024 reservation
+# of .internal; and the private TLDs routers and corporate networks use in practice).
+_PRIVATE_SUFFIXES: Final = frozenset({
+    "local",  # RFC 6762: multicast DNS
+    "internal",  # ICANN, 2024: reserved for private use
+    "home.arpa",  # RFC 8375: home networks
+    "localdomain",  # de facto: the local host or LAN
+    "lan",
+    "home",
+    "corp",
+    "intranet",  # de facto private TLDs (ICANN SSAC 113 name collisions)
+    "test",
+    "invalid",
+    "example",  # RFC 6761: never delegated in the global DNS
+})  # fmt: skip
+
+
+# Not globally reachable (IANA special-purpose registries) although older Pythons'
+# ``is_global`` says so: the same verdict on every Python version.
+_NOT_GLOBAL: Final = tuple(
+    ipaddress.ip_network(network)
+    for network in (
+        "192.0.0.0/24",  # IETF protocol assignments
+        "64:ff9b:1::/48",  # local-use NAT64 (RFC 8215)
+        "2002::/16",  # 6to4 (RFC 7526 deprecates it; judged by what it embeds, too)
+        "3fff::/20",  # documentation (RFC 9637)
+        "5f00::/16",  # SRv6 SIDs (RFC 9602)
+        "fec0::/10",  # site-local (deprecated)
+    )
+)
+
+
+def _is_global(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    if not address.is_global or address.is_multicast:
+        return False
+    return not any(address in network for network in _NOT_GLOBAL)
+
+
+def _embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """Every IPv4 address an IPv6 address carries, by any of the known embeddings."""
+    found: list[ipaddress.IPv4Address] = []
+    value = int(address)
+    low = ipaddress.IPv4Address(value & 0xFFFFFFFF)
+    if address.ipv4_mapped is not None:  # ::ffff:a.b.c.d
+        found.append(address.ipv4_mapped)
+    if value >> 32 == 0 and value > 1:  # ::a.b.c.d (IPv4-compatible; not :: or ::1)
+        found.append(low)
+    if value >> 32 == 0xFFFF0000:  # ::ffff:0:a.b.c.d (SIIT, RFC 2765)
+        found.append(low)
+    if value >> 32 == 0x0064FF9B << 64:  # 64:ff9b::a.b.c.d (NAT64, RFC 6052)
+        found.append(low)
+    if value >> 80 == 0x0064FF9B0001:  # 64:ff9b:1::/48 (local-use NAT64, RFC 8215)
+        found.append(low)
+    if address.sixtofour is not None:  # 2002:aabb:ccdd::/48 (6to4)
+        found.append(address.sixtofour)
+    if address.teredo is not None:  # 2001:0::/32 (server, client)
+        found.extend(address.teredo)
+    return found
+
+
+def _address_error(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
+    """Why an address is not allowed: it, or an IPv4 address it embeds, is not global."""
+    candidates: list[ipaddress.IPv4Address | ipaddress.IPv6Address] = []
+    if isinstance(address, ipaddress.IPv6Address):
+        candidates.extend(_embedded_ipv4(address))  # the embedded address names the danger
+    candidates.append(address)
+    for candidate in candidates:
+        if _is_global(candidate):
+            continue
+        kinds = [
+            ("loopback", candidate.is_loopback),
+            ("unspecified", candidate.is_unspecified),
+            ("link-local", candidate.is_link_local),
+            ("multicast", candidate.is_multicast),
+            ("private", candidate.is_private),
+            ("reserved", candidate.is_reserved),
+        ]
+        kind = next((kind for kind, flagged in kinds if flagged), "non-global")
+        if candidate is address:
+            return f"{kind} address {address}"
+        return f"{kind} address {candidate} (embedded in {address})"
+    return None
+
+
+def _ip(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     try:
-        address = ipaddress.ip_address(host.strip("[]"))
+        return ipaddress.ip_address(host.strip("[]"))
     except ValueError:
         return None
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    kinds = [
-        ("loopback", address.is_loopback),
-        ("unspecified", address.is_unspecified),
-        ("link-local", address.is_link_local),
-        ("multicast", address.is_multicast),
-        ("private", address.is_private),
-        ("reserved", address.is_reserved),
-    ]
-    for kind, flagged in kinds:
-        if flagged:
-            return f"{kind} address {address}"
-    return None
+
+
+def _is_ip(host: str) -> bool:
+    return _ip(host) is not None
 
 
 def check_url(url: str, policy: URLPolicy | None = None) -> URLCheck:
     """Check a URL before anyone is asked to open it. Nothing is resolved or fetched.
+
+    The host is normalised once (WHATWG parsing, percent-decoding, IDNA, full-width and
+    ideographic dots, the trailing root dot, every IPv4 notation) and every rule judges
+    that form. An address passes only if it is global (``ipaddress``'s ``is_global``, plus
+    the IANA special-purpose blocks older Pythons miss) and not multicast, and so is every
+    IPv4 address it embeds (IPv4-mapped and -compatible, NAT64, 6to4, Teredo). Names are
+    not resolved: a public name that resolves to a private address (DNS rebinding,
+    ``127.0.0.1.nip.io``) passes; see the docs for what to do instead.
 
     Args:
         url: The URL, as the server sent it.
@@ -200,8 +394,9 @@ def check_url(url: str, policy: URLPolicy | None = None) -> URLCheck:
 
     Returns:
         The verdict: :attr:`URLCheck.error` says why a URL is blocked (it cannot be parsed,
-        wrong scheme, credentials, a private address, too long or too deep, denied or not
-        allowed); call :meth:`URLCheck.raise_for_error` to raise :class:`UnsafeURLError`.
+        wrong scheme, credentials, a non-global address, a local or single-label name, too
+        long or too deep, denied or not allowed); call :meth:`URLCheck.raise_for_error`
+        to raise :class:`UnsafeURLError`.
 
     Raises:
         TypeError: ``url`` is not a string.
@@ -218,9 +413,9 @@ def check_url(url: str, policy: URLPolicy | None = None) -> URLCheck:
     except ValueError:
         return URLCheck(url, None, None, error="not a valid URL")
     normalized = cast(str, parsed.href)
-    host = cast(str, parsed.hostname).lower()
-    display: str | None = host or None
+    raw_host = cast(str, parsed.hostname)
     warnings: list[str] = []
+    display: str | None = raw_host.lower() or None
 
     def blocked(reason: str) -> URLCheck:
         return URLCheck(url, normalized, display, tuple(warnings), reason)
@@ -233,11 +428,15 @@ def check_url(url: str, policy: URLPolicy | None = None) -> URLCheck:
         return blocked(f"longer than {policy.max_length} characters once normalized")
     if (parsed.username or parsed.password) and not policy.allow_credentials:
         return blocked("the URL embeds a user name or password")
-    if not host:
+    if not raw_host:
         return blocked("the URL has no host")
-    address = _address_error(host)
-    is_ip = address is not None or _is_ip(host)
-    if not is_ip:
+    try:
+        host = _normalise_host(raw_host)
+    except ValueError as exc:
+        return blocked(f"the host is not valid: {exc}")
+    display = host
+    address = _ip(host)
+    if address is None:
         if "xn--" in host:
             try:
                 unicode_host = cast(str, ada.idna_to_unicode(host))
@@ -252,24 +451,30 @@ def check_url(url: str, policy: URLPolicy | None = None) -> URLCheck:
             return blocked(
                 f"the host has {depth} subdomain levels (at most {policy.max_subdomain_depth})"
             )
-        if not policy.allow_private and (host == "localhost" or host.endswith(".localhost")):
+        if not policy.allow_private and _in(host, frozenset({"localhost"})):
             return blocked("localhost is a loopback name")
-    elif address is not None and not policy.allow_private:
-        return blocked(address)
+        if not policy.allow_private_names:
+            if len(labels) == 1:
+                return blocked(
+                    f"{host!r} is a single-label (local network) name"
+                    " (URLPolicy(allow_private_names=True) accepts it)"
+                )
+            if _in(host, _PRIVATE_SUFFIXES):
+                suffix = next(s for s in _PRIVATE_SUFFIXES if _in(host, frozenset({s})))
+                return blocked(
+                    f"names under .{suffix} are special-use or local names"
+                    " (URLPolicy(allow_private_names=True) accepts them)"
+                )
+    elif not policy.allow_private:
+        reason = _address_error(address)
+        if reason is not None:
+            return blocked(reason)
     if _in(host, policy._deny):  # pyright: ignore[reportPrivateUsage]
         return blocked(f"{host} is on the deny list")
     allow = policy._allow  # pyright: ignore[reportPrivateUsage]
     if allow is not None and not _in(host, allow):
         return blocked(f"{host} is not on the allow list")
     return URLCheck(url, normalized, display, tuple(warnings))
-
-
-def _is_ip(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        return False
-    return True
 
 
 #: The application's consent callback: show ``params.message`` and ``check.display_domain``
