@@ -31,6 +31,7 @@ if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup
 
 from . import _types as t
+from ._connect import _raise_bare  # pyright: ignore[reportPrivateUsage]
 from ._exceptions import AgentDeadlineError, AgentIterationLimitError, MCPError, ModelError
 
 if TYPE_CHECKING:
@@ -149,7 +150,7 @@ class _Toolbox:
             first: BaseException = rest
             while isinstance(first, BaseExceptionGroup):
                 first = cast("BaseExceptionGroup[BaseException]", first).exceptions[0]  # pyright: ignore[reportUnnecessaryCast]
-            raise first from first.__cause__
+            _raise_bare(first)
         counts: dict[str, int] = {}
         for tools in listed.values():
             for tool in tools:

@@ -1082,7 +1082,7 @@ async def _own_nursery(
     approve: ApprovalCallback | None,
     store: ConsentStore | None,
 ) -> AsyncGenerator[ServerGroup, None]:
-    from ._connect import _only_error  # pyright: ignore[reportPrivateUsage]
+    from ._connect import _only_error, _raise_bare  # pyright: ignore[reportPrivateUsage]
 
     user_error: BaseException | None = None
     try:
@@ -1097,4 +1097,4 @@ async def _own_nursery(
         error = _only_error(exc_group, user_error)
         if error is None:
             raise
-        raise error from error.__cause__ if error.__cause__ is not None else None
+        _raise_bare(error)
