@@ -27,6 +27,7 @@ from msgspec import UNSET
 from . import _types as t
 from ._config import ApprovalCallback, ConsentStore, MCPConfig, ServerConfig, check_consent
 from ._connect import Target, open_mcp_session
+from ._droplog import DropLog
 from ._exceptions import (
     CircuitOpenError,
     ConnectionClosed,
@@ -290,6 +291,8 @@ class ServerGroup:
             tuple[frozenset[str] | None, trio.MemorySendChannel[GroupNotification]]
         ] = []
         self._event_subscribers: list[trio.MemorySendChannel[ServerStatus]] = []
+        self._event_drops = DropLog("server group event subscriber is full; dropped")
+        self._note_drops = DropLog("group notification subscriber is full; dropped")
         self._clashes_logged: set[tuple[str, str, tuple[str, ...], str | None]] = set()
         self._closed = False
 
@@ -385,7 +388,7 @@ class ServerGroup:
             try:
                 send.send_nowait(status)
             except trio.WouldBlock:
-                logger.warning("server group event subscriber is full; dropped an event")
+                self._event_drops.dropped(f"{status.server!r}: {status.state.name}")
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass
 
@@ -559,7 +562,7 @@ class ServerGroup:
             try:
                 send.send_nowait(item)
             except trio.WouldBlock:
-                logger.warning("group notification subscriber is full; dropped %s", note.method)
+                self._note_drops.dropped(f"{note.method} from {member.name!r}")
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass
 
@@ -845,6 +848,7 @@ class ServerGroup:
         finally:
             self._note_subscribers.remove(entry)
             send.close()
+            self._note_drops.flush()
 
     @asynccontextmanager
     async def events(
@@ -868,6 +872,7 @@ class ServerGroup:
         finally:
             self._event_subscribers.remove(send)
             send.close()
+            self._event_drops.flush()
 
     # -- closing ---------------------------------------------------------------------------
 
