@@ -235,22 +235,26 @@ class _Runner:
             raise trio.ClosedResourceError("this blocking MCP session is closed") from None
 
     def close(self) -> None:
-        """End the session (or cancel its open) and wait, bounded, for the Trio thread."""
-        if self.closed:
-            _unregister(self)
-            return
-        self.closed = True
-        token, thread = self.token, self.thread
-        if token is not None:
-            try:
-                token.run_sync_soon(self._stop_soon)
-            except trio.RunFinishedError:
-                pass
+        """End the session (or cancel its open) and wait, bounded, for the Trio thread.
+
+        Idempotent; a second call (after a Ctrl-C that interrupted the first one's wait, or
+        at exit) waits for the thread again, so the server has ended when it returns.
+        """
+        if not self.closed:
+            self.closed = True
+            token = self.token
+            if token is not None:
+                try:
+                    token.run_sync_soon(self._stop_soon)
+                except trio.RunFinishedError:
+                    pass
+        thread = self.thread
         if thread is not None and thread is not threading.current_thread():
             if thread.ident is not None:  # started
                 thread.join(_CLOSE_GRACE)
             if thread.is_alive():  # pragma: no cover - a transport that would not close
                 logger.warning("the trio_mcp session thread did not end within %s s", _CLOSE_GRACE)
+                return
         _unregister(self)
 
     def _stop_soon(self) -> None:
