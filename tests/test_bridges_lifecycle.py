@@ -38,7 +38,7 @@ def alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
-def wait_dead(pid: int, within: float = 20.0) -> bool:
+def wait_dead(pid: int, within: float = 30.0) -> bool:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         if not alive(pid):
@@ -47,7 +47,7 @@ def wait_dead(pid: int, within: float = 20.0) -> bool:
     return False
 
 
-def read_pid(pidfile: Path, within: float = 20.0) -> int:
+def read_pid(pidfile: Path, within: float = 60.0) -> int:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         text = pidfile.read_text() if pidfile.exists() else ""
@@ -65,7 +65,7 @@ def run_program(code: str, pidfile: Path, *args: str) -> subprocess.Popen[str]:
     )  # fmt: skip
 
 
-def finish(proc: subprocess.Popen[str], within: float = 60.0) -> tuple[int, str, str]:
+def finish(proc: subprocess.Popen[str], within: float = 120.0) -> tuple[int, str, str]:
     try:
         out, err = proc.communicate(timeout=within)
     except subprocess.TimeoutExpired:  # pragma: no cover - the failure being tested
@@ -82,9 +82,9 @@ def kill_leftover(pid: int) -> None:
         pass
 
 
-def check_server_gone(pid: int) -> None:
+def check_server_gone(pid: int, err: str = "") -> None:
     try:
-        assert wait_dead(pid), f"the server (pid {pid}) outlived its client"
+        assert wait_dead(pid), f"the server (pid {pid}) outlived its client; stderr: {err}"
     finally:
         kill_leftover(pid)
 
@@ -114,7 +114,7 @@ print("dropped", flush=True)
     code_, out, err = finish(proc)
     pid = read_pid(pidfile)
     assert (code_, out) == (0, "dropped\n"), err
-    check_server_gone(pid)
+    check_server_gone(pid, err)
 
 
 def test_ctrl_c_during_a_blocking_open_is_prompt_and_ends_the_server(tmp_path: Path) -> None:
@@ -137,7 +137,7 @@ except KeyboardInterrupt:
     code_, out, err = finish(proc, within=20.0)
     assert out == "interrupted\n", err
     assert code_ != 0 and "KeyboardInterrupt" in err
-    check_server_gone(pid)
+    check_server_gone(pid, err)
 
 
 def test_asyncio_session_left_open_when_asyncio_run_ends(tmp_path: Path) -> None:
@@ -160,7 +160,7 @@ print("closed", session.closed, flush=True)
     code_, out, err = finish(proc)
     pid = read_pid(pidfile)
     assert (code_, out) == (0, "True\nclosed True\n"), err
-    check_server_gone(pid)
+    check_server_gone(pid, err)
 
 
 def test_asyncio_session_open_on_a_stopped_loop_at_exit(tmp_path: Path) -> None:
@@ -188,7 +188,7 @@ print("exiting", flush=True)
     code_, out, err = finish(proc)
     pid = read_pid(pidfile)
     assert (code_, out) == (0, "True\nexiting\n"), err
-    check_server_gone(pid)
+    check_server_gone(pid, err)
 
 
 def test_asyncio_session_open_on_a_closed_loop_at_exit(tmp_path: Path) -> None:
@@ -216,7 +216,7 @@ print("exiting", flush=True)
     code_, out, err = finish(proc)
     pid = read_pid(pidfile)
     assert (code_, out) == (0, "True\nexiting\n"), err
-    check_server_gone(pid)
+    check_server_gone(pid, err)
 
 
 # -- asyncio: opens at the same time -----------------------------------------------------
