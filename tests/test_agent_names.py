@@ -7,6 +7,8 @@ from typing import Any
 
 import trio
 import trio.testing
+from hypothesis import given
+from hypothesis import strategies as st
 
 import trio_mcp
 from trio_mcp import CreateMessageResult, ModelRequest, TextContent, ToolUseContent
@@ -117,3 +119,55 @@ async def test_one_session_keeps_its_names(autojump_clock: trio.testing.MockCloc
         answers = await routes(solo)
     assert answers == {"x": "solo.x", "y": "solo.y"}
     await trio.lowlevel.checkpoint()
+
+
+# -- property: whatever the servers call their tools --------------------------------------
+
+tool_names = st.one_of(
+    st.text(min_size=1, max_size=80),
+    st.text(alphabet="ab_-.", min_size=1, max_size=12),
+    st.builds(lambda a, b: f"{a}__{b}", st.sampled_from(["a", "b", "a_", "a-", "s0"]),
+              st.text(alphabet="ab_x", min_size=0, max_size=6)),
+)  # fmt: skip
+
+
+class Listed:
+    """A source whose list_tools returns fixed tools (run_agent's _Toolbox reads only that)."""
+
+    server_info = None
+
+    def __init__(self, names: list[str]) -> None:
+        self.tools = [trio_mcp.Tool(name=name, input_schema={"type": "object"}) for name in names]
+
+    async def list_tools(self) -> list[trio_mcp.Tool]:
+        await trio.lowlevel.checkpoint()
+        return self.tools
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["a", "b", "a_", "a-", "a__b", "x" * 30, "", "s0"]),
+        st.lists(tool_names, max_size=6),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_offered_names_are_valid_and_stand_for_one_tool(servers: dict[str, list[str]]) -> None:
+    from trio_mcp._agent import _label, _Toolbox  # pyright: ignore[reportPrivateUsage]
+
+    sources = {label: Listed(names) for label, names in servers.items()}
+    labelled = _label(sources)  # type: ignore[arg-type]
+    box = trio.run(_Toolbox.gather, labelled)
+    label_of = {id(source): label for label, source in labelled.items()}
+    assert all("_" not in label for label in labelled)
+    for name, offered in box.offered.items():
+        assert VALID.fullmatch(name), name
+        owner = label_of[id(offered.session)]
+        if name == offered.tool.name:  # bare: nobody else has it, and it looks like no label's
+            assert not any(name.startswith(f"{label}__") for label in labelled)
+            assert sum(t.name == name for s in sources.values() for t in s.tools) == 1
+        else:  # qualified: the text before the first "__" is the owner's label
+            assert name.split("__", 1)[0] == owner
+    offered_tools = [(label_of[id(o.session)], o.tool.name) for o in box.offered.values()]
+    listed = {(label_of[id(s)], t.name) for s in labelled.values() for t in s.tools}  # type: ignore[attr-defined]
+    assert set(offered_tools) == listed  # every tool is offered (once per listing)

@@ -7,6 +7,8 @@ import logging
 import pytest
 import trio
 import trio.testing
+from hypothesis import given
+from hypothesis import strategies as st
 
 import trio_mcp
 from trio_mcp import open_server_group
@@ -115,3 +117,60 @@ async def test_error_policy_still_raises(autojump_clock: trio.testing.MockClock)
     async with open_server_group(servers, collisions="error") as group:
         with pytest.raises(trio_mcp.NameCollisionError):
             await group.list_tools()
+
+
+# -- property: whatever the servers call their tools --------------------------------------
+
+names = st.one_of(
+    st.sampled_from(["x", "y", "a_x", "b_x", "a_b_x", "b_a_x", "c_x", "x_a", "a_a_x"]),
+    st.text(alphabet="abx_", min_size=1, max_size=6),
+)
+
+
+def catalogue_of(servers: dict[str, list[str]]) -> dict[str, tuple[str, str]]:
+    """The group's exposed tool names -> (server, its name there), for these listings."""
+    from trio_mcp._group import ServerGroup, _Member  # pyright: ignore[reportPrivateUsage]
+
+    async def build() -> dict[str, tuple[str, str]]:
+        members = []
+        for server_name, tools in servers.items():
+            member = _Member(server_name, [], {}, restartable=False)
+            member.state = trio_mcp.ServerState.RUNNING
+            member.items["tool"] = [
+                trio_mcp.Tool(name=name, input_schema={"type": "object"}) for name in tools
+            ]
+            members.append(member)
+        group = ServerGroup(
+            members, collisions="prefix", prefix_separator="_",
+            restart=trio_mcp.RestartPolicy(), notification_buffer=10,
+        )  # fmt: skip
+        return {
+            exposed: (member.name, item.name)
+            for exposed, (member, item) in group._catalogue("tool").items()  # pyright: ignore[reportPrivateUsage]
+        }
+
+    return trio.run(build)
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["a", "b", "c", "a_b"]),
+        st.lists(names, max_size=5, unique=True),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_a_clash_never_breaks_the_catalogue(servers: dict[str, list[str]]) -> None:
+    with pytest.MonkeyPatch.context() as patch:  # the clash warnings are not the point here
+        patch.setattr(logging.getLogger("trio_mcp"), "disabled", True)
+        exposed = catalogue_of(servers)  # never raises NameCollisionError
+    owners: dict[str, list[str]] = {}
+    for server_name, tools in servers.items():
+        for tool in tools:
+            owners.setdefault(tool, []).append(server_name)
+    renamed = {f"{s}_{tool}" for tool, found in owners.items() if len(found) > 1 for s in found}
+    for tool, found in owners.items():
+        if len(found) == 1 and tool not in renamed:  # no clash at all: kept as is
+            assert exposed[tool] == (found[0], tool)
+    for name, (server_name, tool) in exposed.items():
+        assert name == tool or name == f"{server_name}_{tool}"  # only ever its own prefix
