@@ -149,3 +149,17 @@ async def test_a_flooded_group_subscriber(
         "group notification subscriber is full; dropped notifications/message from 'flood'"
     )
     assert len(found) == 2 and "1999 in all" in found[1]
+
+
+async def test_what_is_counted_is_logged_when_the_session_closes(
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="trio_mcp"):
+        async with connect() as (_session, peer):
+            for _ in range(3):
+                await peer.stream.send(b'{"jsonrpc": "2.0", "nonsense": true}')
+            await trio.testing.wait_all_tasks_blocked()
+            await trio.sleep(4)
+    found = lines(caplog, "dropping an invalid message")
+    assert len(found) == 2
+    assert "2 more in the last 4.000 s" in found[1] and "3 in all" in found[1]

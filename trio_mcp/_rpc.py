@@ -748,3 +748,10 @@ class RPCConnection:
             self.fail_all(ConnectionClosed("the MCP session was closed"))
             self._reader_scope.cancel()
             await self.transport.aclose()
+            for drops in (
+                self._invalid_drops,
+                self._reply_drops,
+                self._batch_drops,
+                self._reused_id_drops,
+            ):
+                drops.flush()

@@ -2020,6 +2020,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         for sub in self._subscribers:
             sub.send.close()
         await self._rpc.aclose()
+        self._callback_drops.flush()
 
     async def _roots_changed(self) -> None:
         """Tell a legacy server that the :class:`Roots` set changed (bounded, never raises)."""
