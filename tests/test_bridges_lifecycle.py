@@ -264,3 +264,31 @@ def test_asyncio_open_joining_a_starting_guest_run_then_cancelled() -> None:
         return block.text
 
     assert asyncio.run(main()) == "still"
+
+
+def test_race_opens_cancelled_at_every_step_leave_nothing_behind() -> None:
+    """Opens started together, each cancelled after a different number of loop steps."""
+    from trio_mcp import _asyncio
+    from trio_mcp.testing import demo_server
+
+    async def main(steps: int) -> list[str]:
+        async def open_and_call(word: str) -> str:
+            async with trio_mcp.open_asyncio_session(demo_server()) as session:
+                result = await session.call_tool("echo", {"text": word})
+                block = result.content[0]
+                assert isinstance(block, trio_mcp.TextContent)
+                return block.text
+
+        tasks = [asyncio.ensure_future(open_and_call(str(i))) for i in range(4)]
+        for _ in range(steps):
+            await asyncio.sleep(0)
+        tasks[1].cancel()
+        tasks[3].cancel()
+        done = await asyncio.gather(*tasks, return_exceptions=True)
+        assert _asyncio._hosts == {}  # pyright: ignore[reportPrivateUsage]  # the guest run ended
+        return [d if isinstance(d, str) else type(d).__name__ for d in done]
+
+    for steps in range(0, 40, 3):
+        got = asyncio.run(main(steps))
+        assert got[0] == "0" and got[2] == "2", (steps, got)
+        assert all(g in (str(i), "CancelledError") for i, g in enumerate(got)), (steps, got)
