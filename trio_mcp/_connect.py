@@ -227,7 +227,8 @@ def open_mcp_session(
       exception raised in your block reaches you through that nursery, so as an
       ``ExceptionGroup`` when the nursery wraps it.
     * ``open_mcp_session(target)``: the session owns a nursery of its own around your
-      block; an exception from your block propagates bare, never as an ``ExceptionGroup``.
+      block; an exception from your block propagates bare, never as an ``ExceptionGroup``,
+      with its own ``__cause__`` and ``__context__`` as you raised it.
 
     Leaving the block closes the session and its transport (shielded, bounded graceful
     steps, then force), also when the block is cancelled. None of the session's tasks ever

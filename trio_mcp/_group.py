@@ -1023,7 +1023,8 @@ def open_server_group(
 
     Two forms, as :func:`~trio_mcp.open_mcp_session` has: ``open_server_group(nursery,
     servers)`` runs one supervisor task per server in your nursery; ``open_server_group(
-    servers)`` owns a nursery around your block, and your exceptions arrive bare.
+    servers)`` owns a nursery around your block, and your exceptions arrive bare (their
+    ``__cause__`` and ``__context__`` as you raised them).
 
     The block starts once every server has either started (handshake done, catalogue
     fetched) or failed its first start; failures are reported per server
@@ -1040,7 +1041,8 @@ def open_server_group(
         collisions: When servers offer the same tool or prompt name: ``"prefix"`` exposes
             each as ``server{prefix_separator}name``; ``"error"`` makes listing and
             routing raise :class:`~trio_mcp.NameCollisionError`; a hook ``(kind, server,
-            name) -> exposed name`` renames each clashing item.
+            name) -> exposed name`` renames each clashing item. Under ``"prefix"`` and a
+            hook a clash affects only the names that clash (see ``docs/groups.md``).
         prefix_separator: Between server name and item name under ``"prefix"``.
         restart: The :class:`RestartPolicy` (default: ``RestartPolicy()``);
             ``RestartPolicy(enabled=False)`` turns restarts off.
