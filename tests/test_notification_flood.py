@@ -163,3 +163,23 @@ async def test_what_is_counted_is_logged_when_the_session_closes(
     found = lines(caplog, "dropping an invalid message")
     assert len(found) == 2
     assert "2 more in the last 4.000 s" in found[1] and "3 in all" in found[1]
+
+
+async def test_fifty_thousand_notifications_two_lines(
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The reported case: 50,000 notifications to a subscriber that never reads."""
+    with caplog.at_level(logging.WARNING, logger="trio_mcp"):
+        async with connect() as (session, peer):
+            async with session.notifications("notifications/a"):  # the default buffer
+                for _ in range(50_000):
+                    await peer.send(NOTE)
+                await trio.testing.wait_all_tasks_blocked()
+                buffered = session._opts.notification_buffer  # pyright: ignore[reportPrivateUsage]
+    found = lines(caplog, "subscriber is full")
+    dropped = 50_000 - buffered
+    assert found == [
+        "notification subscriber is full; dropped notifications/a",
+        f"notification subscriber is full; dropped {dropped - 1} more in the last 0.000 s "
+        f"(the last: notifications/a); {dropped} in all",
+    ]
