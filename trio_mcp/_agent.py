@@ -269,11 +269,12 @@ async def run_agent(
             characters other than ``A-Za-z0-9-`` become ``-``). A name is offered as is only
             when no other session has it and it does not start with a ``<label>__``, so a
             server can never offer a name that stands for another server's tool; a name
-            that is unsafe or too long becomes ``<label>__<name>_<digest>``. A :class:`ServerGroup` may
-            stand in for a session: its tools are offered under the group's exposed names
-            (its collision policy), each call is routed by the group, and the tool list is
-            read again before every model call, so a restarted server's refreshed
-            catalogue is seen; a call to a server that is down is an error result.
+            that is unsafe or too long becomes ``<label>__<name>_<digest>``. A
+            :class:`ServerGroup` may stand in for a session: its tools are offered under
+            the group's exposed names (its collision policy), each call is routed by the
+            group, and the tool list is read again before every model call, so a
+            restarted server's refreshed catalogue is seen; a call to a server that is
+            down is an error result.
         messages: The conversation so far (a string is one user text message).
         system_prompt: The system prompt.
         max_iterations: The most model calls.
