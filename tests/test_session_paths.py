@@ -477,10 +477,11 @@ async def test_a_full_subscriber_drops_loudly_and_channels_end_with_the_session(
             for _ in range(3):
                 await peer.send({"jsonrpc": "2.0", "method": "notifications/a"})
             await trio.testing.wait_all_tasks_blocked()
-            assert "2 dropped" in caplog.text
+            assert "subscriber is full; dropped notifications/a" in caplog.text
             await peer.stream.aclose()  # the server goes away: the channel ends
             got = [note async for note in notes]
             assert len(got) == 1
+        assert "1 more in the last" in caplog.text and "2 in all" in caplog.text  # on exit
 
 
 async def test_input_handler_errors_become_input_request_errors() -> None:

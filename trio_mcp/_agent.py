@@ -16,12 +16,13 @@ adapters for the two common HTTP APIs (httpx, imported on first use).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast
 
 import msgspec
 import trio
@@ -31,6 +32,7 @@ if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup
 
 from . import _types as t
+from ._connect import _raise_bare  # pyright: ignore[reportPrivateUsage]
 from ._exceptions import AgentDeadlineError, AgentIterationLimitError, MCPError, ModelError
 
 if TYPE_CHECKING:
@@ -116,6 +118,38 @@ def _text_of(content: Any) -> str:
 
 
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+_VALID_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_LABEL_UNSAFE = re.compile(r"[^A-Za-z0-9-]")
+#: The longest label, so ``<label>__`` always leaves room for the tool's own name.
+_MAX_LABEL: Final = 24
+
+
+def _qualified(label: str, name: str) -> str:
+    """``<label>__<name>``; a name that is unsafe or too long gets a digest of itself.
+
+    Labels have no ``_`` (see :func:`_clean_labels`), so the text before the first ``__``
+    is always the label: no server can offer a name that stands for another's tool.
+    """
+    qualified = f"{label}__{name}"
+    if _VALID_NAME.fullmatch(qualified):
+        return qualified
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    room = 64 - len(label) - 2 - len(digest) - 1
+    return f"{label}__{_NAME_UNSAFE.sub('_', name)[:room]}_{digest}"
+
+
+def _clean_labels(labelled: Mapping[str, _Source]) -> dict[str, _Source]:
+    """Labels of only ``[A-Za-z0-9-]`` (``_`` and the rest become ``-``), short and unique."""
+    cleaned: dict[str, _Source] = {}
+    for index, (label, source) in enumerate(labelled.items()):
+        clean = _LABEL_UNSAFE.sub("-", label)[:_MAX_LABEL] or f"s{index}"
+        n = 1
+        while clean in cleaned:
+            n += 1
+            suffix = f"-{index}" if n == 2 else f"-{index}-{n}"
+            clean = _LABEL_UNSAFE.sub("-", label)[: _MAX_LABEL - len(suffix)] + suffix
+        cleaned[clean] = source
+    return cleaned
 
 
 @dataclass(slots=True)
@@ -149,18 +183,25 @@ class _Toolbox:
             first: BaseException = rest
             while isinstance(first, BaseExceptionGroup):
                 first = cast("BaseExceptionGroup[BaseException]", first).exceptions[0]  # pyright: ignore[reportUnnecessaryCast]
-            raise first from first.__cause__
+            _raise_bare(first)
         counts: dict[str, int] = {}
         for tools in listed.values():
             for tool in tools:
                 counts[tool.name] = counts.get(tool.name, 0) + 1
+        prefixes = tuple(f"{label}__" for label in sessions)
         box = cls()
         for label, session in sessions.items():
             for tool in listed[label]:
-                base = tool.name if counts[tool.name] == 1 else f"{label}__{tool.name}"
-                name = _NAME_UNSAFE.sub("_", base)[:64] or "tool"
+                if (
+                    counts[tool.name] == 1
+                    and _VALID_NAME.fullmatch(tool.name)
+                    and not tool.name.startswith(prefixes)
+                ):
+                    name = tool.name  # offered as is: it can stand for no other tool
+                else:
+                    name = _qualified(label, tool.name)
                 unique, n = name, 1
-                while unique in box.offered:
+                while unique in box.offered:  # the same server offers a name twice
                     n += 1
                     suffix = f"_{n}"
                     unique = name[: 64 - len(suffix)] + suffix
@@ -224,11 +265,16 @@ async def run_agent(
         model: The model (see :data:`Model`).
         sessions: One session, several, or a mapping from labels to sessions. Tool names
             that collide across sessions are offered as ``<label>__<name>`` (labels default
-            to the servers' names, else ``s0``, ``s1``...). A :class:`ServerGroup` may
-            stand in for a session: its tools are offered under the group's exposed names
-            (its collision policy), each call is routed by the group, and the tool list is
-            read again before every model call, so a restarted server's refreshed
-            catalogue is seen; a call to a server that is down is an error result.
+            to the servers' names, else ``s0``, ``s1``...; in names, each label's
+            characters other than ``A-Za-z0-9-`` become ``-``). A name is offered as is only
+            when no other session has it and it does not start with a ``<label>__``, so a
+            server can never offer a name that stands for another server's tool; a name
+            that is unsafe or too long becomes ``<label>__<name>_<digest>``. A
+            :class:`ServerGroup` may stand in for a session: its tools are offered under
+            the group's exposed names (its collision policy), each call is routed by the
+            group, and the tool list is read again before every model call, so a
+            restarted server's refreshed catalogue is seen; a call to a server that is
+            down is an error result.
         messages: The conversation so far (a string is one user text message).
         system_prompt: The system prompt.
         max_iterations: The most model calls.
@@ -335,7 +381,7 @@ def _label(
             labelled[label] = session
     if not labelled:
         raise ValueError("run_agent(): give at least one session")
-    return labelled
+    return _clean_labels(labelled)
 
 
 class _SamplingHandler:

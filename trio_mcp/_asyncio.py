@@ -18,12 +18,15 @@ in asyncio as that same exception.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import inspect
 import logging
-import weakref
+import os
+import signal
+import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Final, NoReturn, TypeVar, overload
 
 import outcome
 import trio
@@ -51,8 +54,18 @@ V = TypeVar("V")
 ProgressCallback = Callable[[t.ProgressNotificationParams], "Awaitable[None] | None"]
 
 
+#: How long (real seconds) closing the sessions left open at interpreter exit may take.
+_EXIT_GRACE: Final = 10.0
+
+
 class _GuestHost:
-    """One Trio guest run on one asyncio loop, shared by that loop's sessions."""
+    """One Trio guest run on one asyncio loop, shared by that loop's sessions.
+
+    Every session opened on the loop holds a strong reference in :attr:`bridges` until it
+    is closed. A guard task on the loop closes those still open when asyncio cancels its
+    tasks at the end of ``asyncio.run``, and :func:`_close_all_at_exit` closes them (or,
+    with the loop gone, kills their servers) at interpreter exit.
+    """
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
@@ -61,34 +74,76 @@ class _GuestHost:
         self.token: trio.lowlevel.TrioToken | None = None
         self.nursery: trio.Nursery | None = None
         self.quit: trio.Event = trio.Event()
+        #: Resolved once the guest run's nursery is up (an exception: it never came up).
+        self.ready: asyncio.Future[None] = loop.create_future()
         self.done: asyncio.Future[outcome.Outcome[None]] = loop.create_future()
+        self.bridges: dict[_Bridge, None] = {}
+        self.guard: asyncio.Task[None] | None = None
 
-    async def start(self) -> None:
-        started: asyncio.Future[None] = self.loop.create_future()
+    def begin(self) -> None:
+        """Start the guest run (:attr:`ready` tells when it is up) and the guard task."""
 
         def done_callback(result: outcome.Outcome[None]) -> None:
+            if not self.ready.done():
+                self.ready.set_exception(
+                    RuntimeError(f"the Trio guest run ended at once: {result}")
+                )
             if not self.done.done():
                 self.done.set_result(result)
-            if not started.done():
-                started.set_exception(RuntimeError(f"the Trio guest run ended at once: {result}"))
 
         trio.lowlevel.start_guest_run(
             self._main,
-            started,
             run_sync_soon_threadsafe=self.loop.call_soon_threadsafe,
             run_sync_soon_not_threadsafe=self.loop.call_soon,
             done_callback=done_callback,
             host_uses_signal_set_wakeup_fd=True,
             strict_exception_groups=True,
         )
-        await started
+        self.guard = self.loop.create_task(self._guard(), name="trio_mcp guest-run guard")
 
-    async def _main(self, started: asyncio.Future[None]) -> None:
+    async def _main(self) -> None:
         async with trio.open_nursery() as nursery:
             self.nursery = nursery
             self.token = trio.lowlevel.current_trio_token()
-            started.set_result(None)
+            if not self.ready.done():
+                self.ready.set_result(None)
             await self.quit.wait()
+
+    async def _guard(self) -> None:
+        """Wait for the guest run's end; cancelled first (``asyncio.run`` ending), close all."""
+        try:
+            await asyncio.shield(self.done)
+        except asyncio.CancelledError:
+            await self.shutdown()
+            raise
+
+    async def shutdown(self) -> None:
+        """Close every session still open on this loop, then end the guest run."""
+        bridges = list(self.bridges)
+        if bridges:
+            logger.debug("closing %d asyncio-bridged MCP session(s) left open", len(bridges))
+            await asyncio.gather(*(bridge.shut() for bridge in bridges), return_exceptions=True)
+        await self.finish()
+
+    def kill_servers(self) -> None:
+        """Kill the servers of sessions still open (at exit, when the loop cannot run)."""
+        for bridge in list(self.bridges):
+            bridge.kill_server()
+
+    async def finish(self) -> outcome.Outcome[None]:
+        """End the guest run (idempotent) and wait until it has ended."""
+        if not self.ending:
+            self.ending = True
+            self.ready.add_done_callback(self._quit_when_ready)
+        try:
+            return await asyncio.shield(self.done)
+        finally:
+            if _hosts.get(self.loop) is self:
+                del _hosts[self.loop]
+
+    def _quit_when_ready(self, ready: asyncio.Future[None]) -> None:
+        if not ready.cancelled() and ready.exception() is None:
+            self.run_sync(self.quit.set)
 
     def spawn(self, func: Callable[[], Awaitable[None]]) -> None:
         """Start ``func()`` as a task of the guest run (callable from asyncio code)."""
@@ -97,56 +152,80 @@ class _GuestHost:
         token.run_sync_soon(nursery.start_soon, func)
 
     def run_sync(self, func: Callable[[], object]) -> None:
-        """Run the plain ``func()`` inside the guest run soon."""
-        assert self.token is not None
-        self.token.run_sync_soon(func)
+        """Run the plain ``func()`` inside the guest run soon (a no-op once it has ended)."""
+        if self.token is None or self.done.done():
+            return
+        try:
+            self.token.run_sync_soon(func)
+        except trio.RunFinishedError:  # pragma: no cover - ended between check and call
+            pass
 
 
-_hosts: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _GuestHost] = (
-    weakref.WeakKeyDictionary()
-)
+_hosts: dict[asyncio.AbstractEventLoop, _GuestHost] = {}
+_atexit_lock = threading.Lock()
+_atexit_registered = False
+
+
+def _close_all_at_exit() -> None:
+    """Close the sessions still open at interpreter exit; kill the servers of the rest."""
+    for host in list(_hosts.values()):
+        loop = host.loop
+        if host.bridges and not loop.is_closed() and not loop.is_running():
+            try:  # a stopped loop (a Jupyter kernel shutting down): let it close them
+                loop.run_until_complete(asyncio.wait_for(host.shutdown(), _EXIT_GRACE))
+            except BaseException:  # pragma: no cover - best effort at interpreter exit
+                logger.debug("closing asyncio-bridged sessions at exit failed", exc_info=True)
+        host.kill_servers()
+
+
+def _register_atexit() -> None:
+    global _atexit_registered
+    with _atexit_lock:
+        if not _atexit_registered:
+            atexit.register(_close_all_at_exit)
+            _atexit_registered = True
 
 
 async def _acquire_host() -> _GuestHost:
+    """Join the loop's guest run, starting it first if there is none (or it is ending)."""
     loop = asyncio.get_running_loop()
     while True:
         host = _hosts.get(loop)
         if host is None:
             break
         if not host.ending:
-            host.users += 1
-            return host
+            return await _join(host)
         await asyncio.shield(host.done)  # the previous guest run is ending: wait for it
     if trio.lowlevel.in_trio_run():
         raise RuntimeError(
             "open_asyncio_session(): this thread already runs Trio (trio.run or another guest "
             "run); use trio_mcp.open_mcp_session(...) there"
         )
+    _register_atexit()
     host = _GuestHost(loop)
+    host.begin()
     _hosts[loop] = host
+    return await _join(host)
+
+
+async def _join(host: _GuestHost) -> _GuestHost:
+    """Count a user of ``host`` and wait until its guest run is up (also when joined early)."""
     host.users += 1
     try:
-        await host.start()
+        await asyncio.shield(host.ready)
     except BaseException:
-        host.users -= 1
-        host.ending = True
-        del _hosts[loop]
+        await _release_host(host)
         raise
     return host
 
 
 async def _release_host(host: _GuestHost) -> None:
     host.users -= 1
-    if host.users:
+    if host.users > 0:
         return
-    host.ending = True
-    host.run_sync(host.quit.set)
-    try:
-        result = await asyncio.shield(host.done)
-    finally:
-        if _hosts.get(host.loop) is host:
-            del _hosts[host.loop]
-    result.unwrap()
+    result = await host.finish()
+    if host.ready.exception() is None:
+        result.unwrap()
 
 
 async def _from_asyncio(host: _GuestHost, awaitable: Awaitable[R]) -> R:
@@ -181,6 +260,31 @@ class _Bridge:
         self.host = host
         self.session: ClientSession | None = None
         self.closed: bool = False
+        self.stop = trio.Event()
+        #: Resolved once the session's Trio task has ended (the session and server closed).
+        self.ended: asyncio.Future[None] = host.loop.create_future()
+
+    async def shut(self) -> None:
+        """Close the session and wait until it is closed. Idempotent."""
+        if not self.closed:
+            self.closed = True
+            self.host.run_sync(self.stop.set)
+        try:
+            await asyncio.shield(self.ended)
+        finally:
+            if self.ended.done():
+                self.host.bridges.pop(self, None)
+
+    def kill_server(self) -> None:
+        """Kill the server's process group now (at exit, when the loop cannot run any more)."""
+        self.host.bridges.pop(self, None)
+        session = self.session
+        pid = getattr(session.transport, "pid", None) if session is not None else None
+        if isinstance(pid, int) and not self.ended.done():
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:  # pragma: no cover - gone already
+                pass
 
     def check(self) -> ClientSession:
         if self.closed or self.session is None:
@@ -942,11 +1046,8 @@ class AsyncioSession(SessionView, metaclass=NoPublicConstructor):
         Calls still pending fail with :class:`trio.ClosedResourceError`. Leaving the
         ``async with`` block of :func:`open_asyncio_session` closes too.
         """
-        bridge = self._bridge
-        if bridge.closed:
-            await asyncio.sleep(0)
-            return
-        await bridge.call(self._session.aclose)
+        await asyncio.sleep(0)
+        await self._bridge.shut()
 
 
 def _same(value: V) -> V:
@@ -969,10 +1070,8 @@ async def _open(target: Any, options: dict[str, Any]) -> AsyncGenerator[AsyncioS
     host = await _acquire_host()
     try:
         bridge = _Bridge(host)
-        loop = host.loop
-        opened: asyncio.Future[ClientSession] = loop.create_future()
-        ended: asyncio.Future[None] = loop.create_future()
-        stop = trio.Event()
+        opened: asyncio.Future[ClientSession] = host.loop.create_future()
+        ended = bridge.ended
         scope = trio.CancelScope()
         handlers = _wrap_handlers(host, options)
 
@@ -982,7 +1081,7 @@ async def _open(target: Any, options: dict[str, Any]) -> AsyncGenerator[AsyncioS
                     async with open_mcp_session(target, **handlers) as session:
                         if not opened.done():
                             opened.set_result(session)
-                        await stop.wait()
+                        await bridge.stop.wait()
             except Exception as exc:
                 if not opened.done():
                     opened.set_exception(exc)
@@ -993,19 +1092,19 @@ async def _open(target: Any, options: dict[str, Any]) -> AsyncGenerator[AsyncioS
                     opened.set_exception(trio.ClosedResourceError("the MCP session was closed"))
                 ended.set_result(None)
 
+        host.bridges[bridge] = None  # held until closed: closed at loop end or exit
         host.spawn(run_session)
         try:
             bridge.session = await opened
-        except asyncio.CancelledError:
+        except BaseException:
+            bridge.closed = True
             host.run_sync(scope.cancel)
-            await asyncio.shield(ended)
+            await bridge.shut()
             raise
         try:
             yield AsyncioSession._create(bridge)
         finally:
-            bridge.closed = True
-            host.run_sync(stop.set)
-            await asyncio.shield(ended)
+            await bridge.shut()
     finally:
         await _release_host(host)
 

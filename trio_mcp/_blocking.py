@@ -25,7 +25,6 @@ import inspect
 import logging
 import queue
 import threading
-import weakref
 from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from types import TracebackType
@@ -60,26 +59,36 @@ _CANCEL_GRACE: Final = 10.0
 #: How long (real seconds) :meth:`BlockingSession.close` waits for the Trio thread.
 _CLOSE_GRACE: Final = 30.0
 
-_open_sessions: weakref.WeakSet[BlockingSession] = weakref.WeakSet()
-_atexit_lock = threading.Lock()
+#: Every runner from the start of its open until it is closed: strong references, so a
+#: session dropped without ``close()`` (or an open interrupted by Ctrl-C) is still closed,
+#: and its server ended, at interpreter exit.
+_open_runners: dict[_Runner, None] = {}
+_registry_lock = threading.Lock()
 _atexit_registered = False
 
 
 def _close_all_at_exit() -> None:
-    for session in list(_open_sessions):
+    with _registry_lock:
+        runners = list(_open_runners)
+    for runner in runners:
         try:
-            session.close()
-        except Exception:  # pragma: no cover - best effort at interpreter exit
+            runner.close()
+        except BaseException:  # pragma: no cover - best effort at interpreter exit
             logger.debug("closing a blocking session at exit failed", exc_info=True)
 
 
-def _register(session: BlockingSession) -> None:
+def _register(runner: _Runner) -> None:
     global _atexit_registered
-    with _atexit_lock:
-        _open_sessions.add(session)
+    with _registry_lock:
+        _open_runners[runner] = None
         if not _atexit_registered:
             atexit.register(_close_all_at_exit)
             _atexit_registered = True
+
+
+def _unregister(runner: _Runner) -> None:
+    with _registry_lock:
+        _open_runners.pop(runner, None)
 
 
 def _in_thread(func: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
@@ -118,25 +127,32 @@ class _Runner:
         self.session: ClientSession | None = None
         self.nursery: trio.Nursery | None = None
         self.stop: trio.Event | None = None
+        self.scope: trio.CancelScope | None = None
         self.thread: threading.Thread | None = None
         self.closed: bool = False
         self.cancel_notice_timeout: float = 1.0
 
     def start(self, target: Any, options: dict[str, Any]) -> None:
-        """Start the thread and wait until the session is open (or failed to open)."""
+        """Start the thread and wait until the session is open (or failed to open).
+
+        Ctrl-C (or any exception) in the waiting caller cancels the open in the Trio
+        thread, which ends a server it started, and re-raises once that is done.
+        """
         ready: queue.SimpleQueue[BaseException | None] = queue.SimpleQueue()
         self.thread = threading.Thread(
             target=self._thread_main, args=(target, options, ready), name="trio_mcp", daemon=True
         )
-        self.thread.start()
+        _register(self)
         try:
+            self.thread.start()
             error = ready.get()
-        except KeyboardInterrupt:
+        except BaseException:
             self.close()
             raise
         if error is not None:
             self.thread.join()
             self.closed = True
+            _unregister(self)
             raise error
 
     def _thread_main(
@@ -153,16 +169,22 @@ class _Runner:
         from ._connect import open_mcp_session
 
         self.stop = trio.Event()
-        self.token = trio.lowlevel.current_trio_token()
-        async with open_mcp_session(target, **options) as session:
-            async with trio.open_nursery() as nursery:
-                self.session = session
-                self.nursery = nursery
-                ready.put(None)
-                if self.closed:  # interrupted while starting
-                    return
-                await self.stop.wait()
-                nursery.cancel_scope.cancel()
+        self.scope = trio.CancelScope()
+        self.token = trio.lowlevel.current_trio_token()  # close() may signal from now on
+        with self.scope:
+            if self.closed:  # closed before the token was there to tell us
+                self.scope.cancel()
+            async with open_mcp_session(target, **options) as session:
+                async with trio.open_nursery() as nursery:
+                    self.session = session
+                    self.nursery = nursery
+                    ready.put(None)
+                    if self.closed:  # interrupted while starting
+                        return
+                    await self.stop.wait()
+                    nursery.cancel_scope.cancel()
+        if self.scope.cancelled_caught:
+            ready.put(trio.ClosedResourceError("the blocking MCP session was closed as it opened"))
 
     def check(self, what: str) -> tuple[ClientSession, trio.lowlevel.TrioToken]:
         _check_not_in_trio(what)
@@ -213,19 +235,34 @@ class _Runner:
             raise trio.ClosedResourceError("this blocking MCP session is closed") from None
 
     def close(self) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        token, stop, thread = self.token, self.stop, self.thread
-        if token is not None and stop is not None:
-            try:
-                token.run_sync_soon(stop.set)
-            except trio.RunFinishedError:
-                pass
+        """End the session (or cancel its open) and wait, bounded, for the Trio thread.
+
+        Idempotent; a second call (after a Ctrl-C that interrupted the first one's wait, or
+        at exit) waits for the thread again, so the server has ended when it returns.
+        """
+        if not self.closed:
+            self.closed = True
+            token = self.token
+            if token is not None:
+                try:
+                    token.run_sync_soon(self._stop_soon)
+                except trio.RunFinishedError:
+                    pass
+        thread = self.thread
         if thread is not None and thread is not threading.current_thread():
-            thread.join(_CLOSE_GRACE)
+            if thread.ident is not None:  # started
+                thread.join(_CLOSE_GRACE)
             if thread.is_alive():  # pragma: no cover - a transport that would not close
                 logger.warning("the trio_mcp session thread did not end within %s s", _CLOSE_GRACE)
+                return
+        _unregister(self)
+
+    def _stop_soon(self) -> None:
+        """In the Trio thread: close an open session; cancel an open still under way."""
+        if self.session is None and self.scope is not None:
+            self.scope.cancel()
+        if self.stop is not None:
+            self.stop.set()
 
 
 class BlockingNotifications:
@@ -1034,7 +1071,6 @@ class BlockingSession(SessionView, metaclass=NoPublicConstructor):
         """
         _check_not_in_trio("BlockingSession.close()")
         self._runner.close()
-        _open_sessions.discard(self)
 
     def __enter__(self) -> BlockingSession:
         return self
@@ -1095,5 +1131,4 @@ def open_blocking_session(target: Any, /, **options: Any) -> BlockingSession:
     runner.cancel_notice_timeout = float(options.get("cancel_notice_timeout", 1.0))
     runner.start(target, _wrap_handlers(options))
     session: BlockingSession = BlockingSession._create(runner)
-    _register(session)
     return session

@@ -15,7 +15,7 @@ import sys
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import replace
-from typing import Any, Final, cast, overload
+from typing import Any, Final, NoReturn, cast, overload
 
 import trio
 
@@ -227,7 +227,8 @@ def open_mcp_session(
       exception raised in your block reaches you through that nursery, so as an
       ``ExceptionGroup`` when the nursery wraps it.
     * ``open_mcp_session(target)``: the session owns a nursery of its own around your
-      block; an exception from your block propagates bare, never as an ``ExceptionGroup``.
+      block; an exception from your block propagates bare, never as an ``ExceptionGroup``,
+      with its own ``__cause__`` and ``__context__`` as you raised it.
 
     Leaving the block closes the session and its transport (shielded, bounded graceful
     steps, then force), also when the block is cancelled. None of the session's tasks ever
@@ -409,7 +410,24 @@ async def _own_nursery_session(
         error = _only_error(group, user_error)
         if error is None:
             raise
-        raise error from error.__cause__ if error.__cause__ is not None else None
+        _raise_bare(error)
+
+
+def _raise_bare(error: BaseException) -> NoReturn:
+    """Re-raise ``error`` out of the group being handled, its own chain untouched.
+
+    A plain ``raise error`` inside ``except`` would replace its ``__context__`` with the
+    group, and ``raise ... from ...`` would also hide the context; this is the pattern of
+    Trio's own ``raise_saving_context`` (trio/_util.py, private there): raise, then put back
+    the ``__context__`` the exception had. ``__cause__`` and ``__suppress_context__`` are
+    never touched.
+    """
+    context = error.__context__
+    try:
+        raise error
+    finally:
+        error.__context__ = context
+        del error, context
 
 
 def _only_error(

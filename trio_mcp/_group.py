@@ -28,6 +28,7 @@ from . import _types as t
 from ._config import ApprovalCallback, ConsentStore, MCPConfig, ServerConfig, check_consent
 from ._config import redact_exception as _redact_exception
 from ._connect import Target, open_mcp_session
+from ._droplog import DropLog
 from ._exceptions import (
     CircuitOpenError,
     ConnectionClosed,
@@ -72,6 +73,8 @@ _LAUNCHERS: Final = frozenset(
 )
 
 
+#: How many distinct name clashes are remembered as logged (then the memory starts over).
+_MAX_CLASHES_LOGGED: Final = 1024
 _DEFAULT_BACKOFF: Final = Backoff(initial=0.5, multiplier=2.0, maximum=30.0, jitter=0.1)
 
 
@@ -290,6 +293,9 @@ class ServerGroup:
             tuple[frozenset[str] | None, trio.MemorySendChannel[GroupNotification]]
         ] = []
         self._event_subscribers: list[trio.MemorySendChannel[ServerStatus]] = []
+        self._event_drops = DropLog("server group event subscriber is full; dropped")
+        self._note_drops = DropLog("group notification subscriber is full; dropped")
+        self._clashes_logged: set[tuple[str, str, tuple[str, ...], str | None]] = set()
         self._closed = False
 
     # -- state -----------------------------------------------------------------------------
@@ -384,7 +390,7 @@ class ServerGroup:
             try:
                 send.send_nowait(status)
             except trio.WouldBlock:
-                logger.warning("server group event subscriber is full; dropped an event")
+                self._event_drops.dropped(f"{status.server!r}: {status.state.name}")
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass
 
@@ -560,40 +566,97 @@ class ServerGroup:
             try:
                 send.send_nowait(item)
             except trio.WouldBlock:
-                logger.warning("group notification subscriber is full; dropped %s", note.method)
+                self._note_drops.dropped(f"{note.method} from {member.name!r}")
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass
 
     # -- catalogue -------------------------------------------------------------------------
 
     def _catalogue(self, kind: str) -> dict[str, tuple[_Member, Any]]:
-        """Exposed name -> (member, item) for tools or prompts, by the collision policy."""
+        """Exposed name -> (member, item) for tools or prompts, by the collision policy.
+
+        A clash affects only the names that clash. Items sharing a name are renamed by the
+        policy (``"error"`` raises instead). When a renamed item lands on a name another
+        server offers as is (server ``b`` offering ``a_x`` while ``a`` and ``c`` both
+        offer ``x``), the renamed one keeps it (it carries its server's name) and the other
+        is renamed too; a name still claimed twice after that is exposed for nobody. Each
+        such clash is logged once.
+        """
         offers: dict[str, list[tuple[_Member, Any]]] = {}
         for member in self._members.values():
             if member.state in (ServerState.FAILED, ServerState.REJECTED, ServerState.STOPPED):
                 continue
             for item in member.items.get(kind, ()):
                 offers.setdefault(item.name, []).append((member, item))
-        exposed: dict[str, tuple[_Member, Any]] = {}
-        renamed: list[tuple[str, str, _Member, Any]] = []
+        policy = self._collisions
+        # exposed name -> its claimants: (member, item, whether the policy renamed it)
+        claims: dict[str, list[tuple[_Member, Any, bool]]] = {}
         for name, found in offers.items():
             if len(found) == 1:
-                exposed[name] = found[0]
+                claims.setdefault(name, []).append((*found[0], False))
                 continue
-            policy = self._collisions
             if policy == "error":
                 raise NameCollisionError(kind, name, [member.name for member, _ in found])
             for member, item in found:
-                if policy == "prefix":
-                    new = f"{member.name}{self._separator}{name}"
-                else:
-                    new = _rename(policy, kind, member.name, name)
-                renamed.append((new, name, member, item))
-        for new, _name, member, item in renamed:
-            if new in exposed:
-                raise NameCollisionError(kind, new, [exposed[new][0].name, member.name])
-            exposed[new] = (member, item)
+                claims.setdefault(self._renamed(kind, member, name), []).append(
+                    (member, item, True)
+                )
+        exposed: dict[str, tuple[_Member, Any]] = {}
+        second: dict[str, list[tuple[_Member, Any]]] = {}
+        for new, claimants in claims.items():
+            if len(claimants) == 1:
+                exposed[new] = claimants[0][:2]
+                continue
+            renamed = [(member, item) for member, item, was in claimants if was]
+            if len(renamed) == 1:  # a renamed item keeps the name; the bare ones move
+                exposed[new] = renamed[0]
+            else:
+                self._log_clash(kind, new, claimants, None)
+            for member, item, was in claimants:
+                if not was:
+                    second.setdefault(self._renamed(kind, member, item.name), []).append(
+                        (member, item)
+                    )
+        for new, found in second.items():
+            if len(found) == 1 and new not in claims:
+                exposed[new] = found[0]
+            else:
+                self._log_clash(kind, new, [(*f, True) for f in found], None)
+                continue
+            member, item = found[0]
+            self._log_clash(kind, item.name, claims[item.name], new)
         return exposed
+
+    def _renamed(self, kind: str, member: _Member, name: str) -> str:
+        if self._collisions == "prefix":
+            return f"{member.name}{self._separator}{name}"
+        return _rename(self._collisions, kind, member.name, name)
+
+    def _log_clash(
+        self,
+        kind: str,
+        name: str,
+        claimants: Sequence[tuple[_Member, Any, bool]],
+        moved: str | None,
+    ) -> None:
+        """Log a name clash the collision policy could not settle alone (once per clash)."""
+        servers = tuple(sorted(member.name for member, _item, _was in claimants))
+        key = (kind, name, servers, moved)
+        if key in self._clashes_logged:
+            return
+        if len(self._clashes_logged) >= _MAX_CLASHES_LOGGED:
+            self._clashes_logged.clear()
+        self._clashes_logged.add(key)
+        if moved is None:
+            logger.warning(
+                "servers %s all claim the %s name %r: it is exposed for none of them",
+                ", ".join(repr(server) for server in servers), kind, name,
+            )  # fmt: skip
+        else:
+            logger.warning(
+                "servers %s claim the %s name %r: the renamed one keeps it, the other is "
+                "exposed as %r", ", ".join(repr(server) for server in servers), kind, name, moved,
+            )  # fmt: skip
 
     def _all(self, kind: str, key: str) -> list[tuple[_Member, Any]]:
         found: list[tuple[_Member, Any]] = []
@@ -789,6 +852,7 @@ class ServerGroup:
         finally:
             self._note_subscribers.remove(entry)
             send.close()
+            self._note_drops.flush()
 
     @asynccontextmanager
     async def events(
@@ -812,6 +876,7 @@ class ServerGroup:
         finally:
             self._event_subscribers.remove(send)
             send.close()
+            self._event_drops.flush()
 
     # -- closing ---------------------------------------------------------------------------
 
@@ -963,7 +1028,8 @@ def open_server_group(
 
     Two forms, as :func:`~trio_mcp.open_mcp_session` has: ``open_server_group(nursery,
     servers)`` runs one supervisor task per server in your nursery; ``open_server_group(
-    servers)`` owns a nursery around your block, and your exceptions arrive bare.
+    servers)`` owns a nursery around your block, and your exceptions arrive bare (their
+    ``__cause__`` and ``__context__`` as you raised them).
 
     The block starts once every server has either started (handshake done, catalogue
     fetched) or failed its first start; failures are reported per server
@@ -980,7 +1046,8 @@ def open_server_group(
         collisions: When servers offer the same tool or prompt name: ``"prefix"`` exposes
             each as ``server{prefix_separator}name``; ``"error"`` makes listing and
             routing raise :class:`~trio_mcp.NameCollisionError`; a hook ``(kind, server,
-            name) -> exposed name`` renames each clashing item.
+            name) -> exposed name`` renames each clashing item. Under ``"prefix"`` and a
+            hook a clash affects only the names that clash (see ``docs/groups.md``).
         prefix_separator: Between server name and item name under ``"prefix"``.
         restart: The :class:`RestartPolicy` (default: ``RestartPolicy()``);
             ``RestartPolicy(enabled=False)`` turns restarts off.
@@ -1087,7 +1154,7 @@ async def _own_nursery(
     approve: ApprovalCallback | None,
     store: ConsentStore | None,
 ) -> AsyncGenerator[ServerGroup, None]:
-    from ._connect import _only_error  # pyright: ignore[reportPrivateUsage]
+    from ._connect import _only_error, _raise_bare  # pyright: ignore[reportPrivateUsage]
 
     user_error: BaseException | None = None
     try:
@@ -1102,4 +1169,4 @@ async def _own_nursery(
         error = _only_error(exc_group, user_error)
         if error is None:
             raise
-        raise error from error.__cause__ if error.__cause__ is not None else None
+        _raise_bare(error)

@@ -34,6 +34,7 @@ import trio
 from msgspec import UNSET
 
 from . import _types as t
+from ._droplog import DropLog
 from ._exceptions import (
     ConnectionClosed,
     MCPError,
@@ -227,6 +228,10 @@ class RPCConnection:
         # The quick-reply queue and its writer task exist from the first reply on: most
         # sessions never get a server-to-client request, and an idle task costs memory.
         self._replies_send: trio.MemorySendChannel[bytes] | None = None
+        self._invalid_drops = DropLog("dropping an invalid message from the server:")
+        self._reply_drops = DropLog("dropping a reply to the server")
+        self._batch_drops = DropLog("dropping a JSON-RPC batch")
+        self._reused_id_drops = DropLog("dropping a server request that reuses the id")
         self._reader_scope = trio.CancelScope()
         self.failure: MCPError | None = None  #: why the connection stopped working
         self.closed = False  #: whether the owner closed it
@@ -556,16 +561,14 @@ class RPCConnection:
             data = cast(bytes, data)
             if is_batch(data):
                 if not self._batches_allowed():
-                    logger.warning(
-                        "dropping a JSON-RPC batch: the negotiated revision does not allow them"
-                    )
+                    self._batch_drops.dropped("(the negotiated revision does not allow them)")
                     return
                 for part in split_batch(data):
                     self._dispatch_one(part)
                 return
             self._dispatch_one(data)
         except ProtocolError as exc:
-            logger.warning("dropping an invalid message from the server: %s", exc)
+            self._invalid_drops.dropped(str(exc))
         except Exception:
             logger.exception("trio_mcp failed to route a message (a bug); dropped it")
 
@@ -609,7 +612,7 @@ class RPCConnection:
                 encode_error_response(request_id, INVALID_REQUEST, f"invalid request: {exc}")
             )
             return
-        logger.warning("dropping an invalid message from the server: %s", exc)
+        self._invalid_drops.dropped(str(exc))
 
     # -- notifications and server requests -----------------------------------------------
 
@@ -659,9 +662,7 @@ class RPCConnection:
             )
             return
         if request_id in self._incoming:
-            logger.warning(
-                "dropping a server request that reuses the id %r (%s)", request_id, method
-            )
+            self._reused_id_drops.dropped(f"{request_id!r} ({method})")
             return
         if len(self._incoming) >= self._max_server_requests:
             self._reply(
@@ -721,7 +722,7 @@ class RPCConnection:
         try:
             send.send_nowait(data)
         except trio.WouldBlock:
-            logger.warning("dropping a reply to the server: too many replies are queued")
+            self._reply_drops.dropped("(too many replies are queued)")
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             pass
 
@@ -747,3 +748,10 @@ class RPCConnection:
             self.fail_all(ConnectionClosed("the MCP session was closed"))
             self._reader_scope.cancel()
             await self.transport.aclose()
+            for drops in (
+                self._invalid_drops,
+                self._reply_drops,
+                self._batch_drops,
+                self._reused_id_drops,
+            ):
+                drops.flush()

@@ -36,6 +36,7 @@ if sys.version_info < (3, 11):  # pragma: no cover
     pass
 
 from ._construction import NoPublicConstructor
+from ._droplog import DropLog
 from ._eras import (
     MODERN_VERSIONS,
     EraCache,
@@ -185,7 +186,9 @@ class _Subscriber:
     uris: frozenset[str] | None = None
     acknowledged: trio.Event = field(default_factory=trio.Event)
     granted: Mapping[str, Any] | None = None
-    dropped: int = 0
+    drops: DropLog = field(
+        default_factory=lambda: DropLog("notification subscriber is full; dropped")
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,6 +331,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         self._subscribers: list[_Subscriber] = []
         self._notification_handlers: dict[str, list[Callable[[Notification], Any]]] = {}
         self._callback_tasks = 0
+        self._callback_drops = DropLog("dropping the async notification callback for")
         self._cache: dict[tuple[str, str], tuple[float, Any]] = {}
 
         self._era: Era | None = None
@@ -865,10 +869,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
             try:
                 sub.send.send_nowait(note)
             except trio.WouldBlock:
-                sub.dropped += 1
-                logger.warning(
-                    "notification subscriber is full; dropped %s (%d dropped)", method, sub.dropped
-                )
+                sub.drops.dropped(method)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass
         for key in (method, "*"):
@@ -884,11 +885,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         if not inspect.isawaitable(outcome):
             return
         if self._callback_tasks >= _MAX_CALLBACK_TASKS:
-            logger.warning(
-                "dropping the async notification callback for %s: %d are still running",
-                note.method,
-                self._callback_tasks,
-            )
+            self._callback_drops.dropped(f"{note.method} ({self._callback_tasks} are running)")
             if inspect.iscoroutine(outcome):
                 outcome.close()
             return
@@ -1255,6 +1252,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         finally:
             self._subscribers.remove(sub)
             send.close()
+            sub.drops.flush()
 
     # -- typed API -----------------------------------------------------------------------
 
@@ -2022,6 +2020,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         for sub in self._subscribers:
             sub.send.close()
         await self._rpc.aclose()
+        self._callback_drops.flush()
 
     async def _roots_changed(self) -> None:
         """Tell a legacy server that the :class:`Roots` set changed (bounded, never raises)."""

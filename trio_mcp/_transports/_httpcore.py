@@ -51,6 +51,7 @@ import msgspec
 import trio
 from msgspec import UNSET
 
+from .._droplog import DropLog
 from .._exceptions import (
     ConnectionClosed,
     HTTPStatusError,
@@ -645,6 +646,7 @@ class HTTPCore:
         self.fail_request: RequestFailure = _drop_failure
         #: The session's message router, called directly while its reader is idle.
         self.dispatch: Callable[[bytes | Envelope], None] | None = None
+        self._oversized_drops = DropLog("dropped a message from the server's event stream:")
         self._auth_kwargs: dict[str, Any] = {"auth": auth} if auth is not None else {}
         self._stream_timeout = httpx.Timeout(timeout, read=None)
         self._short_timeout = httpx.Timeout(timeout)
@@ -1234,7 +1236,7 @@ class HTTPCore:
         if answered is not None:
             self.fail(answered, error)
         else:
-            logger.warning("dropped a message from the server's event stream: %s", error)
+            self._oversized_drops.dropped(str(error))
 
     async def aclose(self, before_client_close: Callable[[], Awaitable[None]] | None) -> None:
         """Cancel every task, run the graceful step, close the client. Idempotent.
