@@ -254,10 +254,10 @@ def _sampling_answer(params: t.CreateMessageRequestParams, result: Any) -> Any:
     ``content`` as a single block (the TypeScript SDK rejects a list). A list of one block
     is sent as that block; a longer one is the handler's bug (logged, ``-32603``).
     """
-    if params.tools is not UNSET and params.tools:
+    given: object = result
+    if (params.tools is not UNSET and params.tools) or not isinstance(given, dict):
         return result
-    content: object = cast("dict[str, Any]", result).get("content") if isinstance(
-        result, dict) else None  # fmt: skip
+    content: object = cast("dict[str, Any]", given).get("content")
     if not isinstance(content, list):
         return result
     blocks = cast("list[Any]", content)  # type: ignore[redundant-cast]  # (pyright: Unknown)
@@ -394,7 +394,10 @@ class ServerRequestHandlers:
         else:
             typed = _decode_params(method, raw, t.ElicitRequestFormParams)
         result: Any = await _run_handler(method, lambda: elicitation(typed, ctx))
-        action: object = result.get("action") if isinstance(result, dict) else None
+        given: object = result
+        action: object = (
+            cast("dict[str, Any]", given).get("action") if isinstance(given, dict) else None
+        )
         if action not in _ELICIT_ACTIONS:
             logger.error(
                 "the elicitation handler returned %s, not an ElicitResult whose action is "

@@ -1409,10 +1409,12 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
                 validators.pop(name, None)
 
     async def _prepare_output_schema(self, name: str) -> None:
-        """Compile the tool's ``outputSchema`` off the event loop, once (a checkpoint).
+        """Compile the tool's ``outputSchema`` off the event loop, once.
 
-        Large schemas compile in a worker thread, oversized ones not at all (see
-        ``_validation``); :meth:`_validate_output` then finds the result ready.
+        Called before the request is sent (a cancellation then loses nothing). Large
+        schemas compile in a worker thread, oversized ones not at all (see
+        ``_validation``); :meth:`_validate_output` then finds the result ready. No
+        checkpoint when there is nothing to compile.
         """
         tool = self._output_schemas.get(name)
         if (
@@ -1421,7 +1423,6 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
             or tool is None
             or tool.output_schema is UNSET
         ):
-            await trio.lowlevel.checkpoint()
             return
         try:
             compiled: CompiledSchema | SchemaError = await compile_server_schema_async(
@@ -1522,6 +1523,8 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         """
         args: Mapping[str, Any] = arguments if arguments is not None else {}
         params, headers = self._tool_call(name, args)
+        # before sending: a cancellation while compiling never loses an answered call
+        await self._prepare_output_schema(name)
         answer = await self._call(
             "tools/call",
             params,
@@ -1531,7 +1534,6 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
             headers=headers,
             tp=t.CallToolResult,
         )
-        await self._prepare_output_schema(name)
         result = self._checked(name, answer)
         if result_type is None:
             return result
@@ -1612,6 +1614,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         """
         args: Mapping[str, Any] = arguments if arguments is not None else {}
         params, headers = self._tool_call(name, args)
+        await self._prepare_output_schema(name)  # (the result is checked synchronously)
         raw = await self._call(
             "tools/call",
             params,
@@ -1627,7 +1630,6 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
             driver = self._modern_task(raw) if head.result_type == "task" else None
         else:
             driver = self._legacy_task(raw)
-        await self._prepare_output_schema(name)  # (its result is checked synchronously)
         task = ToolTask(
             driver, functools.partial(self._tool_result, name), raw if driver is None else None
         )
