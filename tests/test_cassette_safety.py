@@ -253,3 +253,42 @@ def test_placeholder_matching_agrees_with_the_regular_expression(
     pattern = ".*".join(re.escape(part) for part in parts)
     expected = re.fullmatch(pattern, text, re.DOTALL) is not None
     assert _matches(REDACTED.join(parts), text) == expected
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner),
+    max_leaves=6,
+)
+_EVENT = st.fixed_dictionaries(
+    {},
+    optional={
+        "t": st.one_of(st.floats(), st.integers(), st.text(max_size=3)),
+        "from": st.sampled_from(["client", "server", "nobody", 1]),
+        "message": _JSON,
+        "raw": _JSON,
+        "end": _JSON,
+        "exit_code": _JSON,
+        "stderr_tail": _JSON,
+    },
+)
+
+
+@settings(deadline=None)
+@given(
+    events=st.lists(st.one_of(_EVENT, _JSON), max_size=5),
+    cut=st.integers(min_value=0, max_value=2000),
+)
+def test_any_file_loads_or_raises_cassette_error(
+    tmp_path_factory: pytest.TempPathFactory, events: list[Any], cut: int
+) -> None:
+    text = "\n".join([HEADER, *(json.dumps(e) for e in events)])
+    path = tmp_path_factory.mktemp("c") / "c.jsonl"
+    for content in (text, text[:cut]):  # whole, and truncated anywhere
+        path.write_text(content)
+        failure: trio_mcp.CassetteError | None = None
+        try:
+            ReplayServer(path)
+        except trio_mcp.CassetteError as exc:  # nothing else (no KeyError, AttributeError...)
+            failure = exc
+        assert failure is None or failure.path == str(path)
