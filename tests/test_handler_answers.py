@@ -211,3 +211,37 @@ async def test_sampling_handler_answers_the_typescript_reference_server(
                 result = await session.call_tool("trigger-sampling-request", {"prompt": "hi"})
     assert not result.is_error, result.text
     assert "sampled by a model" in result.text
+
+
+# -- the same rules for modern servers (input_required: the answers go into the retry) ----------
+
+
+async def test_modern_era_gets_the_same_answers() -> None:
+    from trio_mcp.testing import MockServer, ToolContext
+
+    server = MockServer(eras="modern")
+    seen: list[Any] = []
+
+    @server.tool
+    async def ask(ctx: ToolContext) -> str:
+        seen.append(await ctx.elicit({"mode": "form", **FORM}))
+        return "ok"
+
+    @server.tool
+    async def think(ctx: ToolContext) -> str:
+        seen.append(await ctx.sample(SAMPLE))
+        return "ok"
+
+    async def elicit(params: Any, ctx: Any) -> Any:
+        return {"action": "decline", "content": {"name": "typed, then declined"}}
+
+    async def sample(params: Any, ctx: Any) -> Any:
+        content = [{"type": "text", "text": "one"}]
+        return {"role": "assistant", "content": content, "model": "m"}
+
+    async with trio_mcp.open_mcp_session(server, elicitation=elicit, sampling=sample) as session:
+        assert session.era == "modern"
+        assert (await session.call_tool("ask")).text == "ok"
+        assert (await session.call_tool("think")).text == "ok"
+    assert seen[0] == {"action": "decline"}
+    assert seen[1]["content"] == {"type": "text", "text": "one"}
