@@ -617,7 +617,8 @@ async def test_rpc_core_paths(caplog: pytest.LogCaptureFixture) -> None:
         await pipe.incoming_send.send(encode_request("s1", "boom"))
         await pipe.incoming_send.send(b"[1,")
         await trio.testing.wait_all_tasks_blocked()
-        assert b"boom failed" in pipe.sent[-1]
+        assert b"internal error: the client could not handle boom" in pipe.sent[-1]
+        assert b"handler bug" not in pipe.sent[-1]  # no internals to the server
         assert (
             "invalid JSON-RPC batch" in caplog.text or "undecodable JSON-RPC batch" in caplog.text
         )

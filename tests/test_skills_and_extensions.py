@@ -95,7 +95,7 @@ def test_frontmatter_parser_fails_closed() -> None:
     from trio_mcp._skills import parse_frontmatter
 
     assert parse_frontmatter("---\na: 'b'\n---\n") == {"a": "b"}
-    for bad in ("no frontmatter", "---\na: b\n", "---\n  nested: x\n---\n"):
+    for bad in ("no frontmatter", "---\na: b\n", "---\na: [unclosed\n---\n"):
         with pytest.raises(trio_mcp.SkillVerificationError):
             parse_frontmatter(bad)
 

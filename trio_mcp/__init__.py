@@ -47,6 +47,7 @@ from ._exceptions import AgentIterationLimitError as AgentIterationLimitError
 from ._exceptions import AuthDiscoveryError as AuthDiscoveryError
 from ._exceptions import AuthError as AuthError
 from ._exceptions import AuthorizationDeniedError as AuthorizationDeniedError
+from ._exceptions import CassetteError as CassetteError
 from ._exceptions import CircuitOpenError as CircuitOpenError
 from ._exceptions import ClientRegistrationError as ClientRegistrationError
 from ._exceptions import ConfigError as ConfigError
@@ -357,6 +358,7 @@ __all__ = [
     "CancelTaskRequestParams",
     "CancelTaskResult",
     "CancelledNotificationParams",
+    "CassetteError",
     "Catalogue",
     "CircuitBreaker",
     "CircuitOpenError",

@@ -409,7 +409,32 @@ class _SamplingHandler:
         answer = await self._model(request)
         if self._model_name is not None and not answer.model:
             answer = msgspec.structs.replace(answer, model=self._model_name)
+        if not request.tools:
+            answer = _one_block(answer)
         return answer
+
+
+def _one_block(answer: t.CreateMessageResult) -> t.CreateMessageResult:
+    """The answer to a sampling request without tools: one content block, as the schema says.
+
+    A list of one block becomes that block; several text blocks become one (joined with
+    newlines). Anything else cannot be said in one block.
+
+    Raises:
+        ModelError: The model answered several blocks that are not all text.
+    """
+    blocks = _blocks(answer.content)
+    if not isinstance(answer.content, list):
+        return answer
+    if len(blocks) == 1:
+        return msgspec.structs.replace(answer, content=blocks[0])
+    if blocks and all(isinstance(block, t.TextContent) for block in blocks):
+        return msgspec.structs.replace(answer, content=t.TextContent(text=_text_of(blocks)))
+    kinds = ", ".join(type(block).__name__ for block in blocks) or "no blocks"
+    raise ModelError(
+        f"the model answered {kinds} to a sampling request without tools, which takes "
+        "exactly one content block"
+    )
 
 
 def sampling_handler(

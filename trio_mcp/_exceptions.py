@@ -22,6 +22,7 @@ The tree is small on purpose::
     ├── SkillVerificationError        a skill file does not match its manifest (digest, size...)
     ├── CircuitOpenError              the circuit breaker is open (``trio_mcp.CircuitBreaker``)
     ├── ConfigError                   a server config file is invalid (file, key path, problem)
+    ├── CassetteError                 a cassette file is malformed (file, line; a ValueError)
     ├── ServerUnavailableError        a server of a group is not running (why, stderr tail)
     ├── NameCollisionError            two servers of a group offer the same name
     ├── AuthError                     OAuth authorization failed (``auth=trio_mcp.OAuth(...)``)
@@ -74,6 +75,7 @@ __all__ = [
     "AuthDiscoveryError",
     "AuthError",
     "AuthorizationDeniedError",
+    "CassetteError",
     "CircuitOpenError",
     "ClientRegistrationError",
     "ConnectionClosed",
@@ -455,6 +457,27 @@ class ConfigError(MCPError):
             where += f":{line}" + (f":{column}" if column is not None else "")
         if key_path:
             where += f": {key_path}"
+        super().__init__(f"{where}: {problem}")
+
+
+class CassetteError(MCPError, ValueError):
+    """A cassette file (``trio_mcp.testing.ReplayServer``) is malformed: truncated, edited.
+
+    Raised when the cassette is loaded, before anything is replayed, for every way a line
+    can be wrong: not JSON, not an object, a missing or mistyped field, an unknown
+    direction, no header. It is also a :class:`ValueError`.
+
+    Attributes:
+        path: The cassette file.
+        line: The 1-based line of the file that is wrong (``None`` for the whole file).
+        problem: What is wrong, in words.
+    """
+
+    def __init__(self, path: str, line: int | None, problem: str) -> None:
+        self.path = path
+        self.line = line
+        self.problem = problem
+        where = path if line is None else f"{path}, line {line}"
         super().__init__(f"{where}: {problem}")
 
 

@@ -15,9 +15,10 @@ import logging
 import math
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, cast
 
 import msgspec
+from msgspec import UNSET
 
 from . import _types as t
 from ._exceptions import ElicitationContentError
@@ -212,6 +213,66 @@ def _to_wire(value: Any) -> Any:
     return value
 
 
+_ELICIT_ACTIONS = ("accept", "decline", "cancel")
+_T = TypeVar("_T")
+
+
+def _decode_params(method: str, raw: bytes, kind: type[_T] | None) -> Any:
+    """The server's params for ``method``, decoded; ``-32602`` when they do not decode."""
+    try:
+        if kind is None:
+            return _any_decoder.decode(raw)
+        return t.decoder_for(kind).decode(raw)
+    except (msgspec.MsgspecError, ValueError, RecursionError) as exc:  # peer input
+        raise HandlerError(INVALID_PARAMS, f"invalid params for {method}: {exc}") from exc
+
+
+def _handler_failed(method: str) -> str:
+    return f"internal error: the client could not handle {method}"
+
+
+async def _run_handler(method: str, call: Callable[[], Awaitable[Any]]) -> Any:
+    """Await the application's handler; its failures are its own (``-32603``, logged).
+
+    A :class:`HandlerError` goes out as raised; any other exception is logged with its
+    traceback and becomes a generic internal error, whatever its type: a ``ValueError``
+    inside a handler says nothing about the server's params.
+    """
+    try:
+        return _to_wire(await call())
+    except HandlerError:
+        raise
+    except Exception as exc:
+        logger.error("the client's handler for %s raised %r", method, exc, exc_info=True)
+        raise HandlerError(INTERNAL_ERROR, _handler_failed(method)) from exc
+
+
+def _sampling_answer(params: t.CreateMessageRequestParams, result: Any) -> Any:
+    """A sampling answer the request allows: one content block unless tools were offered.
+
+    Content arrays are for tool use (2025-11-25): a server that offered no tools validates
+    ``content`` as a single block (the TypeScript SDK rejects a list). A list of one block
+    is sent as that block; a longer one is the handler's bug (logged, ``-32603``).
+    """
+    given: object = result
+    if (params.tools is not UNSET and params.tools) or not isinstance(given, dict):
+        return result
+    content: object = cast("dict[str, Any]", given).get("content")
+    if not isinstance(content, list):
+        return result
+    blocks = cast("list[Any]", content)  # type: ignore[redundant-cast]  # (pyright: Unknown)
+    if len(blocks) != 1:
+        logger.error(
+            "the sampling handler answered %d content blocks to a request without tools, "
+            "which takes exactly one: nothing was forwarded to the server",
+            len(blocks),
+        )
+        raise HandlerError(INTERNAL_ERROR, _handler_failed("sampling/createMessage"))
+    answer = dict(cast("dict[str, Any]", result))
+    answer["content"] = blocks[0]
+    return answer
+
+
 def apply_elicitation_defaults(schema: Mapping[str, Any] | None, content: Any) -> Any:
     """Fill ``default`` values of a form's requested schema into accepted content (SEP-1034).
 
@@ -288,37 +349,38 @@ class ServerRequestHandlers:
     async def handle(self, method: str, params: msgspec.Raw | bytes, ctx: RequestContext) -> Any:
         """Run the handler for ``method``; return the result in wire form.
 
+        Errors split at one line. Params the server sent that do not decode (or that ask
+        for what this client did not declare) answer ``-32602`` invalid params: only this
+        client's own checks say that. Anything the handler itself raises (a ``ValueError``
+        included) or returns wrongly (an elicitation ``action`` that is not ``accept``,
+        ``decline`` or ``cancel``) is the application's bug: it is logged here with its
+        traceback and answers ``-32603`` internal error with a generic message, so no
+        internals reach the server. A :class:`HandlerError` the handler raises on purpose
+        is sent as it is.
+
         Raises:
             HandlerError: No handler, invalid params, or the handler failed.
         """
         raw = bytes(params) if params else b"{}"
-        try:
-            if method in self.extra:
-                return _to_wire(await self.extra[method](_any_decoder.decode(raw), ctx))
-            if method == "sampling/createMessage" and self.sampling is not None:
-                typed = t.decoder_for(t.CreateMessageRequestParams).decode(raw)
-                return _to_wire(await self.sampling(typed, ctx))
-            if method == "elicitation/create" and self.elicitation is not None:
-                return await self._elicit(raw, ctx)
-            if method == "roots/list" and self.roots is not None:
-                return await self._roots(ctx)
-        except (msgspec.MsgspecError, ValueError, RecursionError) as exc:  # peer input
-            raise HandlerError(INVALID_PARAMS, f"invalid params for {method}: {exc}") from exc
-        except HandlerError:
-            raise
-        except ElicitationContentError as exc:
-            logger.warning("%s", exc)
-            raise HandlerError(INTERNAL_ERROR, str(exc), {"problems": exc.problems}) from exc
-        except Exception as exc:
-            logger.warning("handler for %s raised %r", method, exc, exc_info=True)
-            raise HandlerError(
-                INTERNAL_ERROR, f"client handler for {method} failed: {exc}"
-            ) from exc
+        if method in self.extra:
+            decoded: Any = _decode_params(method, raw, None)
+            extra = self.extra[method]
+            return await _run_handler(method, lambda: extra(decoded, ctx))
+        if method == "sampling/createMessage" and self.sampling is not None:
+            sampling = self.sampling
+            typed = _decode_params(method, raw, t.CreateMessageRequestParams)
+            return _sampling_answer(typed, await _run_handler(method, lambda: sampling(typed, ctx)))
+        if method == "elicitation/create" and self.elicitation is not None:
+            return await self._elicit(raw, ctx)
+        if method == "roots/list" and self.roots is not None:
+            return await _run_handler(method, lambda: self._roots(ctx))
         raise HandlerError(METHOD_NOT_FOUND, f"the client does not support {method}")
 
     async def _elicit(self, raw: bytes, ctx: RequestContext) -> Any:
         assert self.elicitation is not None
-        probe: object = _any_decoder.decode(raw)
+        elicitation = self.elicitation
+        method = "elicitation/create"
+        probe: object = _decode_params(method, raw, None)
         mode = (
             cast("dict[str, Any]", probe).get("mode", "form") if isinstance(probe, dict) else "form"
         )
@@ -328,18 +390,36 @@ class ServerRequestHandlers:
                 raise HandlerError(
                     INVALID_PARAMS, "this client did not declare URL-mode elicitation"
                 )
-            typed = t.decoder_for(t.ElicitRequestURLParams).decode(raw)
+            typed = _decode_params(method, raw, t.ElicitRequestURLParams)
         else:
-            typed = t.decoder_for(t.ElicitRequestFormParams).decode(raw)
-        result: Any = _to_wire(await self.elicitation(typed, ctx))
-        if isinstance(typed, t.ElicitRequestFormParams) and isinstance(result, dict):
-            answer = cast("dict[str, Any]", result)
-            if answer.get("action") == "accept":
-                answer["content"] = apply_elicitation_defaults(
-                    typed.requested_schema, answer.get("content", {})
-                )
-                validate_elicitation_content(typed.requested_schema, answer["content"])
-        return result  # pyright: ignore[reportUnknownVariableType]
+            typed = _decode_params(method, raw, t.ElicitRequestFormParams)
+        result: Any = await _run_handler(method, lambda: elicitation(typed, ctx))
+        given: object = result
+        action: object = (
+            cast("dict[str, Any]", given).get("action") if isinstance(given, dict) else None
+        )
+        if action not in _ELICIT_ACTIONS:
+            logger.error(
+                "the elicitation handler returned %s, not an ElicitResult whose action is "
+                "'accept', 'decline' or 'cancel': nothing was forwarded to the server",
+                f"the action {action!r}" if isinstance(result, dict) else type(result).__name__,
+            )
+            raise HandlerError(INTERNAL_ERROR, _handler_failed(method))
+        answer = cast("dict[str, Any]", result)
+        if action != "accept" or isinstance(typed, t.ElicitRequestURLParams):
+            # the schema allows content only with accept (and in form mode): the user's
+            # answer to a declined or cancelled form is never forwarded
+            answer.pop("content", None)
+            return answer
+        answer["content"] = apply_elicitation_defaults(
+            typed.requested_schema, answer.get("content", {})
+        )
+        try:
+            validate_elicitation_content(typed.requested_schema, answer["content"])
+        except ElicitationContentError as exc:
+            logger.warning("%s", exc)
+            raise HandlerError(INTERNAL_ERROR, str(exc), {"problems": exc.problems}) from exc
+        return answer
 
     async def _roots(self, ctx: RequestContext) -> Any:
         roots = self.roots

@@ -692,10 +692,12 @@ class RPCConnection:
                     response = encode_response(request_id, result if result is not None else {})
                 except HandlerError as exc:
                     response = encode_error_response(request_id, exc.code, exc.message, exc.data)
-                except Exception as exc:
-                    logger.warning("handler for %s raised %r", method, exc, exc_info=True)
+                except Exception as exc:  # a bug of ours or the application's: no details out
+                    logger.error("handler for %s raised %r", method, exc, exc_info=True)
                     response = encode_error_response(
-                        request_id, INTERNAL_ERROR, f"{method} failed: {exc}"
+                        request_id,
+                        INTERNAL_ERROR,
+                        f"internal error: the client could not handle {method}",
                     )
         finally:
             self._incoming.pop(request_id, None)

@@ -78,7 +78,13 @@ from ._tasks import (
 )
 from ._transports._base import Transport
 from ._transports._headers import param_headers, validate_tool_headers
-from ._validation import CompiledSchema, OutputValidation, compile_schema, decode_structured
+from ._validation import (
+    CompiledSchema,
+    OutputValidation,
+    compile_server_schema,
+    compile_server_schema_async,
+    decode_structured,
+)
 
 __all__ = ["ClientSession", "Notification"]
 
@@ -1400,6 +1406,33 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
             for name in listed:
                 validators.pop(name, None)
 
+    async def _prepare_output_schema(self, name: str) -> None:
+        """Compile the tool's ``outputSchema`` off the event loop, once.
+
+        Called before the request is sent (a cancellation then loses nothing). Large
+        schemas compile in a worker thread, oversized ones not at all (see
+        ``_validation``); :meth:`_validate_output` then finds the result ready. No
+        checkpoint when there is nothing to compile.
+        """
+        tool = self._output_schemas.get(name)
+        if (
+            self._opts.output_validation == "off"
+            or name in self._validators
+            or tool is None
+            or tool.output_schema is UNSET
+        ):
+            return
+        try:
+            compiled: CompiledSchema | SchemaError = await compile_server_schema_async(
+                tool.output_schema
+            )
+        except SchemaError as exc:
+            compiled = _schema_failed(name, exc)
+        except ModuleNotFoundError:
+            return  # _validate_output reports it (or raises, in strict mode)
+        if self._output_schemas.get(name) is tool:  # the listing did not change meanwhile
+            self._validators[name] = compiled
+
     def _validate_output(self, name: str, result: t.CallToolResult) -> OutputValidation:
         """Check ``result`` against the tool's ``outputSchema`` (compiled once per tool)."""
         tool = self._output_schemas.get(name)
@@ -1413,11 +1446,11 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         if result.structured_content is UNSET:
             return OutputValidation("missing")
         compiled = self._validators.get(name)
-        if compiled is None:
+        if compiled is None:  # (not prepared: the listing changed meanwhile) bounded, inline
             try:
-                compiled = compile_schema(schema)
+                compiled = compile_server_schema(schema)
             except SchemaError as exc:
-                compiled = exc
+                compiled = _schema_failed(name, exc)
             except ModuleNotFoundError as exc:
                 if self._opts.output_validation == "strict":
                     raise
@@ -1488,18 +1521,18 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         """
         args: Mapping[str, Any] = arguments if arguments is not None else {}
         params, headers = self._tool_call(name, args)
-        result = self._checked(
-            name,
-            await self._call(
-                "tools/call",
-                params,
-                timeout=timeout,
-                on_progress=on_progress,
-                name=name,
-                headers=headers,
-                tp=t.CallToolResult,
-            ),
+        # before sending: a cancellation while compiling never loses an answered call
+        await self._prepare_output_schema(name)
+        answer = await self._call(
+            "tools/call",
+            params,
+            timeout=timeout,
+            on_progress=on_progress,
+            name=name,
+            headers=headers,
+            tp=t.CallToolResult,
         )
+        result = self._checked(name, answer)
         if result_type is None:
             return result
         result.raise_for_error()
@@ -1579,6 +1612,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         """
         args: Mapping[str, Any] = arguments if arguments is not None else {}
         params, headers = self._tool_call(name, args)
+        await self._prepare_output_schema(name)  # (the result is checked synchronously)
         raw = await self._call(
             "tools/call",
             params,
@@ -2049,3 +2083,9 @@ def _version() -> str:
         return version("trio-mcp")
     except Exception:
         return "0.0.0"
+
+
+def _schema_failed(name: str, error: SchemaError) -> SchemaError:
+    """A tool's ``outputSchema`` that was not compiled: logged once (then cached)."""
+    logger.warning("outputSchema of tool %r: %s", name, error)
+    return error

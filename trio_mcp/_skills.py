@@ -12,7 +12,8 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-from typing import TYPE_CHECKING, Any, Final
+import importlib
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import msgspec
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from ._session import ClientSession
 
 __all__ = [
+    "MAX_FRONTMATTER_SIZE",
     "SKILLS_EXTENSION",
     "Skill",
     "SkillFile",
@@ -68,38 +70,125 @@ class _ListSkillsResult(msgspec.Struct):
     skills: list[Skill]
 
 
-def parse_frontmatter(text: str, *, uri: str = "SKILL.md") -> dict[str, Any]:
-    """Parse the YAML frontmatter of a ``SKILL.md``: flat ``key: value`` scalars only.
+#: The largest ``SKILL.md`` frontmatter parsed, in characters (ordinary ones are < 2 KiB).
+MAX_FRONTMATTER_SIZE: Final = 64 * 1024
+# How deep lists and maps may nest in a frontmatter.
+_MAX_DEPTH: Final = 32
+_loader: Any = None  # the safe YAML loader class, built on first use
 
-    Anything this small parser does not understand fails verification (fail closed).
+
+def _yaml_loader() -> tuple[Any, Any]:
+    """PyYAML and its safe loader (libyaml's when built), without timestamps, on first use."""
+    global _loader
+    try:
+        yaml: Any = importlib.import_module("yaml")
+    except ImportError as exc:
+        raise ModuleNotFoundError(
+            "reading SKILL.md frontmatter needs PyYAML: pip install 'trio-mcp[skills]'"
+        ) from exc
+    if _loader is None:
+        base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        # Dates stay strings: the frontmatter is compared with the JSON of skills/list.
+        resolvers = {
+            first: [
+                (tag, regexp) for tag, regexp in entries if tag != "tag:yaml.org,2002:timestamp"
+            ]
+            for first, entries in base.yaml_implicit_resolvers.items()
+        }
+        _loader = type("_FrontmatterLoader", (base,), {"yaml_implicit_resolvers": resolvers})
+    return yaml, _loader
+
+
+def _frontmatter_block(text: str, uri: str) -> str:
+    """The YAML between the opening ``---`` line and the closing one, size-checked."""
+    lines = text.removeprefix("\ufeff").split("\n")
+    if lines[0].rstrip() != "---":
+        raise SkillVerificationError(f"{uri} has no YAML frontmatter", uri=uri)
+    size = 0
+    for index in range(1, len(lines)):
+        if lines[index].rstrip() == "---":
+            return "\n".join(lines[1:index])
+        size += len(lines[index]) + 1
+        if size > MAX_FRONTMATTER_SIZE:
+            raise SkillVerificationError(
+                f"{uri}: the frontmatter is larger than {MAX_FRONTMATTER_SIZE} characters",
+                uri=uri,
+            )
+    raise SkillVerificationError(f"{uri}: the frontmatter is not closed", uri=uri)
+
+
+def _json_like(value: Any, uri: str, depth: int = 0) -> None:
+    """Fail unless ``value`` is what JSON can say (the listing's frontmatter is JSON)."""
+    if depth > _MAX_DEPTH:
+        raise SkillVerificationError(f"{uri}: the frontmatter nests too deep", uri=uri)
+    if isinstance(value, dict):
+        for key, item in cast("dict[Any, Any]", value).items():  # type: ignore[redundant-cast]
+            if not isinstance(key, str):
+                raise SkillVerificationError(
+                    f"{uri}: frontmatter key {key!r} is not a string", uri=uri
+                )
+            _json_like(item, uri, depth + 1)
+    elif isinstance(value, list):
+        for item in cast("list[Any]", value):  # type: ignore[redundant-cast]
+            _json_like(item, uri, depth + 1)
+    elif not (value is None or isinstance(value, (str, int, float, bool))):
+        raise SkillVerificationError(
+            f"{uri}: frontmatter value of type {type(value).__name__} is not JSON", uri=uri
+        )
+
+
+def parse_frontmatter(text: str, *, uri: str = "SKILL.md") -> dict[str, Any]:
+    """Parse the YAML frontmatter of a ``SKILL.md``, safely and with bounds.
+
+    Ordinary YAML is read (folded ``>`` and literal ``|`` text, lists, maps, comments,
+    quoted strings) with PyYAML's safe loader (libyaml's when built): no Python objects are
+    made, dates stay strings. Bounds: :data:`MAX_FRONTMATTER_SIZE` characters, nesting
+    depth 32, and no aliases or anchors (``&a`` / ``*a``: a "billion laughs" document
+    expands exponentially through them; a skill's metadata never needs them).
 
     Args:
         text: The whole ``SKILL.md``.
         uri: Its URI, for error messages.
 
     Returns:
-        The frontmatter's keys and (string) values.
+        The frontmatter: a mapping of JSON values.
 
     Raises:
-        SkillVerificationError: No frontmatter, an unclosed one, or a line it cannot read.
+        SkillVerificationError: No frontmatter, an unclosed or oversized one, invalid YAML,
+            an alias or anchor, something else than a mapping, or a value JSON cannot say.
+        ModuleNotFoundError: PyYAML is not installed (the ``skills`` extra).
     """
-    lines = text.splitlines()
-    if not lines or lines[0].strip() != "---":
-        raise SkillVerificationError(f"{uri} has no YAML frontmatter", uri=uri)
-    fields: dict[str, Any] = {}
-    for line in lines[1:]:
-        if line.strip() == "---":
-            return fields
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        key, sep, value = line.partition(":")
-        if not sep or line[:1].isspace() or not key.strip():
-            raise SkillVerificationError(f"{uri}: unsupported frontmatter line {line!r}", uri=uri)
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        fields[key.strip()] = value
-    raise SkillVerificationError(f"{uri}: the frontmatter is not closed", uri=uri)
+    block = _frontmatter_block(text, uri)
+    yaml, loader = _yaml_loader()
+    try:
+        depth = 0
+        for event in yaml.parse(block, Loader=loader):  # checked before anything is built
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                raise SkillVerificationError(
+                    f"{uri}: YAML anchors and aliases are not accepted in a frontmatter",
+                    uri=uri,
+                )
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > _MAX_DEPTH:
+                    raise SkillVerificationError(
+                        f"{uri}: the frontmatter nests deeper than {_MAX_DEPTH}", uri=uri
+                    )
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+        value: Any = yaml.load(block, Loader=loader)
+    except yaml.YAMLError as exc:
+        raise SkillVerificationError(f"{uri}: invalid YAML frontmatter: {exc}", uri=uri) from exc
+    except RecursionError as exc:
+        raise SkillVerificationError(f"{uri}: the frontmatter nests too deep", uri=uri) from exc
+    if value is None:
+        value = {}
+    if not isinstance(value, dict):
+        raise SkillVerificationError(
+            f"{uri}: the frontmatter is a {type(value).__name__}, not a mapping", uri=uri
+        )
+    _json_like(value, uri)
+    return cast("dict[str, Any]", value)
 
 
 async def list_skills(session: ClientSession, *, timeout: float | None = None) -> list[Skill]:

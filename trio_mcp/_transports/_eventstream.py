@@ -50,6 +50,11 @@ class SSEDecoder:
     sets :attr:`retry`. An incomplete event at the end of the stream is discarded, as the
     standard says.
 
+    A CR at the very end of a chunk may be the first half of a CRLF, so :meth:`feed` keeps
+    it until the next byte arrives; whoever reads a body must call :meth:`end` when the
+    body ends, which takes that CR as the line end it is (a stream with CR line endings
+    that ends ``\\r\\r`` would otherwise never deliver its last event).
+
     An event whose data grows past ``max_event_size`` (in many lines, or in one line that
     does not end) is reported at once, without buffering it and without waiting for its
     end: :meth:`feed` returns it with :attr:`ServerSentEvent.too_large` set, and the rest
@@ -134,6 +139,21 @@ class SSEDecoder:
             self._scanned = 0
             self._skipping_line = True
         return events
+
+    def end(self) -> list[ServerSentEvent]:
+        """The stream ended: finish the line a final CR ended, and return its event.
+
+        Call it once, when the body ends (not when the reading was stopped early). A final
+        CR held back by :meth:`feed` (it might have been the first half of a CRLF) is a
+        line end after all; an event still without its blank line is discarded, as the
+        standard says.
+
+        Returns:
+            The events the final CR completed (at most one).
+        """
+        if not self._at_start and self._buffer.endswith(b"\r"):  # a held-back final CR
+            return self.feed(b"\n")  # CR LF is one line end, the same as the CR alone
+        return []
 
     def _too_large(self, size: int, line: bytes) -> ServerSentEvent:
         """The event being built grew past the limit: report it and skip the rest of it."""

@@ -1201,8 +1201,10 @@ class HTTPCore:
         decoder = SSEDecoder(self.max_message_size, last_event_id=state.last_event_id)
 
         async def on_chunk(chunk: bytes) -> bool:
+            return await on_events(decoder.feed(chunk))
+
+        async def on_events(events: list[ServerSentEvent]) -> bool:
             done = False
-            events = decoder.feed(chunk)
             try:
                 for event in events:
                     state.progress += 1
@@ -1225,7 +1227,10 @@ class HTTPCore:
                     state.retry_ms = decoder.retry
             return done
 
-        return await self.consume(response, on_chunk, "reading the event stream from")
+        if await self.consume(response, on_chunk, "reading the event stream from"):
+            return True
+        # the body ended: a final CR held back as a possible CRLF half ends its line now
+        return await on_events(decoder.end())
 
     def _oversized(self, event: ServerSentEvent, request_id: RequestId | None) -> None:
         assert event.too_large is not None

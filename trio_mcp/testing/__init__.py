@@ -25,6 +25,7 @@ from ._cassette import REDACTED as REDACTED
 from ._cassette import CassetteMismatch as CassetteMismatch
 from ._cassette import Recorder as Recorder
 from ._cassette import ReplayServer as ReplayServer
+from ._cassette import is_secret_name as is_secret_name
 from ._cassette import load_cassette as load_cassette
 from ._cassette import scrub as scrub
 from ._checker import CHECKS as CHECKS
@@ -67,6 +68,7 @@ __all__ = [
     "check_transport",
     "demo_server",
     "echo_server",
+    "is_secret_name",
     "load_cassette",
     "scrub",
 ]

@@ -8,16 +8,25 @@ was seen (seconds since the connection opened) and its direction::
     {"t": 0.041250, "from": "server", "message": {"jsonrpc": "2.0", "id": 1, ...}}
     {"t": 0.052007, "from": "server", "end": true, "exit_code": 1, "stderr_tail": "..."}
 
-Secrets are scrubbed when the cassette is written: values under secret-looking keys
-(``token``, ``apiKey``, ``Authorization``, ``password``...; not ``progressToken``), bearer
-credentials, the values of secret-looking environment variables and any ``secrets=`` you name
-become ``"[REDACTED]"``. Replay treats ``"[REDACTED]"`` as matching any value.
+Secrets are scrubbed when the cassette is written, by one rule used for every line it
+writes (header, messages, raw lines, stderr): a name is secret when it looks like one
+(:func:`is_secret_name`: ``token``, ``apiKey``, ``Authorization``, ``AWS_SECRET_ACCESS_KEY``,
+``PGPASSWORD``...; not ``progressToken`` or ``maxTokens``); values under secret names, the
+userinfo of URLs (``https://user:pass@host``), bearer credentials, ``name=value`` pairs with
+a secret name, the values of secret-named environment variables (this process's and the
+``env=`` given to the recorded server) and any ``secrets=`` you name become
+``"[REDACTED]"``. Of the recorded server's ``env=`` and ``headers=`` only the names are
+written. Replay treats ``"[REDACTED]"`` as matching any value (in linear time).
+
+A cassette that does not load (truncated, edited by hand) raises
+:class:`~trio_mcp.CassetteError` naming the file and line.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import re
 from collections.abc import AsyncGenerator, Iterable, Mapping
@@ -28,31 +37,55 @@ from typing import Any, Literal, cast
 import msgspec
 import trio
 
-from .._exceptions import ConnectionClosed, MCPError
+from .._exceptions import CassetteError, ConnectionClosed, MCPError
 from .._transports._base import MessageInfo, RequestFailure, RequestId, Transport, TransportFactory
 from .._transports._memory import MEMORY_BUFFER_SIZE, MemoryServerStream
 from ._faults import MockClientTransport, _Exit
 
-__all__ = ["REDACTED", "CassetteMismatch", "Recorder", "ReplayServer", "load_cassette", "scrub"]
+__all__ = [
+    "REDACTED",
+    "CassetteMismatch",
+    "Recorder",
+    "ReplayServer",
+    "is_secret_name",
+    "load_cassette",
+    "scrub",
+]
 
 #: What a scrubbed secret becomes; in a cassette it matches any value on replay.
 REDACTED = "[REDACTED]"
 
+# A name is secret when (letters and digits only, lowercased) it ends with one of these,
+# or contains one of the fragments anywhere.
 _SECRET_SUFFIXES = (
     "token",
     "secret",
     "password",
     "passwd",
+    "passphrase",
     "apikey",
+    "accesskey",
+    "secretkey",
+    "privatekey",
+    "sessionkey",
+    "signingkey",
+    "auth",
     "authorization",
     "cookie",
     "credential",
     "credentials",
-    "privatekey",
 )
-_NOT_SECRET = frozenset({"progresstoken", "nextcursor", "cursor"})
-_SECRET_ENV = re.compile(r"(?i)(token|secret|password|passwd|api_?key|credential|auth)")
+_SECRET_FRAGMENTS = ("password", "passwd", "secret", "credential")
+_NOT_SECRET = frozenset({"progresstoken", "nextcursor", "cursor", "maxtokens"})
+# Values shorter than this are not scrubbed wherever they occur (they would mangle text).
+_MIN_NEEDLE = 6
 _BEARER = re.compile(r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}")
+# scheme://userinfo@ : the userinfo (user, or user:password) is a credential
+# (each pattern starts only where a run of its first characters starts: linear time)
+_USERINFO = re.compile(r"(?i)(?<![a-z0-9+.-])([a-z][a-z0-9+.-]*://)([^/?#\s@\[\]]+)@")
+# name=value, name: value, "name": "value" (a value up to a space, quote, & ; or ,)
+_PAIR = re.compile(r"""(?<![A-Za-z0-9_.-])([A-Za-z0-9_.-]+)"?[ \t]*[=:][ \t]*"?""")
+_PAIR_VALUE = re.compile(r"""[^\s"'&;,]+""")
 _decoder = msgspec.json.Decoder()
 
 
@@ -68,19 +101,80 @@ def _map(value: Any) -> dict[Any, Any]:
     return items
 
 
-def _secret_key(key: str) -> bool:
-    normal = key.lower().replace("_", "").replace("-", "")
-    return normal not in _NOT_SECRET and normal.endswith(_SECRET_SUFFIXES)
+def is_secret_name(name: str) -> bool:
+    """Whether a key, header, flag or environment variable named ``name`` holds a secret.
+
+    The one rule the cassette uses for names, wherever it writes: ``token``,
+    ``access_token``, ``apiKey``, ``X-Api-Key``, ``Authorization``, ``Cookie``,
+    ``GITHUB_TOKEN``, ``AWS_SECRET_ACCESS_KEY``, ``PGPASSWORD``, ``--client-secret`` are
+    secret; ``progressToken``, ``maxTokens``, ``nextCursor``, ``tokenEndpoint`` are not.
+
+    Args:
+        name: The name (any case, ``_``/``-``/``.`` separators, leading dashes allowed).
+
+    Returns:
+        True if values under this name are scrubbed.
+    """
+    normal = "".join(ch for ch in name.lower() if ch.isalnum())
+    if not normal or normal in _NOT_SECRET:
+        return False
+    return normal.endswith(_SECRET_SUFFIXES) or any(f in normal for f in _SECRET_FRAGMENTS)
+
+
+def _secret_text(text: str, needles: list[str]) -> str:
+    """``text`` with its secrets scrubbed: the one rule for every string a cassette writes."""
+    for needle in needles:
+        text = text.replace(needle, REDACTED)
+    text = _USERINFO.sub(lambda m: f"{m.group(1)}{REDACTED}@", text)
+    text = _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
+    pieces: list[str] = []
+    done = 0  # text[:done] is in pieces
+    for match in _PAIR.finditer(text):
+        if match.start() < done or not is_secret_name(match.group(1)):
+            continue
+        value = _PAIR_VALUE.match(text, match.end())
+        if value is not None:
+            pieces += [text[done : match.end()], REDACTED]
+            done = value.end()
+    return "".join(pieces) + text[done:] if pieces else text
+
+
+def _needles(secrets: Iterable[str]) -> list[str]:
+    """Literal secrets, longest first (so a secret containing another goes whole)."""
+    return sorted({s for s in secrets if s}, key=len, reverse=True)
+
+
+def _value_secrets(name: str, value: str) -> list[str]:
+    """What of an environment variable's (or header's) value is secret, to scrub anywhere."""
+    found = [value] if is_secret_name(name) and len(value) >= _MIN_NEEDLE else []
+    for match in _USERINFO.finditer(value):
+        userinfo = match.group(2)
+        found += [userinfo, *(part for part in userinfo.split(":") if len(part) >= _MIN_NEEDLE)]
+    return found
 
 
 def _env_secrets() -> list[str]:
-    return [
-        value for name, value in os.environ.items() if _SECRET_ENV.search(name) and len(value) >= 6
-    ]
+    return [s for name, value in os.environ.items() for s in _value_secrets(name, value)]
+
+
+def _target_secrets(target: Any) -> list[str]:
+    """The secret values of a parameters object's mappings (``env=``, ``headers=``)."""
+    found: list[str] = []
+    if dataclasses.is_dataclass(target) and not isinstance(target, type):
+        for item in dataclasses.fields(target):
+            value = getattr(target, item.name)
+            if isinstance(value, Mapping):
+                for key, entry in _map(value).items():
+                    found += _value_secrets(str(key), str(entry))
+    return found
 
 
 def scrub(value: Any, secrets: Iterable[str] = ()) -> Any:
     """Return ``value`` (decoded JSON) with its secrets replaced by ``"[REDACTED]"``.
+
+    The same rule as the cassette's: values under secret names (:func:`is_secret_name`),
+    URL userinfo, bearer credentials, ``name=value`` pairs with a secret name, and the
+    literal ``secrets``.
 
     Args:
         value: A decoded JSON value.
@@ -89,15 +183,14 @@ def scrub(value: Any, secrets: Iterable[str] = ()) -> Any:
     Returns:
         A scrubbed copy.
     """
-    needles = sorted((s for s in secrets if s), key=len, reverse=True)
-    return _scrub(value, needles)
+    return _scrub(value, _needles(secrets))
 
 
 def _scrub(value: Any, needles: list[str]) -> Any:
     if isinstance(value, dict):
         out: dict[str, Any] = {}
         for key, item in cast(dict[str, Any], value).items():
-            if _secret_key(key) and isinstance(item, (str, int, float)) and item != "":
+            if is_secret_name(key) and isinstance(item, (str, int, float)) and item != "":
                 out[key] = REDACTED
             else:
                 out[key] = _scrub(item, needles)
@@ -105,30 +198,48 @@ def _scrub(value: Any, needles: list[str]) -> Any:
     if isinstance(value, list):
         return [_scrub(item, needles) for item in _seq(value)]
     if isinstance(value, str):
-        for needle in needles:
-            value = value.replace(needle, REDACTED)
-        return _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", value)
+        return _secret_text(value, needles)
     return value
 
 
-def _describe(target: Any) -> Any:
-    """A JSON description of what was recorded (a parameters object's simple fields)."""
+def _argv(parts: Iterable[Any], needles: list[str]) -> list[str]:
+    """An argv, scrubbed: the value after a secret flag (``--token X``) goes too."""
+    out: list[str] = []
+    hide_next = False
+    for part in parts:
+        text = str(part)
+        if hide_next:
+            out.append(REDACTED)
+        else:
+            out.append(_secret_text(text, needles))
+        hide_next = text.startswith("-") and "=" not in text and is_secret_name(text)
+    return out
+
+
+def _describe(target: Any, needles: list[str]) -> Any:
+    """A scrubbed JSON description of what was recorded (a parameters object's simple fields).
+
+    Mappings (``env=``, ``headers=``) are written as their names only.
+    """
     if isinstance(target, str):
-        return target
+        return _secret_text(target, needles)
     if isinstance(target, (list, tuple)):
-        return [str(part) for part in _seq(target)]
+        return _argv(_seq(target), needles)
     if dataclasses.is_dataclass(target) and not isinstance(target, type):
         fields: dict[str, Any] = {"type": type(target).__name__}
         for item in dataclasses.fields(target):
             value = getattr(target, item.name)
-            if isinstance(value, (str, int, float, bool)) or value is None:
+            if isinstance(value, str):
+                fields[item.name] = _secret_text(value, needles)
+            elif isinstance(value, (int, float, bool)) or value is None:
                 fields[item.name] = value
             elif isinstance(value, Mapping):
-                fields[item.name] = {str(k): str(v) for k, v in _map(value).items()}
+                fields[item.name] = sorted(str(k) for k in _map(value))
             elif isinstance(value, (list, tuple)):
-                fields[item.name] = [str(v) for v in _seq(value)]
+                fields[item.name] = _argv(_seq(value), needles)
             elif isinstance(value, os.PathLike):
-                fields[item.name] = os.fspath(cast("os.PathLike[str]", value))
+                path = os.fspath(cast("os.PathLike[str]", value))
+                fields[item.name] = _secret_text(path, needles)
         return fields
     return type(target).__name__
 
@@ -167,8 +278,10 @@ class Recorder:
                 URL, a parameters object or a transport factory.
             path: Where to write the cassette (JSON Lines).
             secrets: Extra literal strings to scrub (API keys, tokens...).
-            scrub_env: Also scrub the values of environment variables whose names look
-                secret (``*TOKEN*``, ``*SECRET*``, ``*API_KEY*``, ``*PASSWORD*``...).
+            scrub_env: Also scrub the values of this process's environment variables whose
+                names look secret (:func:`is_secret_name`) and the userinfo of URLs in any
+                of them. The secret values of the target's own ``env=`` and ``headers=``
+                are always scrubbed (and only their names are written to the header).
             **options: Transport options, as ``open_mcp_session`` takes them (``env=``,
                 ``headers=``...).
         """
@@ -176,7 +289,9 @@ class Recorder:
 
         self._factory = _resolve_target(target, dict(options))
         self.path: Path = Path(path)
-        self._secrets = [*secrets, *(_env_secrets() if scrub_env else [])]
+        self._needles = _needles(
+            [*secrets, *_target_secrets(self._factory), *(_env_secrets() if scrub_env else [])]
+        )
         self.events: list[dict[str, Any]] = []
 
     @asynccontextmanager
@@ -206,14 +321,14 @@ class Recorder:
                 self._write(transport.events)
 
     def _scrub(self, value: Any) -> Any:
-        return _scrub(value, sorted(set(self._secrets), key=len, reverse=True))
+        return _scrub(value, self._needles)
 
     def _write(self, events: list[dict[str, Any]]) -> None:
         self.events = events
         header = {
             "cassette": "trio_mcp",
             "version": 1,
-            "target": self._scrub(_describe(self._factory)),
+            "target": self._scrub(_describe(self._factory, self._needles)),
         }
         lines = [json.dumps(header)] + [json.dumps(event) for event in events]
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -297,7 +412,7 @@ class CassetteMismatch(AssertionError):
 
 
 def load_cassette(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Read a cassette file: its header and its events.
+    """Read a cassette file: its header and its events, every line checked.
 
     Args:
         path: The cassette (JSON Lines).
@@ -306,23 +421,100 @@ def load_cassette(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list[di
         The header dict and the list of event dicts.
 
     Raises:
-        ValueError: The file is not a trio_mcp cassette.
+        CassetteError: The file is not a trio_mcp cassette, or a line of it is malformed
+            (not JSON, not an object, a missing or mistyped field); the error names the
+            file and the line. It is also a :class:`ValueError`.
+        OSError: The file cannot be read.
     """
-    lines = [line for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
-    if not lines:
-        raise ValueError(f"{path}: empty cassette")
-    header: Any = json.loads(lines[0])
-    if not isinstance(header, dict) or _map(header).get("cassette") != "trio_mcp":
-        raise ValueError(f"{path}: not a trio_mcp cassette (no header line)")
-    return _map(header), [json.loads(line) for line in lines[1:]]
+    header, events, _ = _load(path)
+    return header, events
+
+
+def _load(
+    path: str | os.PathLike[str],
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[int]]:
+    """The header, the events and each event's 1-based line in the file."""
+    name = os.fspath(path)
+    data = Path(path).read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        where = data[: exc.start].count(b"\n") + 1
+        raise CassetteError(name, where, "not UTF-8 text") from exc
+    header: dict[str, Any] | None = None
+    events: list[dict[str, Any]] = []
+    numbers: list[int] = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            value: Any = _decoder.decode(line)
+        except msgspec.DecodeError as exc:
+            raise CassetteError(name, number, f"not a JSON line ({exc}); truncated?") from exc
+        if not isinstance(value, dict):
+            raise CassetteError(name, number, f"expected a JSON object, got {_kind(value)}")
+        item = _map(value)
+        if header is None:
+            if item.get("cassette") != "trio_mcp":
+                raise CassetteError(name, number, "not a trio_mcp cassette (no header line)")
+            if item.get("version") != 1:
+                raise CassetteError(
+                    name, number, f"unsupported cassette version {item.get('version')!r}"
+                )
+            header = item
+            continue
+        problem = _event_problem(item)
+        if problem is not None:
+            raise CassetteError(name, number, problem)
+        events.append(item)
+        numbers.append(number)
+    if header is None:
+        raise CassetteError(name, None, "empty cassette (no header line)")
+    return header, events, numbers
+
+
+def _kind(value: object) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "null" if value is None else "a number"
+
+
+def _event_problem(event: dict[str, Any]) -> str | None:
+    """What is wrong with one event line, or None."""
+    t: object = event.get("t")
+    if isinstance(t, bool) or not isinstance(t, (int, float)):
+        return "'t' must be a number (seconds since the connection opened)"
+    if not math.isfinite(t) or t < 0:
+        return f"'t' must be a finite number >= 0, not {t!r}"
+    origin = event.get("from")
+    if origin not in ("client", "server"):
+        return f"'from' must be 'client' or 'server', not {origin!r}"
+    if "end" in event:
+        if event["end"] is not True or origin != "server":
+            return "'end' must be true, on a server line"
+        if not isinstance(event.get("exit_code", 0), int) or isinstance(
+            event.get("exit_code"), bool
+        ):
+            return "'exit_code' must be an integer"
+        if not isinstance(event.get("stderr_tail", ""), str):
+            return "'stderr_tail' must be a string"
+        return None
+    if "message" in event:
+        return None
+    if isinstance(event.get("raw"), str):
+        return None
+    return "a line needs a 'message' (JSON), a 'raw' string or 'end': true"
 
 
 def _matches(expected: Any, actual: Any) -> bool:
     if isinstance(expected, str) and REDACTED in expected:
-        if isinstance(actual, str) and expected != REDACTED:
-            pattern = ".*".join(re.escape(part) for part in expected.split(REDACTED))
-            return re.fullmatch(pattern, actual, re.DOTALL) is not None
-        return True
+        if expected == REDACTED:
+            return True  # a scrubbed value of any type
+        return isinstance(actual, str) and _glob(expected.split(REDACTED), actual)
     if isinstance(expected, dict) and isinstance(actual, dict):
         expected_d = cast(dict[str, Any], expected)
         actual_d = cast(dict[str, Any], actual)
@@ -336,6 +528,26 @@ def _matches(expected: Any, actual: Any) -> bool:
             _matches(e, a) for e, a in zip(expected_l, actual_l, strict=True)
         )
     return bool(expected == actual)
+
+
+def _glob(parts: list[str], text: str) -> bool:
+    """Whether ``text`` is ``parts`` joined by any strings (each ``[REDACTED]`` one gap).
+
+    Linear time: the first part is a prefix, the last a suffix, and each middle part is
+    taken at its leftmost place after the previous one (with gaps that match anything,
+    the leftmost place never loses a match). A regular expression of ``.*`` gaps would
+    backtrack exponentially in the number of gaps.
+    """
+    first, last = parts[0], parts[-1]
+    if len(text) < len(first) + len(last) or not (text.startswith(first) and text.endswith(last)):
+        return False
+    position, end = len(first), len(text) - len(last)
+    for part in parts[1:-1]:
+        found = text.find(part, position, end)
+        if found < 0:
+            return False
+        position = found + len(part)
+    return True
 
 
 def _without_meta(params: Any) -> Any:
@@ -391,14 +603,17 @@ class ReplayServer:
                 ``_meta``); ``"method"`` only its method.
 
         Raises:
-            ValueError: ``match`` is unknown or the file is not a cassette.
+            ValueError: ``match`` is unknown.
+            CassetteError: The file is not a cassette or a line of it is malformed (also
+                a ``ValueError``).
         """
         if match not in ("params", "method"):
             raise ValueError(f"match must be 'params' or 'method', not {match!r}")
         self.path: Path = Path(cassette)
-        header, events = load_cassette(cassette)
+        header, events, lines = _load(cassette)
         self.header: dict[str, Any] = header
         self.events: list[dict[str, Any]] = events
+        self._lines = lines  # each event's line in the file
         self.match = match
         self.mismatches: list[str] = []
         self._unplayed: list[str] = []
@@ -433,11 +648,16 @@ class ReplayServer:
         """
         problems = [*self.mismatches, *self._unplayed]
         if not problems and self._next < len(self.events):
-            rest = [e for e in self.events[self._next :] if e.get("from") == "client"]
+            rest = [
+                i
+                for i in range(self._next, len(self.events))
+                if self.events[i].get("from") == "client"
+            ]
             if rest:
+                expected = _summary(self.events[rest[0]].get("message"))
                 problems.append(
-                    f"{self.path.name}, line {self.events.index(rest[0]) + 2}: the replay "
-                    f"ended early; the cassette still expected {_summary(rest[0].get('message'))}"
+                    f"{self.path.name}, line {self._lines[rest[0]]}: the replay ended early; "
+                    f"the cassette still expected {expected}"
                 )
         if problems:
             raise CassetteMismatch("\n".join(problems))
@@ -462,7 +682,7 @@ class _Replay:
         self.shift = trio.current_time()  # live time = recorded t + shift
 
     def where(self, index: int) -> str:
-        return f"{self.server.path.name}, line {index + 2}"
+        return f"{self.server.path.name}, line {self.server._lines[index]}"
 
     async def run(self) -> None:
         events = self.server.events
