@@ -39,6 +39,7 @@ import functools
 import logging
 import re
 import ssl
+import sys
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import nullcontext, suppress
@@ -429,15 +430,37 @@ def answer_in_body(error: MCPError, method: str | None) -> MCPError:
     return answer
 
 
-def httpx_errors() -> tuple[type[Exception], ...]:
-    """The exceptions sending a request or reading a response may raise, to be converted."""
+def _libraries() -> tuple[Any, ...]:
+    """httpx, and httpx2 once anything imported it (an httpx2 object cannot exist before)."""
     import httpx
 
-    return (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError, OSError, ValueError)
+    httpx2 = sys.modules.get("httpx2")
+    return (httpx,) if httpx2 is None else (httpx, httpx2)
+
+
+@functools.cache
+def _errors_of(libraries: tuple[Any, ...]) -> tuple[type[Exception], ...]:
+    errors: list[type[Exception]] = []
+    for library in libraries:
+        errors += [library.HTTPError, library.InvalidURL, library.StreamError]
+    return (*errors, OSError, ValueError)
+
+
+def _kinds(name: str, *more: str) -> tuple[type[Exception], ...]:
+    """The exception classes of these names in httpx and (if loaded) httpx2."""
+    return tuple(getattr(library, kind) for library in _libraries() for kind in (name, *more))
+
+
+def httpx_errors() -> tuple[type[Exception], ...]:
+    """The exceptions sending a request or reading a response may raise, to be converted.
+
+    httpx's and, once it is in use, httpx2's: both map to the same trio_mcp exceptions.
+    """
+    return _errors_of(_libraries())
 
 
 def convert_httpx_error(exc: Exception, url: str, doing: str) -> MCPError:
-    """Turn an httpx (or ``OSError``, ``ValueError``) exception into the library's own.
+    """Turn an httpx or httpx2 (or ``OSError``, ``ValueError``) exception into the library's own.
 
     The caller raises the result ``from exc``.
 
@@ -446,25 +469,23 @@ def convert_httpx_error(exc: Exception, url: str, doing: str) -> MCPError:
         url: The URL of the request.
         doing: What was being done, e.g. ``"sending POST to"``.
     """
-    import httpx
-
-    if isinstance(exc, httpx.TimeoutException):
+    if isinstance(exc, _kinds("TimeoutException")):
         return TransportError(f"timed out {doing} {url}: {type(exc).__name__}")
-    if isinstance(exc, (httpx.ConnectError, httpx.UnsupportedProtocol, httpx.InvalidURL)):
+    if isinstance(exc, _kinds("ProxyError")):
+        return TransportError(f"the proxy refused or failed the connection to {url}: {exc}")
+    if isinstance(exc, _kinds("ConnectError", "UnsupportedProtocol", "InvalidURL")):
         return TransportError(f"could not connect to {url}: {exc}")
-    if isinstance(exc, (httpx.LocalProtocolError, ValueError)):
+    if isinstance(exc, (*_kinds("LocalProtocolError"), ValueError)):
         return TransportError(f"could not build a valid HTTP request while {doing} {url}: {exc}")
     return ConnectionClosed(f"the connection to {url} broke while {doing} it: {exc!r}")
 
 
 def _not_delivered(exc: MCPError) -> bool:
     """Whether a failed attempt surely did not reach the server (so any request may retry)."""
-    import httpx
-
     if isinstance(exc, HTTPStatusError):
         return exc.status_code in (429, 503)
     cause = exc.__cause__
-    return isinstance(cause, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout))
+    return isinstance(cause, _kinds("ConnectError", "ConnectTimeout", "PoolTimeout", "ProxyError"))
 
 
 async def close_response(response: httpx.Response) -> None:
@@ -491,6 +512,8 @@ class HTTPOptions:
         max_message_size: The largest message accepted from the server, in bytes.
         retry: Retries of failed connection attempts.
         breaker: A circuit breaker every HTTP request goes through.
+        ssl_context: The TLS settings of ``https://`` connections (default: the system's
+            CA certificates, verified); with your own ``client``, configure it there.
     """
 
     url: str
@@ -502,6 +525,7 @@ class HTTPOptions:
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
     retry: RetryPolicy | None = None
     breaker: CircuitBreaker | None = field(default=None, repr=False)
+    ssl_context: ssl.SSLContext | None = field(default=None, repr=False)
 
 
 @functools.cache
@@ -535,33 +559,114 @@ def ssl_context_for(url: str) -> ssl.SSLContext:
 def make_client(options: HTTPOptions) -> tuple[httpx.AsyncClient, bool, H11Transport | None]:
     """The user's client (not ours to close), or a new one (ours) on trio_mcp's own pool.
 
+    A client of ours honours the proxies of the environment as httpx does (``HTTP_PROXY``,
+    ``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``, read by httpx's own rules): the proxied
+    URL patterns are mounted on httpx's proxy transports, every other URL goes to
+    trio_mcp's pool. With an ``httpx2.Auth`` and no client, the client is an
+    ``httpx2.AsyncClient`` (its own transport, its own reading of the environment).
+
     Args:
         options: The transport's parameters.
 
     Returns:
         The client; whether the transport owns (closes) it; and the pool requests may go
         to directly, skipping the client's per-request machinery (only for a client of
-        ours, with no auth flow and no proxy configured in the environment, where the
-        client would add nothing but cookies, which the direct path handles too).
+        ours, with no auth flow, whose URL no proxy takes: the client would add nothing
+        but cookies, which the direct path handles too).
+
+    Raises:
+        TransportError: A proxy needs an extra that is not installed (``socks5://``).
+        ValueError: Both ``client`` and ``ssl_context`` were given.
     """
     if options.client is not None:
+        if options.ssl_context is not None:
+            raise ValueError(
+                "give either client= or ssl_context=, not both: configure TLS on your client "
+                "(httpx.AsyncClient(verify=context))"
+            )
         return options.client, False, None
-    import urllib.request
+    context = options.ssl_context or ssl_context_for(options.url)
+    if is_httpx2(options.auth):
+        import httpx2
 
+        try:
+            client2 = httpx2.AsyncClient(
+                timeout=httpx2.Timeout(options.timeout, read=None),
+                follow_redirects=False,
+                verify=context,
+            )
+        except ImportError as exc:  # e.g. a socks5:// proxy without socksio
+            raise TransportError(f"the HTTP client cannot be made: {exc}") from exc
+        return cast("httpx.AsyncClient", client2), True, None
     import httpx
 
     from ._h11pool import H11Transport
 
-    context = ssl_context_for(options.url)
     pool = H11Transport(ssl_context=context, max_connections=POOL_CONNECTIONS)
     client = httpx.AsyncClient(
         timeout=httpx.Timeout(options.timeout, read=None),
         follow_redirects=False,
         verify=context,
         transport=pool,
+        mounts=_environment_mounts(options.ssl_context),
     )
-    direct = options.auth is None and not urllib.request.getproxies()
+    direct = options.auth is None and _transport_for(client, options.url) is pool
     return client, True, pool if direct else None
+
+
+def _environment_mounts(
+    ssl_context: ssl.SSLContext | None,
+) -> dict[str, httpx.AsyncBaseTransport | None]:
+    """httpx's proxy transports for the proxies of the environment, as httpx mounts them.
+
+    ``None`` marks a ``NO_PROXY`` pattern: its URLs go to the client's own transport.
+    """
+    import httpx
+    from httpx._utils import get_environment_proxies
+
+    mounts: dict[str, httpx.AsyncBaseTransport | None] = {}
+    for pattern, proxy in get_environment_proxies().items():
+        if proxy is None:
+            mounts[pattern] = None
+            continue
+        try:
+            mounts[pattern] = httpx.AsyncHTTPTransport(
+                verify=ssl_context or _verified_context(), proxy=httpx.Proxy(proxy)
+            )
+        except ImportError as exc:  # socks5:// without socksio
+            raise TransportError(
+                f"the proxy {_without_credentials(proxy)} of the environment needs SOCKS "
+                "support: pip install 'trio-mcp[socks]'"
+            ) from exc
+        except ValueError as exc:  # an unknown proxy scheme
+            raise TransportError(
+                f"the proxy {_without_credentials(proxy)} of the environment is not usable: {exc}"
+            ) from exc
+    return mounts
+
+
+def _without_credentials(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+
+
+def _transport_for(client: httpx.AsyncClient, url: str) -> object:
+    """The transport ``client`` sends ``url``'s requests through."""
+    import httpx
+
+    choose: Callable[[httpx.URL], object] | None = getattr(client, "_transport_for_url", None)
+    if choose is None:  # (an httpx without it: take no shortcut)
+        return None
+    return choose(httpx.URL(url))
+
+
+def is_httpx2(thing: object) -> bool:
+    """Whether ``thing`` is an httpx2 object (told without importing httpx2)."""
+    return type(thing).__module__.partition(".")[0] == "httpx2" or any(
+        cls.__module__.partition(".")[0] == "httpx2" for cls in type(thing).__mro__
+    )
 
 
 # -- the shared plumbing -------------------------------------------------------------------
@@ -622,8 +727,6 @@ class HTTPCore:
         breaker: CircuitBreaker | None,
         nursery: trio.Nursery,
     ) -> None:
-        import httpx
-
         from ._h11pool import plain_body
 
         self.client = client
@@ -646,8 +749,21 @@ class HTTPCore:
         #: The session's message router, called directly while its reader is idle.
         self.dispatch: Callable[[bytes | Envelope], None] | None = None
         self._auth_kwargs: dict[str, Any] = {"auth": auth} if auth is not None else {}
-        self._stream_timeout = httpx.Timeout(timeout, read=None)
-        self._short_timeout = httpx.Timeout(timeout)
+        self._stream_timeout: Any
+        self._short_timeout: Any
+        if own_client:  # (an httpx or an httpx2 client: its own library's Timeout)
+            timeout_type = type(client.timeout)
+            self._stream_timeout = timeout_type(timeout, read=None)
+            self._short_timeout = timeout_type(timeout)
+        else:
+            # A caller's client keeps its own timeouts (connect, write, pool, and read for
+            # short exchanges); only a response stream, which may rightly stay silent for
+            # as long as a tool runs, is read without a time limit.
+            configured = client.timeout
+            self._short_timeout = configured
+            self._stream_timeout = type(configured)(
+                connect=configured.connect, read=None, write=configured.write, pool=configured.pool
+            )
         self._send, self._receive = trio.open_memory_channel[tuple[bytes, Envelope | None]](
             INCOMING_QUEUE_SIZE
         )
@@ -970,7 +1086,7 @@ class HTTPCore:
         url: str,
         headers: Mapping[str, str],
         content: bytes | None,
-        timeout: httpx.Timeout,
+        timeout: Any,
     ) -> httpx.Response:
         try:
             if self._direct is not None:
@@ -995,7 +1111,7 @@ class HTTPCore:
         url: str,
         headers: Mapping[str, str],
         content: bytes | None,
-        timeout: httpx.Timeout,
+        timeout: Any,
     ) -> httpx.Response:
         """What ``client.send`` does for a client of ours, without rebuilding the URL.
 
