@@ -577,7 +577,15 @@ def make_client(options: HTTPOptions) -> tuple[httpx.AsyncClient, bool, H11Trans
     Raises:
         TransportError: A proxy needs an extra that is not installed (``socks5://``).
         ValueError: Both ``client`` and ``ssl_context`` were given.
+        TypeError: ``auth`` and ``client`` are of different libraries (httpx, httpx2).
     """
+    if options.auth is not None and (options.client is not None or is_httpx2(options.auth)):
+        library = "httpx2" if is_httpx2(options.auth) else "httpx"
+        if is_httpx2(options.client or options.auth) != is_httpx2(options.auth):
+            raise TypeError(
+                f"auth= is an {library} auth flow but client= is not an {library} client: "
+                "give objects of one library (httpx or httpx2)"
+            )
     if options.client is not None:
         if options.ssl_context is not None:
             raise ValueError(
