@@ -1,9 +1,10 @@
 """A lean HTTP/1.1 connection pool on trio sockets: the transport under trio_mcp's own clients.
 
 :class:`H11Transport` is an :class:`httpx.AsyncBaseTransport`, so everything above it is
-httpx's own API (``httpx.Auth`` flows, event hooks, cookies, proxies from the environment,
-which httpx mounts on its own transports); only the connection layer is replaced. It
-exists because httpcore's pool, on loopback, costs more than the MCP work above it:
+httpx's own API (``httpx.Auth`` flows, event hooks, cookies); only the connection layer
+is replaced. URLs that a proxy of the environment takes do not come here: the client
+mounts httpx's own proxy transports for them (``_httpcore.make_client``). The pool exists
+because httpcore's, on loopback, costs more than the MCP work above it:
 
 * each request is written with one ``send_all`` (headers and body together, one syscall);
 * idle connections are a stack (the most recently used first, so a burst reuses warm
@@ -14,6 +15,15 @@ exists because httpcore's pool, on loopback, costs more than the MCP work above 
   as ready), never written to;
 * a body with no ``Content-Encoding`` may be read straight from the connection
   (:func:`plain_body`) instead of through httpx's chain of generators and decoders.
+
+What it keeps of httpx's behaviour: at most ``max_keepalive_connections`` (20) idle
+connections, each closed once idle for ``keepalive_expiry`` (5 s, on trio's clock: the
+expired ones are closed at the pool's next request or when it closes); a response the
+server sends before the request's body was written (a 413, say, then closing) is the
+response, not a write error; a connection on which anything arrives that no request asked
+for (bytes past the end of a response, or on an idle connection) is closed, never read as
+the next request's answer; a TLS failure says why (the certificate's host name, an unknown
+CA...).
 
 Timeouts come from httpx's ``timeout`` extension (``connect``, ``write``, ``pool``, and
 ``read`` per receive); every failure is raised as the matching httpx exception
@@ -254,8 +264,8 @@ class _ResponseBody(httpx.AsyncByteStream):
 class H11Transport(httpx.AsyncBaseTransport):
     """An :class:`httpx.AsyncBaseTransport` with a lean HTTP/1.1 pool on trio sockets.
 
-    Used by the clients trio_mcp creates; see the module docstring. A caller's own
-    :class:`httpx.AsyncClient` keeps its own transport.
+    Used by the clients trio_mcp creates (for the URLs no proxy takes); see the module
+    docstring. A caller's own :class:`httpx.AsyncClient` keeps its own transport.
 
     Args:
         ssl_context: The TLS context of ``https://`` connections.

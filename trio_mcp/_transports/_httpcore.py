@@ -26,10 +26,19 @@ the redirect is handled here.
 Clients trio_mcp creates share one SSL context per process (made on the first ``https://``
 use), so opening a transport does not load the CA bundle again; a client for an
 ``http://`` URL gets a context with no CA certificates at all (any TLS connection it tried
-would fail verification). Their connection layer is trio_mcp's own lean HTTP/1.1 pool
-(:class:`~trio_mcp._transports._h11pool.H11Transport`, under httpx's API): at most
-:data:`POOL_CONNECTIONS` connections in use, all kept alive, more requests waiting their
-turn first come, first served. A caller's own client is used as it is.
+would fail verification); ``ssl_context=`` replaces both. Their connection layer is
+trio_mcp's own lean HTTP/1.1 pool (:class:`~trio_mcp._transports._h11pool.H11Transport`,
+under httpx's API): at most :data:`POOL_CONNECTIONS` connections in use, more requests
+waiting their turn first come, first served, up to 20 idle ones kept alive for 5 s. The
+proxies of the environment (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``,
+read by httpx's own rules) are honoured: the URLs a proxy takes go through httpx's proxy
+transports, mounted on the client; the others through the pool.
+
+A caller's own client (``httpx.AsyncClient`` or ``httpx2.AsyncClient``) is used as it is
+configured: its timeouts, limits, hooks, transports, proxies and HTTP/2; trio_mcp only
+lifts the read time limit of response streams (an answer may rightly take as long as a
+tool runs). An ``httpx2.Auth`` with no client gets an ``httpx2.AsyncClient`` of ours.
+Errors of both libraries are converted here to the same trio_mcp exceptions.
 """
 
 from __future__ import annotations
@@ -131,9 +140,9 @@ ERROR_BODY_LIMIT: Final = 64 * 1024
 CLOSE_TIMEOUT: Final = 5.0
 #: How many incoming messages wait for ``receive`` before the readers wait too.
 INCOMING_QUEUE_SIZE: Final = 16
-#: The connection pool of a client trio_mcp creates: at most this many connections, all kept
-#: alive between requests (a burst does not close and reopen them), and at most this many
-#: requests waiting for their response headers at once (the rest wait their turn in trio).
+#: The connection pool of a client trio_mcp creates: at most this many connections in use,
+#: and at most this many requests waiting for their response headers at once (the rest wait
+#: their turn in trio); idle ones are kept as httpx keeps them (20, for 5 s).
 POOL_CONNECTIONS: Final = 100
 #: How many same-origin redirects in a row one request follows.
 MAX_REDIRECTS: Final = 5
@@ -506,9 +515,11 @@ class HTTPOptions:
     Args:
         url: The URL of the server's endpoint.
         headers: Extra headers sent with every HTTP request (e.g. an API key).
-        auth: Any :class:`httpx.Auth`.
-        client: An :class:`httpx.AsyncClient` to use; the caller owns (and closes) it.
-        timeout: Seconds to connect, to write a request, and to get a pooled connection.
+        auth: Any :class:`httpx.Auth` (or ``httpx2.Auth``).
+        client: An :class:`httpx.AsyncClient` (or ``httpx2.AsyncClient``) to use, as it is
+            configured; the caller owns (and closes) it.
+        timeout: Seconds to connect, to write a request, and to get a pooled connection
+            (a client of ours; your own ``client`` keeps its own timeouts).
         max_message_size: The largest message accepted from the server, in bytes.
         retry: Retries of failed connection attempts.
         breaker: A circuit breaker every HTTP request goes through.
