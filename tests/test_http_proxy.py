@@ -297,3 +297,17 @@ async def test_a_proxy_that_refuses_is_a_transport_error(monkeypatch: pytest.Mon
         with pytest.raises(trio_mcp.TransportError, match="proxy"):
             await call(f"https://{HIDDEN}/mcp")
         nursery.cancel_scope.cancel()
+
+
+async def test_an_httpx_that_reads_the_environment_otherwise_still_gets_the_proxy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import httpx._utils
+
+    monkeypatch.delattr(httpx._utils, "get_environment_proxies")
+    async with mcp_server("modern") as (port, proxy):
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        url = f"http://{HIDDEN}:{port}/mcp"
+        with trio.fail_after(10):
+            assert await call(url) == "done"
+    assert proxy.seen and all(target == url for _, target in proxy.seen)

@@ -89,8 +89,10 @@ __all__ = [
     "DEFAULT_RECONNECT_POLICY",
     "ERROR_BODY_LIMIT",
     "INCOMING_QUEUE_SIZE",
+    "KEEPALIVE_EXPIRY",
     "MAX_REDIRECTS",
     "POOL_CONNECTIONS",
+    "POOL_KEEPALIVE",
     "HTTPCore",
     "HTTPOptions",
     "Sink",
@@ -144,6 +146,9 @@ INCOMING_QUEUE_SIZE: Final = 16
 #: and at most this many requests waiting for their response headers at once (the rest wait
 #: their turn in trio); idle ones are kept as httpx keeps them (20, for 5 s).
 POOL_CONNECTIONS: Final = 100
+#: How many idle connections the pool keeps alive, and for how long (httpx's defaults).
+POOL_KEEPALIVE: Final = 20
+KEEPALIVE_EXPIRY: Final = 5.0
 #: How many same-origin redirects in a row one request follows.
 MAX_REDIRECTS: Final = 5
 #: The largest message a transport task routes itself while the session's reader is idle
@@ -621,28 +626,47 @@ def make_client(options: HTTPOptions) -> tuple[httpx.AsyncClient, bool, H11Trans
 
     from ._h11pool import H11Transport
 
-    pool = H11Transport(ssl_context=context, max_connections=POOL_CONNECTIONS)
+    timeout = httpx.Timeout(options.timeout, read=None)
+    mounts = _environment_mounts(options.ssl_context)
+    if mounts is None:  # an httpx that reads the environment otherwise: it does it all
+        try:
+            client = httpx.AsyncClient(timeout=timeout, follow_redirects=False, verify=context)
+        except ImportError as exc:
+            raise TransportError(f"{_SOCKS_MISSING}: {exc}") from exc
+        return client, True, None
+    pool = H11Transport(
+        ssl_context=context,
+        max_connections=POOL_CONNECTIONS,
+        max_keepalive_connections=POOL_KEEPALIVE,
+        keepalive_expiry=KEEPALIVE_EXPIRY,
+    )
     client = httpx.AsyncClient(
-        timeout=httpx.Timeout(options.timeout, read=None),
-        follow_redirects=False,
-        verify=context,
-        transport=pool,
-        mounts=_environment_mounts(options.ssl_context),
+        timeout=timeout, follow_redirects=False, verify=context, transport=pool, mounts=mounts
     )
     direct = options.auth is None and _transport_for(client, options.url) is pool
     return client, True, pool if direct else None
 
 
+_SOCKS_MISSING: Final = "a SOCKS proxy needs pip install 'trio-mcp[socks]'"
+
+
 def _environment_mounts(
     ssl_context: ssl.SSLContext | None,
-) -> dict[str, httpx.AsyncBaseTransport | None]:
+) -> dict[str, httpx.AsyncBaseTransport | None] | None:
     """httpx's proxy transports for the proxies of the environment, as httpx mounts them.
 
     ``None`` marks a ``NO_PROXY`` pattern: its URLs go to the client's own transport.
+    Returns None when this httpx does not say how it reads the environment (then a client
+    without trio_mcp's pool lets httpx apply it, rather than ignoring a proxy).
     """
     import httpx
-    from httpx._utils import get_environment_proxies
 
+    try:
+        from httpx._utils import get_environment_proxies
+    except ImportError:  # (httpx 0.27 and 0.28 have it)
+        import urllib.request
+
+        return None if urllib.request.getproxies() else {}
     mounts: dict[str, httpx.AsyncBaseTransport | None] = {}
     for pattern, proxy in get_environment_proxies().items():
         if proxy is None:
@@ -654,12 +678,12 @@ def _environment_mounts(
             )
         except ImportError as exc:  # socks5:// without socksio
             raise TransportError(
-                f"the proxy {_without_credentials(proxy)} of the environment needs SOCKS "
-                "support: pip install 'trio-mcp[socks]'"
+                f"the proxy {_without_credentials(proxy)} of the environment: {_SOCKS_MISSING}"
             ) from exc
-        except ValueError as exc:  # an unknown proxy scheme
+        except (ValueError, httpx.InvalidURL) as exc:  # an unknown scheme, a malformed URL
             raise TransportError(
-                f"the proxy {_without_credentials(proxy)} of the environment is not usable: {exc}"
+                f"the proxy {_without_credentials(proxy)} of the environment is not a usable "
+                "http://, https:// or socks5:// proxy URL"
             ) from exc
     return mounts
 
