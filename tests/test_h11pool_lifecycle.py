@@ -272,3 +272,62 @@ async def test_closing_a_response_of_a_closed_pool_closes_its_connection() -> No
         await pool.aclose()
         await close_response(response)
         assert pool._idle == {} and pool._idle_count == 0
+
+
+async def test_an_unasked_response_in_its_own_tls_record_is_never_the_next_answer() -> None:
+    """TLS reads the next record into its own buffers: the socket no longer shows it."""
+    ca = trustme.CA()
+    server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ca.issue_cert("127.0.0.1").configure_cert(server_context)  # pyright: ignore[reportUnknownMemberType]
+    client_context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ca.configure_trust(client_context)  # pyright: ignore[reportUnknownMemberType]
+    answers = 0
+
+    async def chatty(stream: trio.SocketStream) -> None:
+        nonlocal answers
+        wrapped = trio.SSLStream(stream, server_context, server_side=True)
+        conn = h11.Connection(h11.SERVER)
+        try:
+            while await read_request(wrapped, conn) is not None:
+                answers += 1
+                body = b'{"n":%d}' % answers
+                cork = answers == 1 and hasattr(trio.socket, "TCP_CORK")
+                if cork:  # both records leave in one segment, read by the client at once
+                    stream.setsockopt(trio.socket.IPPROTO_TCP, trio.socket.TCP_CORK, 1)
+                await wrapped.send_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+                )
+                if answers == 1:
+                    await wrapped.send_all(UNASKED)  # a record of its own
+                if cork:
+                    stream.setsockopt(trio.socket.IPPROTO_TCP, trio.socket.TCP_CORK, 0)
+                conn = h11.Connection(h11.SERVER)
+        except trio.BrokenResourceError:
+            pass
+
+    async with serving(chatty) as server, H11Transport(ssl_context=client_context) as pool:
+        url = server.url.replace("http:", "https:")
+        async with httpx.AsyncClient(transport=pool, timeout=5.0) as client:
+            assert (await client.post(url, content=b"{}")).json() == {"n": 1}
+            await trio.sleep(0.05)  # the unasked record arrives
+            assert (await client.post(url, content=b"{}")).json() == {"n": 2}
+    assert server.connections == 2
+
+
+async def test_tls_connections_are_still_reused() -> None:
+    ca = trustme.CA()
+    server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ca.issue_cert("127.0.0.1").configure_cert(server_context)  # pyright: ignore[reportUnknownMemberType]
+    client_context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ca.configure_trust(client_context)  # pyright: ignore[reportUnknownMemberType]
+
+    async def tls_keep_alive(stream: trio.SocketStream) -> None:
+        await keep_alive(trio.SSLStream(stream, server_context, server_side=True))  # type: ignore[arg-type]
+
+    async with serving(tls_keep_alive) as server, H11Transport(ssl_context=client_context) as pool:
+        url = server.url.replace("http:", "https:")
+        async with httpx.AsyncClient(transport=pool, timeout=5.0) as client:
+            for _ in range(5):
+                assert (await client.post(url, content=b"{}")).json() == {}
+                await trio.sleep(0.01)  # (session tickets, if any, have arrived)
+    assert server.connections == 1

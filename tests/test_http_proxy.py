@@ -311,3 +311,21 @@ async def test_an_httpx_that_reads_the_environment_otherwise_still_gets_the_prox
         with trio.fail_after(10):
             assert await call(url) == "done"
     assert proxy.seen and all(target == url for _, target in proxy.seen)
+
+
+async def test_ssl_context_for_an_https_target() -> None:
+    """``ssl_context=`` works for ``https://`` as for ``wss://`` (it was a TypeError)."""
+    ca = trustme.CA()
+    server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ca.issue_cert("127.0.0.1").configure_cert(server_context)  # pyright: ignore[reportUnknownMemberType]
+    client_context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ca.configure_trust(client_context)  # pyright: ignore[reportUnknownMemberType]
+    async with mcp_server("legacy", tls=server_context) as (port, proxy):
+        url = f"https://127.0.0.1:{port}/mcp"
+        with trio.fail_after(10):
+            assert await call(url, ssl_context=client_context) == "done"
+            with pytest.raises(trio_mcp.TransportError, match="unable to get local issuer"):
+                await call(url)  # the system's CAs do not know this one
+            params = trio_mcp.StreamableHTTPParameters(url, ssl_context=client_context)
+            assert await call(params) == "done"  # type: ignore[arg-type]
+    assert proxy.seen == []

@@ -120,9 +120,25 @@ class _Connection:
         return data
 
     def dropped(self) -> bool:
-        """Whether the server closed this idle connection (or sent what it must not)."""
-        sock = _stream_socket(self.stream)
-        return sock is None or sock.is_readable()
+        """Whether the server closed this idle connection (or sent what it must not).
+
+        Anything to read on an idle connection is either its end or bytes no request asked
+        for: the socket's, and over TLS also what the TLS layer already took from the
+        socket (records it read with the last response's, decrypted or not).
+        """
+        stream = self.stream
+        sock = _stream_socket(stream)
+        if sock is None or sock.is_readable():
+            return True
+        if isinstance(stream, trio.SSLStream):
+            # (trio keeps these private; without them only the socket is looked at)
+            ssl_object: Any = getattr(stream, "_ssl_object", None)
+            incoming: Any = getattr(stream, "_incoming", None)
+            if ssl_object is not None and ssl_object.pending():
+                return True
+            if incoming is not None and incoming.pending:
+                return True
+        return False
 
     def buffered_to_end(self) -> bool:
         """Whether the rest of the response is already buffered (read and dropped here)."""
