@@ -98,6 +98,7 @@ __all__ = [
     "Sink",
     "StreamState",
     "answer_in_body",
+    "auth_for",
     "close_response",
     "content_type",
     "convert_httpx_error",
@@ -593,15 +594,7 @@ def make_client(options: HTTPOptions) -> tuple[httpx.AsyncClient, bool, H11Trans
     Raises:
         TransportError: A proxy needs an extra that is not installed (``socks5://``).
         ValueError: Both ``client`` and ``ssl_context`` were given.
-        TypeError: ``auth`` and ``client`` are of different libraries (httpx, httpx2).
     """
-    if options.auth is not None and (options.client is not None or is_httpx2(options.auth)):
-        library = "httpx2" if is_httpx2(options.auth) else "httpx"
-        if is_httpx2(options.client or options.auth) != is_httpx2(options.auth):
-            raise TypeError(
-                f"auth= is an {library} auth flow but client= is not an {library} client: "
-                "give objects of one library (httpx or httpx2)"
-            )
     if options.client is not None:
         if options.ssl_context is not None:
             raise ValueError(
@@ -705,6 +698,53 @@ def _transport_for(client: httpx.AsyncClient, url: str) -> object:
     return choose(httpx.URL(url))
 
 
+def auth_for(client: object, auth: Any) -> Any:
+    """``auth`` as ``client``'s library takes it: adapted when it is of the other library.
+
+    An auth flow of the other library (``trio_mcp.OAuth``, an httpx flow, with an
+    ``httpx2.AsyncClient``; an ``httpx2.Auth`` with an httpx client) is driven through a
+    thin :class:`Auth` of the client's library: it sets headers on the request it is given
+    and re-sends it, reading the responses, through either library's objects alike. (A flow
+    that sends requests it builds itself needs a client of its own library.)
+    """
+    if auth is None or is_httpx2(client) == is_httpx2(auth):
+        return auth
+    if is_httpx2(client):
+        import httpx2
+
+        return _adapter_class(httpx2)(auth)
+    import httpx
+
+    return _adapter_class(httpx)(auth)
+
+
+@functools.cache
+def _adapter_class(library: Any) -> Any:
+    base: Any = library.Auth
+
+    class _CrossLibraryAuth(base):  # type: ignore[misc]
+        """A foreign auth flow, driven through this library's client."""
+
+        def __init__(self, inner: Any) -> None:
+            self._inner = inner
+            self.requires_request_body = inner.requires_request_body
+            self.requires_response_body = inner.requires_response_body
+
+        async def async_auth_flow(self, request: Any) -> Any:
+            flow = self._inner.async_auth_flow(request)
+            try:
+                outgoing = await flow.__anext__()
+                while True:
+                    response = yield outgoing
+                    outgoing = await flow.asend(response)
+            except StopAsyncIteration:
+                return
+            finally:
+                await flow.aclose()
+
+    return _CrossLibraryAuth
+
+
 def is_httpx2(thing: object) -> bool:
     """Whether ``thing`` is an httpx2 object (told without importing httpx2)."""
     return type(thing).__module__.partition(".")[0] == "httpx2" or any(
@@ -791,7 +831,9 @@ class HTTPCore:
         self.fail_request: RequestFailure = _drop_failure
         #: The session's message router, called directly while its reader is idle.
         self.dispatch: Callable[[bytes | Envelope], None] | None = None
-        self._auth_kwargs: dict[str, Any] = {"auth": auth} if auth is not None else {}
+        self._auth_kwargs: dict[str, Any] = (
+            {"auth": auth_for(client, auth)} if auth is not None else {}
+        )
         self._stream_timeout: Any
         self._short_timeout: Any
         if own_client:  # (an httpx or an httpx2 client: its own library's Timeout)
