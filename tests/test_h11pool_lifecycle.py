@@ -8,6 +8,7 @@ trio listener on 127.0.0.1 (see tests/test_h11pool.py).
 from __future__ import annotations
 
 import ssl
+from typing import Any
 
 import h11
 import httpx
@@ -16,6 +17,7 @@ import trio
 import trio.testing
 import trustme
 
+import trio_mcp
 from trio_mcp import HTTPStatusError, ServerError, TransportError
 from trio_mcp._transports._h11pool import H11Transport
 from trio_mcp._transports._httpcore import HTTPOptions, answer_in_body, close_response, core_for
@@ -331,3 +333,73 @@ async def test_tls_connections_are_still_reused() -> None:
                 assert (await client.post(url, content=b"{}")).json() == {}
                 await trio.sleep(0.01)  # (session tickets, if any, have arrived)
     assert server.connections == 1
+
+
+async def test_a_call_too_large_for_the_server_fails_with_its_json_rpc_error() -> None:
+    """Through a whole session: the server refuses the call from its head, before its body."""
+    import json
+
+    refused = (
+        b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"request body too large"}}'
+    )
+
+    async def modern(stream: trio.SocketStream) -> None:
+        conn = h11.Connection(h11.SERVER)
+        while True:
+            request = await _next_request(stream, conn)
+            if request is None:
+                return
+            if int(dict(request.headers).get(b"content-length", b"0")) > 1_000_000:
+                await stream.send_all(
+                    b"HTTP/1.1 413 Content Too Large\r\nContent-Type: application/json\r\n"
+                    b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(refused), refused)
+                )
+                stream.socket.setsockopt(
+                    trio.socket.SOL_SOCKET,
+                    trio.socket.SO_LINGER,
+                    b"\x01\x00\x00\x00\x00\x00\x00\x00",
+                )
+                return
+            body = b""
+            while not isinstance(event := await _event(stream, conn), h11.EndOfMessage):
+                body += event.data
+            message = json.loads(body)
+            if message["method"] == "server/discover":
+                result = {"resultType": "complete", "supportedVersions": ["2026-07-28"],
+                          "capabilities": {"tools": {}}}  # fmt: skip
+            else:
+                result = {"content": [{"type": "text", "text": "small"}]}
+            answer = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}).encode()
+            head = h11.Response(
+                status_code=200,
+                headers=[
+                    (b"content-type", b"application/json"),
+                    (b"content-length", b"%d" % len(answer)),
+                ],
+            )
+            await stream.send_all(conn.send(head) + conn.send(h11.Data(data=answer)))
+            await stream.send_all(conn.send(h11.EndOfMessage()))
+            conn.start_next_cycle()
+
+    async with serving(modern) as server:
+        async with trio_mcp.open_mcp_session(server.url) as session:
+            with trio.fail_after(10):
+                assert (await session.call_tool("t", {})).content[0].text == "small"  # type: ignore[union-attr]
+                with pytest.raises(ServerError, match="request body too large") as caught:
+                    await session.call_tool("t", {"blob": "x" * 4_000_000})
+    cause = caught.value.__cause__
+    assert isinstance(cause, HTTPStatusError) and cause.status_code == 413
+
+
+async def _event(stream: trio.SocketStream, conn: h11.Connection) -> Any:
+    while (event := conn.next_event()) is h11.NEED_DATA:
+        data = await stream.receive_some(65536)
+        conn.receive_data(data)
+        if not data:
+            return h11.ConnectionClosed()
+    return event
+
+
+async def _next_request(stream: trio.SocketStream, conn: h11.Connection) -> h11.Request | None:
+    event = await _event(stream, conn)
+    return event if isinstance(event, h11.Request) else None
