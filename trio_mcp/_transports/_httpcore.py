@@ -604,8 +604,7 @@ def make_client(options: HTTPOptions) -> tuple[httpx.AsyncClient, bool, H11Trans
         return options.client, False, None
     context = options.ssl_context or ssl_context_for(options.url)
     if is_httpx2(options.auth):
-        import httpx2
-
+        httpx2 = _httpx2()
         try:
             client2 = httpx2.AsyncClient(
                 timeout=httpx2.Timeout(options.timeout, read=None),
@@ -710,9 +709,7 @@ def auth_for(client: object, auth: Any) -> Any:
     if auth is None or is_httpx2(client) == is_httpx2(auth):
         return auth
     if is_httpx2(client):
-        import httpx2
-
-        return _adapter_class(httpx2)(auth)
+        return _adapter_class(_httpx2())(auth)
     import httpx
 
     return _adapter_class(httpx)(auth)
@@ -743,6 +740,15 @@ def _adapter_class(library: Any) -> Any:
                 await flow.aclose()
 
     return _CrossLibraryAuth
+
+
+def _httpx2() -> Any:
+    """The httpx2 module, once an httpx2 object was seen (so it is imported already).
+
+    Looked up, not imported by name: trio_mcp type-checks and runs without httpx2 (the
+    ``httpx2`` extra; Python 3.11+).
+    """
+    return sys.modules["httpx2"]
 
 
 def is_httpx2(thing: object) -> bool:
