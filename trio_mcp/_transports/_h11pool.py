@@ -126,11 +126,11 @@ class _Connection:
         for: the socket's, and over TLS also what the TLS layer already took from the
         socket (records it read with the last response's, decrypted or not).
         """
-        stream = self.stream
-        sock = _stream_socket(stream)
+        stream: object = self.stream
+        sock = _stream_socket(self.stream)
         if sock is None or sock.is_readable():
             return True
-        if isinstance(stream, trio.SSLStream):
+        if isinstance(self.stream, trio.SSLStream):
             # (trio keeps these private; without them only the socket is looked at)
             ssl_object: Any = getattr(stream, "_ssl_object", None)
             incoming: Any = getattr(stream, "_incoming", None)

@@ -50,7 +50,7 @@ import re
 import ssl
 import sys
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import nullcontext, suppress
 from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime, timezone
@@ -708,16 +708,18 @@ def auth_for(client: object, auth: Any) -> Any:
     """
     if auth is None or is_httpx2(client) == is_httpx2(auth):
         return auth
-    if is_httpx2(client):
-        return _adapter_class(_httpx2())(auth)
-    import httpx
-
-    return _adapter_class(httpx)(auth)
+    return _adapter_class("httpx2" if is_httpx2(client) else "httpx")(auth)
 
 
 @functools.cache
-def _adapter_class(library: Any) -> Any:
-    base: Any = library.Auth
+def _adapter_class(library: str) -> Any:
+    """The adapter :class:`Auth` class of ``library`` (``"httpx"`` or ``"httpx2"``)."""
+    if library == "httpx":
+        import httpx
+
+        base: Any = httpx.Auth
+    else:
+        base = _httpx2().Auth
 
     class _CrossLibraryAuth(base):  # type: ignore[misc]
         """A foreign auth flow, driven through this library's client."""
@@ -727,7 +729,7 @@ def _adapter_class(library: Any) -> Any:
             self.requires_request_body = inner.requires_request_body
             self.requires_response_body = inner.requires_response_body
 
-        async def async_auth_flow(self, request: Any) -> Any:
+        async def async_auth_flow(self, request: Any) -> AsyncGenerator[Any, Any]:
             flow = self._inner.async_auth_flow(request)
             try:
                 outgoing = await flow.__anext__()
