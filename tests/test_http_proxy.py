@@ -22,6 +22,8 @@ import httpx
 import pytest
 import trio
 import trustme
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import trio_mcp
 from trio_mcp._transports._httpcore import HTTPOptions, core_for
@@ -329,3 +331,76 @@ async def test_ssl_context_for_an_https_target() -> None:
             params = trio_mcp.StreamableHTTPParameters(url, ssl_context=client_context)
             assert await call(params) == "done"  # type: ignore[arg-type]
     assert proxy.seen == []
+
+
+_LABELS = st.sampled_from(["mcp", "internal", "test", "example", "x", "localhost"])
+_HOSTS = st.one_of(
+    st.lists(_LABELS, min_size=1, max_size=3).map(".".join),
+    st.sampled_from(["127.0.0.1", "10.0.0.1", "10.0.0.0", "::1", "[::1]"]),
+)
+
+
+@st.composite
+def _no_proxy_entry(draw: st.DrawFn) -> str:
+    host = draw(_HOSTS)
+    form = draw(st.sampled_from(["plain", "dot", "port", "url", "cidr", "star-ish"]))
+    if form == "dot":
+        return "." + host
+    if form == "port":
+        return f"{host}:{draw(st.sampled_from([80, 8080]))}"
+    if form == "url":
+        return f"{draw(st.sampled_from(['http', 'https', 'all']))}://{host}"
+    if form == "cidr":
+        return f"{host}/8"
+    if form == "star-ish":
+        return draw(st.sampled_from(["*", " ", ""]))
+    return host
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    entries=st.lists(_no_proxy_entry(), max_size=4),
+    scheme=st.sampled_from(["http", "https"]),
+    host=_HOSTS,
+    port=st.sampled_from(["", ":80", ":8080"]),
+    proxies=st.sampled_from([("ALL_PROXY",), ("HTTP_PROXY",), ("HTTPS_PROXY",), ()]),
+)
+def test_any_no_proxy_is_decided_as_httpx_decides_it(
+    entries: list[str],
+    scheme: str,
+    host: str,
+    port: str,
+    proxies: tuple[str, ...],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Whichever environment: trio_mcp's pool serves exactly the URLs httpx would not proxy."""
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    url = f"{scheme}://{host}{port}/mcp"
+    with monkeypatch.context() as patch:
+        for name in proxies:
+            patch.setenv(name, "http://127.0.0.1:9")
+        patch.setenv("NO_PROXY", ",".join(entries))
+        try:
+            reference = httpx.AsyncClient(trust_env=True, verify=False)  # (no CA bundle loaded)
+        except httpx.InvalidURL:  # httpx refuses this NO_PROXY: trio_mcp says so, its own way
+            reference = None
+        httpx_direct = (
+            reference is not None
+            and reference._transport_for_url(httpx.URL(url)) is reference._transport
+        )
+
+        async def main() -> bool:
+            async with trio.open_nursery() as nursery:
+                if reference is None:
+                    with pytest.raises(trio_mcp.TransportError, match="NO_PROXY"):
+                        core_for(HTTPOptions(url), nursery)
+                    return False
+                core = core_for(HTTPOptions(url), nursery)
+                direct = core.uses_pool_directly
+                await core.aclose(None)
+                return direct
+
+        assert trio.run(main) is httpx_direct

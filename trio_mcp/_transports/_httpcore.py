@@ -632,9 +632,14 @@ def make_client(options: HTTPOptions) -> tuple[httpx.AsyncClient, bool, H11Trans
         max_keepalive_connections=POOL_KEEPALIVE,
         keepalive_expiry=KEEPALIVE_EXPIRY,
     )
-    client = httpx.AsyncClient(
-        timeout=timeout, follow_redirects=False, verify=context, transport=pool, mounts=mounts
-    )
+    try:
+        client = httpx.AsyncClient(
+            timeout=timeout, follow_redirects=False, verify=context, transport=pool, mounts=mounts
+        )
+    except (httpx.InvalidURL, ValueError) as exc:  # e.g. NO_PROXY=.::1 (httpx refuses it too)
+        raise TransportError(
+            f"the proxy settings of the environment (NO_PROXY...) are not usable: {exc}"
+        ) from exc
     direct = options.auth is None and _transport_for(client, options.url) is pool
     return client, True, pool if direct else None
 
