@@ -234,7 +234,7 @@ async def test_a_proxy_for_another_scheme_leaves_this_one_direct(
     [
         ("internal.test", "http://mcp.internal.test/mcp"),  # a domain and its subdomains
         ("internal.test", "http://internal.test/mcp"),
-        ("internal.test", "http://xinternal.test/mcp"),  # httpx: "*internal.test"
+        ("internal.test", "http://xinternal.test/mcp"),  # not a subdomain: proxied
         (".internal.test", "http://internal.test/mcp"),  # a leading dot: subdomains only
         (".internal.test", "http://mcp.internal.test/mcp"),
         ("mcp.internal.test:8080", "http://mcp.internal.test:8080/mcp"),  # host and port
