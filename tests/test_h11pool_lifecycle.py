@@ -403,3 +403,75 @@ async def _event(stream: trio.SocketStream, conn: h11.Connection) -> Any:
 async def _next_request(stream: trio.SocketStream, conn: h11.Connection) -> h11.Request | None:
     event = await _event(stream, conn)
     return event if isinstance(event, h11.Request) else None
+
+
+async def _cancelled_after(n: int, request: Any) -> None:
+    """Run ``request()``, cancelled after ``n`` checkpoints of another task (or not at all)."""
+    with trio.CancelScope() as scope:
+
+        async def cancel_after() -> None:
+            for _ in range(n):
+                await trio.lowlevel.checkpoint()
+            scope.cancel()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(cancel_after)
+            try:
+                await request()
+            except httpx.HTTPError:
+                pass
+
+
+def _consistent(pool: H11Transport) -> None:
+    assert pool._idle_count == sum(len(idle) for idle in pool._idle.values())
+    assert pool._idle_count <= pool.max_keepalive_connections
+
+
+async def test_cancellation_at_any_point_of_expiry_or_an_early_answer_frees_everything(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Race: a request cancelled at each await point, while expired idle connections are
+    closed before it and while a 413 arrives mid-body: no slot leaks, the idle count stays
+    true, the next request is answered."""
+
+    async def small_or_refused(stream: trio.SocketStream) -> None:
+        conn = h11.Connection(h11.SERVER)
+        while True:
+            request = await _next_request(stream, conn)
+            if request is None:
+                return
+            if int(dict(request.headers).get(b"content-length", b"0")) > 1_000_000:
+                await answer_413_early_after_head(stream)
+                return
+            while not isinstance(await _event(stream, conn), h11.EndOfMessage):
+                pass
+            head = h11.Response(status_code=200, headers=[(b"content-length", b"2")])
+            await stream.send_all(conn.send(head) + conn.send(h11.Data(data=b"{}")))
+            await stream.send_all(conn.send(h11.EndOfMessage()))
+            conn.start_next_cycle()
+
+    async with (
+        serving(small_or_refused) as server,
+        H11Transport(ssl_context=PLAIN, max_connections=1, keepalive_expiry=1.0) as pool,
+        httpx.AsyncClient(transport=pool, timeout=None) as client,
+    ):
+        for checkpoints in range(16):
+            for _ in range(2):  # two idle connections, then both expire
+                await client.post(server.url, content=b"{}")
+            await trio.sleep(2.0)
+            await _cancelled_after(checkpoints, lambda: client.post(server.url, content=b"{}"))
+            _consistent(pool)
+            await _cancelled_after(checkpoints, lambda: client.post(server.url, content=BIG))
+            _consistent(pool)
+            with trio.fail_after(5):  # the one slot is free again
+                assert (await client.post(server.url, content=b"{}")).json() == {}
+            _consistent(pool)
+
+
+async def answer_413_early_after_head(stream: trio.SocketStream) -> None:
+    await stream.send_all(
+        b"HTTP/1.1 413 Content Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+    )
+    stream.socket.setsockopt(
+        trio.socket.SOL_SOCKET, trio.socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00"
+    )
