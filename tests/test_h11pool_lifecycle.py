@@ -475,3 +475,45 @@ async def answer_413_early_after_head(stream: trio.SocketStream) -> None:
     stream.socket.setsockopt(
         trio.socket.SOL_SOCKET, trio.socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00"
     )
+
+
+@pytest.mark.parametrize("checkpoints", range(10))
+async def test_closing_the_pool_while_expired_connections_close_leaves_none_open(
+    checkpoints: int,
+) -> None:
+    """Race: ``aclose`` at each point of a request's closing of expired idle connections."""
+    counted = Counted()
+    release = trio.Event()
+
+    async def held(stream: trio.SocketStream) -> None:
+        conn = h11.Connection(h11.SERVER)
+        while await read_request(stream, conn) is not None:
+            await release.wait()
+            await stream.send_all(OK)
+            conn = h11.Connection(h11.SERVER)
+        counted.closed += 1
+
+    async with serving(held) as server:
+        pool = H11Transport(ssl_context=PLAIN, keepalive_expiry=0.0)
+        client = httpx.AsyncClient(transport=pool, timeout=5.0)
+        async with trio.open_nursery() as nursery:
+            for _ in range(4):  # four idle connections, expired at once
+                nursery.start_soon(lambda: client.post(server.url, content=b"{}"))
+            await trio.testing.wait_all_tasks_blocked()
+            release.set()
+        assert pool._idle_count == 4
+
+        async def close_after() -> None:
+            for _ in range(checkpoints):
+                await trio.lowlevel.checkpoint()
+            await pool.aclose()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(close_after)
+            with trio.fail_after(5):
+                await client.post(server.url, content=b"{}")
+        await client.aclose()
+        with trio.fail_after(5):
+            while counted.closed < server.connections:  # noqa: ASYNC110
+                await trio.sleep(0.01)
+        assert pool._idle == {}

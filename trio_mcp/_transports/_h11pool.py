@@ -500,7 +500,7 @@ class H11Transport(httpx.AsyncBaseTransport):
         """Close the idle connections whose keep-alive expired (the oldest of each origin)."""
         now = trio.current_time()
         for origin, idle in list(self._idle.items()):
-            while idle and idle[0].expires <= now:
+            while idle and idle[0].expires <= now and self._idle.get(origin) is idle:
                 connection = idle.pop(0)
                 self._idle_count -= 1
                 await connection.aclose()
@@ -518,6 +518,6 @@ class H11Transport(httpx.AsyncBaseTransport):
         idle, self._idle = self._idle, {}
         self._idle_count = 0
         for connections in idle.values():
-            for connection in connections:
-                await connection.aclose()
+            while connections:  # (popped: a task closing expired ones pops from them too)
+                await connections.pop().aclose()
         await trio.lowlevel.checkpoint()
