@@ -40,6 +40,7 @@ _STDIO_OPTIONS: Final = frozenset(
 )
 _HTTP_OPTIONS: Final = frozenset(
     {"headers", "auth", "client", "timeout", "max_message_size", "retry", "breaker", "sse_fallback"}
+    | {"ssl_context"}
 )
 _WS_OPTIONS: Final = frozenset({"headers", "max_message_size", "timeout", "ssl_context"})
 
@@ -287,13 +288,14 @@ def open_mcp_session(
         on_stderr: stdio: called with each line the server writes to stderr.
         shutdown_timeout: stdio: seconds each shutdown step waits.
         headers: HTTP/WebSocket: extra headers on every request.
-        auth: HTTP: an ``httpx.Auth``.
-        client: HTTP: your own ``httpx.AsyncClient`` (not closed by the session).
+        auth: HTTP: an ``httpx.Auth`` (or an ``httpx2.Auth``).
+        client: HTTP: your own ``httpx.AsyncClient`` or ``httpx2.AsyncClient``, used as
+            you configured it (not closed by the session).
         timeout: HTTP/WebSocket: network timeout in seconds for connecting and each read.
         retry: HTTP: a :class:`RetryPolicy` for requests that surely did not arrive.
         breaker: HTTP: a :class:`CircuitBreaker`.
         sse_fallback: HTTP: fall back to the legacy HTTP+SSE transport.
-        ssl_context: WebSocket: TLS settings for ``wss://``.
+        ssl_context: HTTP/WebSocket: TLS settings for ``https://`` and ``wss://``.
 
     Yields:
         The session, with the era negotiated and the handshake (if any) done.

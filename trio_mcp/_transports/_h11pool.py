@@ -1,9 +1,10 @@
 """A lean HTTP/1.1 connection pool on trio sockets: the transport under trio_mcp's own clients.
 
 :class:`H11Transport` is an :class:`httpx.AsyncBaseTransport`, so everything above it is
-httpx's own API (``httpx.Auth`` flows, event hooks, cookies, proxies from the environment,
-which httpx mounts on its own transports); only the connection layer is replaced. It
-exists because httpcore's pool, on loopback, costs more than the MCP work above it:
+httpx's own API (``httpx.Auth`` flows, event hooks, cookies); only the connection layer
+is replaced. URLs that a proxy of the environment takes do not come here: the client
+mounts httpx's own proxy transports for them (``_httpcore.make_client``). The pool exists
+because httpcore's, on loopback, costs more than the MCP work above it:
 
 * each request is written with one ``send_all`` (headers and body together, one syscall);
 * idle connections are a stack (the most recently used first, so a burst reuses warm
@@ -14,6 +15,15 @@ exists because httpcore's pool, on loopback, costs more than the MCP work above 
   as ready), never written to;
 * a body with no ``Content-Encoding`` may be read straight from the connection
   (:func:`plain_body`) instead of through httpx's chain of generators and decoders.
+
+What it keeps of httpx's behaviour: at most ``max_keepalive_connections`` (20) idle
+connections, each closed once idle for ``keepalive_expiry`` (5 s, on trio's clock: the
+expired ones are closed at the pool's next request or when it closes); a response the
+server sends before the request's body was written (a 413, say, then closing) is the
+response, not a write error; a connection on which anything arrives that no request asked
+for (bytes past the end of a response, or on an idle connection) is closed, never read as
+the next request's answer; a TLS failure says why (the certificate's host name, an unknown
+CA...).
 
 Timeouts come from httpx's ``timeout`` extension (``connect``, ``write``, ``pool``, and
 ``read`` per receive); every failure is raised as the matching httpx exception
@@ -66,12 +76,14 @@ def _stream_socket(stream: trio.abc.Stream) -> trio.socket.SocketType | None:
 class _Connection:
     """One HTTP/1.1 connection: a stream and its h11 state machine."""
 
-    __slots__ = ("_credit", "_fd", "h11", "origin", "stream")
+    __slots__ = ("_credit", "_fd", "expires", "h11", "origin", "stream")
 
     def __init__(self, origin: Origin, stream: trio.abc.Stream) -> None:
         self.origin = origin
         self.stream = stream
         self.h11 = h11.Connection(h11.CLIENT)
+        #: When this connection, idle in the pool, is no longer reused (trio's clock).
+        self.expires = 0.0
         # a plain TCP socket's fd: what is already there is read or written at once, with
         # no trip through the scheduler (trio's socket calls always take one); TLS streams
         # and other platforms use the stream
@@ -108,9 +120,25 @@ class _Connection:
         return data
 
     def dropped(self) -> bool:
-        """Whether the server closed this idle connection (or sent what it must not)."""
+        """Whether the server closed this idle connection (or sent what it must not).
+
+        Anything to read on an idle connection is either its end or bytes no request asked
+        for: the socket's, and over TLS also what the TLS layer already took from the
+        socket (records it read with the last response's, decrypted or not).
+        """
+        stream: object = self.stream
         sock = _stream_socket(self.stream)
-        return sock is None or sock.is_readable()
+        if sock is None or sock.is_readable():
+            return True
+        if isinstance(self.stream, trio.SSLStream):
+            # (trio keeps these private; without them only the socket is looked at)
+            ssl_object: Any = getattr(stream, "_ssl_object", None)
+            incoming: Any = getattr(stream, "_incoming", None)
+            if ssl_object is not None and ssl_object.pending():
+                return True
+            if incoming is not None and incoming.pending:
+                return True
+        return False
 
     def buffered_to_end(self) -> bool:
         """Whether the rest of the response is already buffered (read and dropped here)."""
@@ -171,6 +199,21 @@ def _leaves(group: BaseExceptionGroup[BaseException]) -> Iterator[BaseException]
             yield from _leaves(cast("BaseExceptionGroup[BaseException]", exc))
         else:
             yield exc
+
+
+def _connect_failure(exc: BaseException, host: str, port: int) -> str:
+    """Why a connection failed, for a person: a TLS failure says what TLS refused."""
+    cause: BaseException | None = exc
+    while cause is not None and not isinstance(cause, ssl.SSLError):
+        cause = cause.__cause__ or cause.__context__
+    if isinstance(cause, ssl.SSLCertVerificationError):
+        why = cause.verify_message or cause.reason or str(cause)
+        return f"TLS certificate verification failed for {host}:{port}: {why}"
+    if isinstance(cause, ssl.SSLError):
+        return f"TLS handshake with {host}:{port} failed: {cause.reason or cause}"
+    if isinstance(exc, trio.BrokenResourceError):
+        return f"the TLS handshake with {host}:{port} was cut off by the server"
+    return str(exc) or type(exc).__name__
 
 
 def _deadline(timeout: float | None) -> AbstractContextManager[Any]:
@@ -237,22 +280,39 @@ class _ResponseBody(httpx.AsyncByteStream):
 class H11Transport(httpx.AsyncBaseTransport):
     """An :class:`httpx.AsyncBaseTransport` with a lean HTTP/1.1 pool on trio sockets.
 
-    Used by the clients trio_mcp creates; see the module docstring. A caller's own
-    :class:`httpx.AsyncClient` keeps its own transport.
+    Used by the clients trio_mcp creates (for the URLs no proxy takes); see the module
+    docstring. A caller's own :class:`httpx.AsyncClient` keeps its own transport.
 
     Args:
         ssl_context: The TLS context of ``https://`` connections.
         max_connections: The most connections in use at once; more requests wait, first
-            come, first served. Up to as many idle ones are kept alive.
+            come, first served.
+        max_keepalive_connections: The most idle connections kept alive (over all
+            origins); a connection given back beyond that is closed.
+        keepalive_expiry: Seconds an idle connection may wait for its next request (on
+            trio's clock); an older one is closed, never reused.
     """
 
-    def __init__(self, *, ssl_context: ssl.SSLContext, max_connections: int = 100) -> None:
+    def __init__(
+        self,
+        *,
+        ssl_context: ssl.SSLContext,
+        max_connections: int = 100,
+        max_keepalive_connections: int = 20,
+        keepalive_expiry: float = 5.0,
+    ) -> None:
         if max_connections < 1:
             raise ValueError(f"max_connections must be at least 1, not {max_connections}")
+        if max_keepalive_connections < 0 or keepalive_expiry < 0:
+            raise ValueError("max_keepalive_connections and keepalive_expiry must not be negative")
         self._ssl_context = ssl_context
         self.max_connections = max_connections
+        self.max_keepalive_connections = max_keepalive_connections
+        self.keepalive_expiry = keepalive_expiry
         self._slots = trio.Semaphore(max_connections)
+        # idle connections of each origin, oldest first; how many over all origins
         self._idle: dict[Origin, list[_Connection]] = {}
+        self._idle_count = 0
         self._closed = False
 
     async def __aenter__(self) -> H11Transport:
@@ -287,14 +347,15 @@ class H11Transport(httpx.AsyncBaseTransport):
             if self._closed:  # closed while this request waited for a slot
                 raise httpx.ConnectError("the HTTP transport is closed")
             connection = await self._connection_for(origin, timeouts.get("connect"))
-            await self._send_request(connection, request, timeouts.get("write"))
             read_timeout = timeouts.get("read")
-            while True:
-                event = await connection.receive_event(read_timeout)
-                if isinstance(event, h11.Response):
-                    break
-                if not isinstance(event, h11.InformationalResponse):
-                    raise httpx.RemoteProtocolError(f"unexpected {type(event).__name__}")
+            try:
+                await self._send_request(connection, request, timeouts.get("write"))
+            except httpx.WriteError as exc:
+                # The server may have answered before reading the whole body (a 413, a
+                # 401...) and closed: that answer is the response, not the write failure.
+                event = await self._early_response(connection, read_timeout, exc)
+            else:
+                event = await self._response_head(connection, read_timeout)
         except BaseException:
             self._slots.release()  # first: the close below is a checkpoint
             if connection is not None:
@@ -312,10 +373,35 @@ class H11Transport(httpx.AsyncBaseTransport):
             },
         )
 
+    @staticmethod
+    async def _response_head(connection: _Connection, timeout: float | None) -> h11.Response:
+        while True:
+            event = await connection.receive_event(timeout)
+            if isinstance(event, h11.Response):
+                return event
+            if not isinstance(event, h11.InformationalResponse):
+                raise httpx.RemoteProtocolError(f"unexpected {type(event).__name__}")
+
+    async def _early_response(
+        self, connection: _Connection, timeout: float | None, failure: httpx.WriteError
+    ) -> h11.Response:
+        """The response a server sent before the request was written whole, if any.
+
+        The connection broke while writing, so reading ends soon (with the response the
+        server had sent, or the end of the stream); without one, the write failure stands.
+        """
+        try:
+            return await self._response_head(connection, timeout)
+        except httpx.HTTPError:
+            pass
+        raise failure
+
     async def _connection_for(self, origin: Origin, timeout: float | None) -> _Connection:
+        await self._close_expired()
         idle = self._idle.get(origin)
         while idle:
             connection = idle.pop()
+            self._idle_count -= 1
             if not connection.dropped():
                 return connection
             await connection.aclose()
@@ -337,7 +423,7 @@ class H11Transport(httpx.AsyncBaseTransport):
         except trio.TooSlowError as exc:
             raise httpx.ConnectTimeout(f"timed out connecting to {hostname}:{port}") from exc
         except (OSError, trio.BrokenResourceError, ssl.SSLError) as exc:
-            raise httpx.ConnectError(str(exc) or type(exc).__name__) from exc
+            raise httpx.ConnectError(_connect_failure(exc, hostname, port)) from exc
         return _Connection(origin, stream)
 
     async def _send_request(
@@ -354,9 +440,15 @@ class H11Transport(httpx.AsyncBaseTransport):
                 body = request.content
             except httpx.RequestNotRead:  # a streamed body: written as it comes
                 await self._write(connection, head, timeout)
-                streamed = cast("AsyncIterable[bytes]", request.stream)
-                async for chunk in streamed:
-                    await self._write(connection, conn.send(h11.Data(data=chunk)), timeout)
+                chunks = cast("AsyncIterable[bytes]", request.stream).__aiter__()
+                try:
+                    async for chunk in chunks:
+                        await self._write(connection, conn.send(h11.Data(data=chunk)), timeout)
+                finally:  # a body given up half-way (a write failed) leaves no generator open
+                    aclose = getattr(chunks, "aclose", None)
+                    if aclose is not None:
+                        with trio.CancelScope(shield=True):
+                            await aclose()
                 await self._write(connection, conn.send(h11.EndOfMessage()), timeout)
                 return
             if body:
@@ -380,18 +472,40 @@ class H11Transport(httpx.AsyncBaseTransport):
             raise httpx.WriteError(str(exc) or type(exc).__name__) from exc
 
     async def release(self, connection: _Connection) -> None:
-        """Give a connection back after a whole exchange: kept alive, or closed."""
+        """Give a connection back after a whole exchange: kept alive, or closed.
+
+        It is closed when the server sent anything past the end of the response (an answer
+        nobody asked for is never taken as the next request's), when it is not reusable,
+        or when :attr:`max_keepalive_connections` are idle already.
+        """
         self._slots.release()
         conn = connection.h11
-        if not self._closed and conn.our_state is h11.DONE and conn.their_state is h11.DONE:
+        if (
+            not self._closed
+            and conn.our_state is h11.DONE
+            and conn.their_state is h11.DONE
+            and not conn.trailing_data[0]
+            and self._idle_count < self.max_keepalive_connections
+        ):
             conn.start_next_cycle()
-            idle = self._idle.setdefault(connection.origin, [])
-            if len(idle) < self.max_connections:
-                idle.append(connection)
-                # (the exchange did its I/O: a cancellation point is enough, no yield)
-                await trio.lowlevel.checkpoint_if_cancelled()
-                return
+            connection.expires = trio.current_time() + self.keepalive_expiry
+            self._idle.setdefault(connection.origin, []).append(connection)
+            self._idle_count += 1
+            # (the exchange did its I/O: a cancellation point is enough, no yield)
+            await trio.lowlevel.checkpoint_if_cancelled()
+            return
         await connection.aclose()
+
+    async def _close_expired(self) -> None:
+        """Close the idle connections whose keep-alive expired (the oldest of each origin)."""
+        now = trio.current_time()
+        for origin, idle in list(self._idle.items()):
+            while idle and idle[0].expires <= now and self._idle.get(origin) is idle:
+                connection = idle.pop(0)
+                self._idle_count -= 1
+                await connection.aclose()
+            if not idle and self._idle.get(origin) is idle:
+                del self._idle[origin]
 
     async def discard(self, connection: _Connection) -> None:
         """Close a connection that cannot be reused and free its slot."""
@@ -402,7 +516,8 @@ class H11Transport(httpx.AsyncBaseTransport):
         """Close every idle connection; connections in use close when their body does."""
         self._closed = True
         idle, self._idle = self._idle, {}
+        self._idle_count = 0
         for connections in idle.values():
-            for connection in connections:
-                await connection.aclose()
+            while connections:  # (popped: a task closing expired ones pops from them too)
+                await connections.pop().aclose()
         await trio.lowlevel.checkpoint()

@@ -131,6 +131,7 @@ class StreamableHTTPParameters(HTTPOptions):
             requests), and the schedule for re-opening broken SSE streams. ``None``: no
             retries of requests, and :data:`DEFAULT_RECONNECT_POLICY` for streams.
         breaker: A circuit breaker every HTTP request goes through.
+        ssl_context: The TLS settings of ``https://`` connections (not with ``client``).
         sse_fallback: Whether the session may fall back to the deprecated HTTP+SSE
             transport (2024-11-05) when the server rejects ``initialize``.
     """

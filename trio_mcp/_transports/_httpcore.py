@@ -26,10 +26,19 @@ the redirect is handled here.
 Clients trio_mcp creates share one SSL context per process (made on the first ``https://``
 use), so opening a transport does not load the CA bundle again; a client for an
 ``http://`` URL gets a context with no CA certificates at all (any TLS connection it tried
-would fail verification). Their connection layer is trio_mcp's own lean HTTP/1.1 pool
-(:class:`~trio_mcp._transports._h11pool.H11Transport`, under httpx's API): at most
-:data:`POOL_CONNECTIONS` connections in use, all kept alive, more requests waiting their
-turn first come, first served. A caller's own client is used as it is.
+would fail verification); ``ssl_context=`` replaces both. Their connection layer is
+trio_mcp's own lean HTTP/1.1 pool (:class:`~trio_mcp._transports._h11pool.H11Transport`,
+under httpx's API): at most :data:`POOL_CONNECTIONS` connections in use, more requests
+waiting their turn first come, first served, up to 20 idle ones kept alive for 5 s. The
+proxies of the environment (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``,
+read by httpx's own rules) are honoured: the URLs a proxy takes go through httpx's proxy
+transports, mounted on the client; the others through the pool.
+
+A caller's own client (``httpx.AsyncClient`` or ``httpx2.AsyncClient``) is used as it is
+configured: its timeouts, limits, hooks, transports, proxies and HTTP/2; trio_mcp only
+lifts the read time limit of response streams (an answer may rightly take as long as a
+tool runs). An ``httpx2.Auth`` with no client gets an ``httpx2.AsyncClient`` of ours.
+Errors of both libraries are converted here to the same trio_mcp exceptions.
 """
 
 from __future__ import annotations
@@ -39,8 +48,9 @@ import functools
 import logging
 import re
 import ssl
+import sys
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import nullcontext, suppress
 from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime, timezone
@@ -80,13 +90,16 @@ __all__ = [
     "DEFAULT_RECONNECT_POLICY",
     "ERROR_BODY_LIMIT",
     "INCOMING_QUEUE_SIZE",
+    "KEEPALIVE_EXPIRY",
     "MAX_REDIRECTS",
     "POOL_CONNECTIONS",
+    "POOL_KEEPALIVE",
     "HTTPCore",
     "HTTPOptions",
     "Sink",
     "StreamState",
     "answer_in_body",
+    "auth_for",
     "close_response",
     "content_type",
     "convert_httpx_error",
@@ -131,10 +144,13 @@ ERROR_BODY_LIMIT: Final = 64 * 1024
 CLOSE_TIMEOUT: Final = 5.0
 #: How many incoming messages wait for ``receive`` before the readers wait too.
 INCOMING_QUEUE_SIZE: Final = 16
-#: The connection pool of a client trio_mcp creates: at most this many connections, all kept
-#: alive between requests (a burst does not close and reopen them), and at most this many
-#: requests waiting for their response headers at once (the rest wait their turn in trio).
+#: The connection pool of a client trio_mcp creates: at most this many connections in use,
+#: and at most this many requests waiting for their response headers at once (the rest wait
+#: their turn in trio); idle ones are kept as httpx keeps them (20, for 5 s).
 POOL_CONNECTIONS: Final = 100
+#: How many idle connections the pool keeps alive, and for how long (httpx's defaults).
+POOL_KEEPALIVE: Final = 20
+KEEPALIVE_EXPIRY: Final = 5.0
 #: How many same-origin redirects in a row one request follows.
 MAX_REDIRECTS: Final = 5
 #: The largest message a transport task routes itself while the session's reader is idle
@@ -430,15 +446,37 @@ def answer_in_body(error: MCPError, method: str | None) -> MCPError:
     return answer
 
 
-def httpx_errors() -> tuple[type[Exception], ...]:
-    """The exceptions sending a request or reading a response may raise, to be converted."""
+def _libraries() -> tuple[Any, ...]:
+    """httpx, and httpx2 once anything imported it (an httpx2 object cannot exist before)."""
     import httpx
 
-    return (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError, OSError, ValueError)
+    httpx2 = sys.modules.get("httpx2")
+    return (httpx,) if httpx2 is None else (httpx, httpx2)
+
+
+@functools.cache
+def _errors_of(libraries: tuple[Any, ...]) -> tuple[type[Exception], ...]:
+    errors: list[type[Exception]] = []
+    for library in libraries:
+        errors += [library.HTTPError, library.InvalidURL, library.StreamError]
+    return (*errors, OSError, ValueError)
+
+
+def _kinds(name: str, *more: str) -> tuple[type[Exception], ...]:
+    """The exception classes of these names in httpx and (if loaded) httpx2."""
+    return tuple(getattr(library, kind) for library in _libraries() for kind in (name, *more))
+
+
+def httpx_errors() -> tuple[type[Exception], ...]:
+    """The exceptions sending a request or reading a response may raise, to be converted.
+
+    httpx's and, once it is in use, httpx2's: both map to the same trio_mcp exceptions.
+    """
+    return _errors_of(_libraries())
 
 
 def convert_httpx_error(exc: Exception, url: str, doing: str) -> MCPError:
-    """Turn an httpx (or ``OSError``, ``ValueError``) exception into the library's own.
+    """Turn an httpx or httpx2 (or ``OSError``, ``ValueError``) exception into the library's own.
 
     The caller raises the result ``from exc``.
 
@@ -447,25 +485,23 @@ def convert_httpx_error(exc: Exception, url: str, doing: str) -> MCPError:
         url: The URL of the request.
         doing: What was being done, e.g. ``"sending POST to"``.
     """
-    import httpx
-
-    if isinstance(exc, httpx.TimeoutException):
+    if isinstance(exc, _kinds("TimeoutException")):
         return TransportError(f"timed out {doing} {url}: {type(exc).__name__}")
-    if isinstance(exc, (httpx.ConnectError, httpx.UnsupportedProtocol, httpx.InvalidURL)):
+    if isinstance(exc, _kinds("ProxyError")):
+        return TransportError(f"the proxy refused or failed the connection to {url}: {exc}")
+    if isinstance(exc, _kinds("ConnectError", "UnsupportedProtocol", "InvalidURL")):
         return TransportError(f"could not connect to {url}: {exc}")
-    if isinstance(exc, (httpx.LocalProtocolError, ValueError)):
+    if isinstance(exc, (*_kinds("LocalProtocolError"), ValueError)):
         return TransportError(f"could not build a valid HTTP request while {doing} {url}: {exc}")
     return ConnectionClosed(f"the connection to {url} broke while {doing} it: {exc!r}")
 
 
 def _not_delivered(exc: MCPError) -> bool:
     """Whether a failed attempt surely did not reach the server (so any request may retry)."""
-    import httpx
-
     if isinstance(exc, HTTPStatusError):
         return exc.status_code in (429, 503)
     cause = exc.__cause__
-    return isinstance(cause, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout))
+    return isinstance(cause, _kinds("ConnectError", "ConnectTimeout", "PoolTimeout", "ProxyError"))
 
 
 async def close_response(response: httpx.Response) -> None:
@@ -486,12 +522,16 @@ class HTTPOptions:
     Args:
         url: The URL of the server's endpoint.
         headers: Extra headers sent with every HTTP request (e.g. an API key).
-        auth: Any :class:`httpx.Auth`.
-        client: An :class:`httpx.AsyncClient` to use; the caller owns (and closes) it.
-        timeout: Seconds to connect, to write a request, and to get a pooled connection.
+        auth: Any :class:`httpx.Auth` (or ``httpx2.Auth``).
+        client: An :class:`httpx.AsyncClient` (or ``httpx2.AsyncClient``) to use, as it is
+            configured; the caller owns (and closes) it.
+        timeout: Seconds to connect, to write a request, and to get a pooled connection
+            (a client of ours; your own ``client`` keeps its own timeouts).
         max_message_size: The largest message accepted from the server, in bytes.
         retry: Retries of failed connection attempts.
         breaker: A circuit breaker every HTTP request goes through.
+        ssl_context: The TLS settings of ``https://`` connections (default: the system's
+            CA certificates, verified); with your own ``client``, configure it there.
     """
 
     url: str
@@ -503,6 +543,7 @@ class HTTPOptions:
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
     retry: RetryPolicy | None = None
     breaker: CircuitBreaker | None = field(default=None, repr=False)
+    ssl_context: ssl.SSLContext | None = field(default=None, repr=False)
 
 
 @functools.cache
@@ -536,33 +577,193 @@ def ssl_context_for(url: str) -> ssl.SSLContext:
 def make_client(options: HTTPOptions) -> tuple[httpx.AsyncClient, bool, H11Transport | None]:
     """The user's client (not ours to close), or a new one (ours) on trio_mcp's own pool.
 
+    A client of ours honours the proxies of the environment as httpx does (``HTTP_PROXY``,
+    ``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``, read by httpx's own rules): the proxied
+    URL patterns are mounted on httpx's proxy transports, every other URL goes to
+    trio_mcp's pool. With an ``httpx2.Auth`` and no client, the client is an
+    ``httpx2.AsyncClient`` (its own transport, its own reading of the environment).
+
     Args:
         options: The transport's parameters.
 
     Returns:
         The client; whether the transport owns (closes) it; and the pool requests may go
         to directly, skipping the client's per-request machinery (only for a client of
-        ours, with no auth flow and no proxy configured in the environment, where the
-        client would add nothing but cookies, which the direct path handles too).
+        ours, with no auth flow, whose URL no proxy takes: the client would add nothing
+        but cookies, which the direct path handles too).
+
+    Raises:
+        TransportError: A proxy needs an extra that is not installed (``socks5://``).
+        ValueError: Both ``client`` and ``ssl_context`` were given.
     """
     if options.client is not None:
+        if options.ssl_context is not None:
+            raise ValueError(
+                "give either client= or ssl_context=, not both: configure TLS on your client "
+                "(httpx.AsyncClient(verify=context))"
+            )
         return options.client, False, None
-    import urllib.request
-
+    context = options.ssl_context or ssl_context_for(options.url)
+    if is_httpx2(options.auth):
+        httpx2 = _httpx2()
+        try:
+            client2 = httpx2.AsyncClient(
+                timeout=httpx2.Timeout(options.timeout, read=None),
+                follow_redirects=False,
+                verify=context,
+            )
+        except ImportError as exc:  # e.g. a socks5:// proxy without socksio
+            raise TransportError(f"the HTTP client cannot be made: {exc}") from exc
+        return cast("httpx.AsyncClient", client2), True, None
     import httpx
 
     from ._h11pool import H11Transport
 
-    context = ssl_context_for(options.url)
-    pool = H11Transport(ssl_context=context, max_connections=POOL_CONNECTIONS)
-    client = httpx.AsyncClient(
-        timeout=httpx.Timeout(options.timeout, read=None),
-        follow_redirects=False,
-        verify=context,
-        transport=pool,
+    timeout = httpx.Timeout(options.timeout, read=None)
+    mounts = _environment_mounts(options.ssl_context)
+    if mounts is None:  # an httpx that reads the environment otherwise: it does it all
+        try:
+            client = httpx.AsyncClient(timeout=timeout, follow_redirects=False, verify=context)
+        except ImportError as exc:
+            raise TransportError(f"{_SOCKS_MISSING}: {exc}") from exc
+        return client, True, None
+    pool = H11Transport(
+        ssl_context=context,
+        max_connections=POOL_CONNECTIONS,
+        max_keepalive_connections=POOL_KEEPALIVE,
+        keepalive_expiry=KEEPALIVE_EXPIRY,
     )
-    direct = options.auth is None and not urllib.request.getproxies()
+    try:
+        client = httpx.AsyncClient(
+            timeout=timeout, follow_redirects=False, verify=context, transport=pool, mounts=mounts
+        )
+    except (httpx.InvalidURL, ValueError) as exc:  # e.g. NO_PROXY=.::1 (httpx refuses it too)
+        raise TransportError(
+            f"the proxy settings of the environment (NO_PROXY...) are not usable: {exc}"
+        ) from exc
+    direct = options.auth is None and _transport_for(client, options.url) is pool
     return client, True, pool if direct else None
+
+
+_SOCKS_MISSING: Final = "a SOCKS proxy needs pip install 'trio-mcp[socks]'"
+
+
+def _environment_mounts(
+    ssl_context: ssl.SSLContext | None,
+) -> dict[str, httpx.AsyncBaseTransport | None] | None:
+    """httpx's proxy transports for the proxies of the environment, as httpx mounts them.
+
+    ``None`` marks a ``NO_PROXY`` pattern: its URLs go to the client's own transport.
+    Returns None when this httpx does not say how it reads the environment (then a client
+    without trio_mcp's pool lets httpx apply it, rather than ignoring a proxy).
+    """
+    import httpx
+
+    try:
+        from httpx._utils import get_environment_proxies
+    except ImportError:  # (httpx 0.27 and 0.28 have it)
+        import urllib.request
+
+        return None if urllib.request.getproxies() else {}
+    mounts: dict[str, httpx.AsyncBaseTransport | None] = {}
+    for pattern, proxy in get_environment_proxies().items():
+        if proxy is None:
+            mounts[pattern] = None
+            continue
+        try:
+            mounts[pattern] = httpx.AsyncHTTPTransport(
+                verify=ssl_context or _verified_context(), proxy=httpx.Proxy(proxy)
+            )
+        except ImportError as exc:  # socks5:// without socksio
+            raise TransportError(
+                f"the proxy {_without_credentials(proxy)} of the environment: {_SOCKS_MISSING}"
+            ) from exc
+        except (ValueError, httpx.InvalidURL) as exc:  # an unknown scheme, a malformed URL
+            raise TransportError(
+                f"the proxy {_without_credentials(proxy)} of the environment is not a usable "
+                "http://, https:// or socks5:// proxy URL"
+            ) from exc
+    return mounts
+
+
+def _without_credentials(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+
+
+def _transport_for(client: httpx.AsyncClient, url: str) -> object:
+    """The transport ``client`` sends ``url``'s requests through."""
+    import httpx
+
+    choose: Callable[[httpx.URL], object] | None = getattr(client, "_transport_for_url", None)
+    if choose is None:  # (an httpx without it: take no shortcut)
+        return None
+    return choose(httpx.URL(url))
+
+
+def auth_for(client: object, auth: Any) -> Any:
+    """``auth`` as ``client``'s library takes it: adapted when it is of the other library.
+
+    An auth flow of the other library (``trio_mcp.OAuth``, an httpx flow, with an
+    ``httpx2.AsyncClient``; an ``httpx2.Auth`` with an httpx client) is driven through a
+    thin :class:`Auth` of the client's library: it sets headers on the request it is given
+    and re-sends it, reading the responses, through either library's objects alike. (A flow
+    that sends requests it builds itself needs a client of its own library.)
+    """
+    if auth is None or is_httpx2(client) == is_httpx2(auth):
+        return auth
+    return _adapter_class("httpx2" if is_httpx2(client) else "httpx")(auth)
+
+
+@functools.cache
+def _adapter_class(library: str) -> Any:
+    """The adapter :class:`Auth` class of ``library`` (``"httpx"`` or ``"httpx2"``)."""
+    if library == "httpx":
+        import httpx
+
+        base: Any = httpx.Auth
+    else:
+        base = _httpx2().Auth
+
+    class _CrossLibraryAuth(base):  # type: ignore[misc]
+        """A foreign auth flow, driven through this library's client."""
+
+        def __init__(self, inner: Any) -> None:
+            self._inner = inner
+            self.requires_request_body = inner.requires_request_body
+            self.requires_response_body = inner.requires_response_body
+
+        async def async_auth_flow(self, request: Any) -> AsyncGenerator[Any, Any]:
+            flow = self._inner.async_auth_flow(request)
+            try:
+                outgoing = await flow.__anext__()
+                while True:
+                    response = yield outgoing
+                    outgoing = await flow.asend(response)
+            except StopAsyncIteration:
+                return
+            finally:
+                await flow.aclose()
+
+    return _CrossLibraryAuth
+
+
+def _httpx2() -> Any:
+    """The httpx2 module, once an httpx2 object was seen (so it is imported already).
+
+    Looked up, not imported by name: trio_mcp type-checks and runs without httpx2 (the
+    ``httpx2`` extra; Python 3.11+).
+    """
+    return sys.modules["httpx2"]
+
+
+def is_httpx2(thing: object) -> bool:
+    """Whether ``thing`` is an httpx2 object (told without importing httpx2)."""
+    return type(thing).__module__.partition(".")[0] == "httpx2" or any(
+        cls.__module__.partition(".")[0] == "httpx2" for cls in type(thing).__mro__
+    )
 
 
 # -- the shared plumbing -------------------------------------------------------------------
@@ -623,8 +824,6 @@ class HTTPCore:
         breaker: CircuitBreaker | None,
         nursery: trio.Nursery,
     ) -> None:
-        import httpx
-
         from ._h11pool import plain_body
 
         self.client = client
@@ -647,9 +846,24 @@ class HTTPCore:
         #: The session's message router, called directly while its reader is idle.
         self.dispatch: Callable[[bytes | Envelope], None] | None = None
         self._oversized_drops = DropLog("dropped a message from the server's event stream:")
-        self._auth_kwargs: dict[str, Any] = {"auth": auth} if auth is not None else {}
-        self._stream_timeout = httpx.Timeout(timeout, read=None)
-        self._short_timeout = httpx.Timeout(timeout)
+        self._auth_kwargs: dict[str, Any] = (
+            {"auth": auth_for(client, auth)} if auth is not None else {}
+        )
+        self._stream_timeout: Any
+        self._short_timeout: Any
+        if own_client:  # (an httpx or an httpx2 client: its own library's Timeout)
+            timeout_type = type(client.timeout)
+            self._stream_timeout = timeout_type(timeout, read=None)
+            self._short_timeout = timeout_type(timeout)
+        else:
+            # A caller's client keeps its own timeouts (connect, write, pool, and read for
+            # short exchanges); only a response stream, which may rightly stay silent for
+            # as long as a tool runs, is read without a time limit.
+            configured = client.timeout
+            self._short_timeout = configured
+            self._stream_timeout = type(configured)(
+                connect=configured.connect, read=None, write=configured.write, pool=configured.pool
+            )
         self._send, self._receive = trio.open_memory_channel[tuple[bytes, Envelope | None]](
             INCOMING_QUEUE_SIZE
         )
@@ -972,7 +1186,7 @@ class HTTPCore:
         url: str,
         headers: Mapping[str, str],
         content: bytes | None,
-        timeout: httpx.Timeout,
+        timeout: Any,
     ) -> httpx.Response:
         try:
             if self._direct is not None:
@@ -997,7 +1211,7 @@ class HTTPCore:
         url: str,
         headers: Mapping[str, str],
         content: bytes | None,
-        timeout: httpx.Timeout,
+        timeout: Any,
     ) -> httpx.Response:
         """What ``client.send`` does for a client of ours, without rebuilding the URL.
 

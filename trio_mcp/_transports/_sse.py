@@ -204,6 +204,7 @@ class SSEParameters(HTTPOptions):
         max_message_size: The largest message accepted from the server, in bytes.
         retry: Retries of failed connection attempts.
         breaker: A circuit breaker every HTTP request goes through.
+        ssl_context: The TLS settings of ``https://`` connections (not with ``client``).
     """
 
     def open_transport(self, nursery: trio.Nursery) -> AbstractAsyncContextManager[SSETransport]:
