@@ -343,6 +343,17 @@ def fuzz(session: nox.Session) -> None:
                     "tests/test_eventstream.py",
                     "tests/test_h11pool.py",
                     "tests/test_http_transport.py::test_routing_any_bytes_agrees_with_the_one_decode",
+                    # what a server's strings meet on the way to a person or a request: the
+                    # terminal neutraliser, check_url, config files, cassettes, SSE line
+                    # endings, skills' YAML, group and agent tool names
+                    "tests/test_terminal.py",
+                    "tests/test_urls_ssrf.py",
+                    "tests/test_config_security.py",
+                    "tests/test_cassette_safety.py",
+                    "tests/test_sse_line_endings.py",
+                    "tests/test_skills_frontmatter.py",
+                    "tests/test_group_collisions.py",
+                    "tests/test_agent_names.py",
                     "-o",
                     "timeout=0",
                     *s.posargs,

@@ -191,14 +191,14 @@ _JSON = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)  # examples: the profile's (tests/conftest.py)
 @given(value=_JSON, indent=st.sampled_from([None, 1]))
 def test_strip_jsonc_leaves_plain_json_alone(value: Any, indent: int | None) -> None:
     data = json.dumps(value, indent=indent).encode()
     assert strip_jsonc(data) == data
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)  # examples: the profile's (tests/conftest.py)
 @given(data=st.binary(max_size=200) | st.text(alphabet='"\\/*,\n []{}a', max_size=200))
 def test_strip_jsonc_keeps_offsets_or_raises_value_error(data: bytes | str) -> None:
     raw = data.encode() if isinstance(data, str) else data
@@ -299,7 +299,7 @@ def test_a_corrupt_consent_file_is_an_empty_store(tmp_path: Path) -> None:
 _JSONISH = st.text(alphabet=st.sampled_from('{}[]",:/*\\\n ab1$-') | st.characters(), max_size=300)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)  # examples: the profile's (tests/conftest.py)
 @given(
     text=_JSONISH
     | st.builds(

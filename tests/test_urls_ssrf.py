@@ -228,7 +228,7 @@ def _v6_spelling(draw: st.DrawFn) -> str:
     return "[" + (text.upper() if draw(st.booleans()) else text) + "]"
 
 
-@settings(max_examples=400, deadline=None)
+@settings(deadline=None)  # examples: the profile's (tests/conftest.py)
 @given(
     host=st.one_of(_v4_spelling(), _v6_spelling()),
     port=st.sampled_from(["", ":443", ":8080"]),
@@ -240,7 +240,7 @@ def test_no_spelling_of_a_non_global_address_passes(host: str, port: str, scheme
     assert not check.ok, (url, check)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)  # examples: the profile's (tests/conftest.py)
 @given(
     name=st.sampled_from(["localhost", "a.localhost", "printer.local", "x.internal", "intranet"]),
     dot=st.sampled_from(_DOTS),
