@@ -27,7 +27,7 @@ from .._exceptions import (
     TransportError,
     UnsupportedProtocolVersionError,
 )
-from ._args import UsageError
+from ._args import UnknownName, UsageError
 
 __all__ = [
     "EXIT_AUTH",
@@ -70,6 +70,8 @@ class ConnectTimeout(trio.TooSlowError):
 
 def classify(exc: BaseException) -> tuple[int, str]:
     """The exit status and error kind (for the JSON envelope) of an exception."""
+    if isinstance(exc, UnknownName):
+        return EXIT_TOOL_ERROR, "not_found"
     if isinstance(exc, (UsageError, ConfigError)):
         return EXIT_USAGE, "usage"
     if isinstance(exc, AuthError):
