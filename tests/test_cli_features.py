@@ -279,3 +279,255 @@ def test_output_file_holds_exactly_what_stdout_would(
     # Errors stay on stderr; an unwritable file is a usage error.
     proc = cli("--json", "--output", str(tmp_path / "no" / "dir.json"), SERVER, "ping")
     assert proc.returncode == 2 and "--output: cannot write" in envelope(proc)["message"]
+
+
+# -- 7. trio-mcp servers ------------------------------------------------------------------
+
+
+def _project(tmp_path: Path, name: str = "demo", extra: list[str] | None = None) -> Path:
+    """A project folder with a .mcp.json naming the CLI test server ``name``."""
+    project = tmp_path / "project"
+    project.mkdir(exist_ok=True)
+    server = {
+        "command": sys.executable,
+        "args": [str(SERVER_FILE), *(extra or [])],
+        "env": {"PYTHONPATH": str(ROOT)},
+    }
+    (project / ".mcp.json").write_text(json.dumps({"mcpServers": {name: server}}))
+    return project
+
+
+@pytest.fixture
+def home_env(tmp_path: Path) -> dict[str, str]:
+    home = tmp_path / "home"
+    home.mkdir()
+    return {
+        "HOME": str(home),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+    }
+
+
+def test_servers_lists_each_name_with_its_file_and_kind(
+    tmp_path: Path, home_env: dict[str, str]
+) -> None:
+    project = _project(tmp_path)
+    (project / ".vscode").mkdir()
+    (project / ".vscode" / "mcp.json").write_text(
+        json.dumps(
+            {
+                "servers": {
+                    "demo": {"url": "https://shadowed.example/mcp"},
+                    "web\x1b]0;owned\x07": {"url": "https://example.com/mcp?k=${env:SECRET}"},
+                }
+            }
+        )
+    )
+    user = Path(home_env["HOME"]) / ".cursor"
+    user.mkdir()
+    (user / "mcp.json").write_text(json.dumps({"mcpServers": {"mine": {"command": "my-server"}}}))
+    env = {**home_env, "SECRET": "s3cr3t"}
+    proc = cli("--json", "servers", env=env, cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)["servers"]
+    by = [(r["name"], r["origin"], r["file"], r["shadowedBy"]) for r in rows]
+    assert by == [
+        ("demo", "project", str(project / ".mcp.json"), None),
+        ("demo", "project", str(project / ".vscode" / "mcp.json"), str(project / ".mcp.json")),
+        ("web\x1b]0;owned\x07", "project", str(project / ".vscode" / "mcp.json"), None),
+        ("mine", "user", str(user / "mcp.json"), None),
+    ]
+    assert rows[0]["approved"] is False and "approved" not in rows[3]
+    assert "s3cr3t" not in proc.stdout and "${env:SECRET}" in proc.stdout
+    # For people: one line each, server text neutralised, nothing started.
+    proc = cli("servers", env=env, cwd=project)
+    assert proc.returncode == 0
+    assert "\x1b" not in proc.stdout and "web\\x1b]0;owned\\x07" in proc.stdout
+    lines = proc.stdout.splitlines()
+    assert lines[0].split() == ["NAME", "TRANSPORT", "TARGET", "FROM"]
+    assert "project: " + str(project / ".mcp.json") + " (asked before it runs)" in lines[1]
+    assert "(shadowed by " + str(project / ".mcp.json") + ")" in lines[2]
+    assert lines[4].startswith("mine ") and "user: " in lines[4]
+    # --config lists that file only; a broken file is reported with the usage status.
+    proc = cli("--json", "servers", "--config", str(user / "mcp.json"), env=env)
+    assert [r["origin"] for r in json.loads(proc.stdout)["servers"]] == ["--config"]
+    (user / "mcp.json").write_text("{nope")
+    proc = cli("servers", env=env, cwd=project)
+    assert proc.returncode == 2 and str(user / "mcp.json") in proc.stderr
+
+
+# -- 8. a project's config runs only with consent ------------------------------------------
+
+
+def test_project_config_needs_consent_when_nobody_can_be_asked(
+    tmp_path: Path, home_env: dict[str, str]
+) -> None:
+    project = _project(tmp_path)
+    proc = cli("--json", "demo", "ping", env=home_env, cwd=project)
+    assert proc.returncode == 2
+    message = envelope(proc)["message"]
+    assert message.startswith("the project config's server 'demo': not approved")
+    assert "--yes" in message
+    assert f"'demo' is a server of the project config {project / '.mcp.json'}" in proc.stderr
+    # --yes runs it this time, with the notice, and remembers nothing.
+    proc = cli("--json", "--yes", "demo", "ping", env=home_env, cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert "running it (--yes; not remembered)" in proc.stderr
+    assert cli("demo", "ping", env=home_env, cwd=project).returncode == 2
+    # --config names the file: no question (you chose it).
+    proc = cli("--config", str(project / ".mcp.json"), "demo", "ping", env=home_env)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_project_config_notice_names_the_command_on_path_it_hides(
+    tmp_path: Path, home_env: dict[str, str]
+) -> None:
+    project = _project(tmp_path)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shadowed = bin_dir / "demo"
+    shadowed.write_text("#!/bin/sh\nexit 0\n")
+    shadowed.chmod(0o755)
+    env = {**home_env, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    proc = cli("--yes", "demo", "ping", env=env, cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert f"(the command 'demo' on PATH is not run; give its path to run it: {shadowed})" in (
+        proc.stderr
+    )
+
+
+def test_approved_project_entry_runs_until_it_changes(
+    tmp_path: Path, home_env: dict[str, str]
+) -> None:
+    import trio
+
+    from trio_mcp import FileConsentStore
+    from trio_mcp._config import consent_key, parse_config
+
+    project = _project(tmp_path)
+    config = trio.run(
+        lambda: parse_config(
+            (project / ".mcp.json").read_bytes(), source=str(project / ".mcp.json")
+        )
+    )
+    server = config.servers["demo"]
+    FileConsentStore(tmp_path / "config" / "trio-mcp" / "consent.json").set(
+        consent_key(server), server.fingerprint
+    )
+    proc = cli("demo", "ping", env=home_env, cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    _project(tmp_path, extra=["both"])  # the entry changed: asked again
+    assert cli("demo", "ping", env=home_env, cwd=project).returncode == 2
+
+
+# -- 6. shell completion --------------------------------------------------------------------
+
+
+@pytest.fixture
+def program(tmp_path: Path) -> Path:
+    """A ``trio-mcp`` on PATH that runs this checkout's command."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    wrapper = bin_dir / "trio-mcp"
+    wrapper.write_text(f'#!/bin/sh\nPYTHONPATH={ROOT} exec {sys.executable} -m trio_mcp.cli "$@"\n')
+    wrapper.chmod(0o755)
+    return wrapper
+
+
+def bash_complete(line: str, env: dict[str, str], program: Path, cwd: Path = ROOT) -> list[str]:
+    """Run the real bash script's completion function on ``line`` (cursor at the end)."""
+    script = cli("completion", "bash").stdout
+    driver = (
+        script
+        + '\nCOMP_LINE="$1"; COMP_POINT=${#COMP_LINE}\n'
+        + 'read -ra COMP_WORDS <<< "$COMP_LINE"\n'
+        + '[[ $COMP_LINE == *" " ]] && COMP_WORDS+=("")\n'
+        + "COMP_CWORD=$((${#COMP_WORDS[@]} - 1))\n"
+        + "_trio_mcp\n"
+        + "printf '%s\\n' \"${COMPREPLY[@]}\"\n"
+    )
+    proc = subprocess.run(
+        ["bash", "--norc", "--noprofile", "-c", driver, "bash", line],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env, "PATH": f"{program.parent}{os.pathsep}{os.environ['PATH']}"},
+        cwd=cwd,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return [word for word in proc.stdout.splitlines() if word]
+
+
+def test_bash_completes_commands_options_and_words(
+    tmp_path: Path, home_env: dict[str, str], program: Path
+) -> None:
+    project = _project(tmp_path)
+    assert bash_complete("trio-mcp ", home_env, program, project) == [
+        "demo",
+        "auth",
+        "servers",
+        "completion",
+    ]
+    assert bash_complete("trio-mcp --js", home_env, program) == ["--json"]
+    assert bash_complete("trio-mcp --log-level w", home_env, program) == ["warning"]
+    assert bash_complete("trio-mcp completion ", home_env, program) == ["bash", "zsh", "fish"]
+    assert bash_complete(f"trio-mcp '{SERVER}' pro", home_env, program) == ["prompts", "prompt"]
+    # Completing a name from a project config runs nothing and asks nothing.
+    assert bash_complete("trio-mcp demo call ", home_env, program, project) == []
+    assert not (tmp_path / "config" / "trio-mcp" / "consent.json").exists()
+
+
+def test_bash_completes_tool_names_from_the_cache_without_a_server(
+    tmp_path: Path, home_env: dict[str, str], program: Path
+) -> None:
+    marker = tmp_path / "started"
+    env = {**home_env, "TRIO_MCP_CLI_MARKER": str(marker)}
+    target = f"'{SERVER}' --inherit-env"
+    # No cache yet: nothing offered, and no server started to find out.
+    assert bash_complete(f"trio-mcp {target} call ", env, program) == []
+    assert not marker.exists()
+    assert cli(SERVER, "--inherit-env", "tools", env=env).returncode == 0
+    assert marker.read_text().count("\n") == 1
+    assert bash_complete(f"trio-mcp {target} call sl", env, program) == ["slow"]
+    assert bash_complete(f"trio-mcp {target} call slow s", env, program) == [
+        "seconds=",
+        "steps=",
+    ]
+    assert bash_complete(f"trio-mcp {target} call slow seconds=1 s", env, program) == ["steps="]
+    assert marker.read_text().count("\n") == 1  # completing started no server
+    # Hostile names in the cache: quoted for the shell, or not offered at all.
+    (cached,) = (tmp_path / "cache" / "trio-mcp" / "tools").glob("*.json")
+    cached.write_text(
+        json.dumps(
+            {
+                "x$(touch pwned)": {},
+                "x y": {},
+                "x\x1b]0;owned\x07": {},
+                "x\nrm": {},
+                "x\ttab": {},
+                "-x": {},
+                "x" * 300: {},
+            }
+        )
+    )
+    words = bash_complete(f"trio-mcp {target} call x", env, program)
+    assert words == ["'x y'", "'x$(touch pwned)'"]
+    assert not (ROOT / "pwned").exists()
+
+
+def test_completion_scripts_for_each_shell(program: Path) -> None:
+    for shell, marks in {
+        "bash": ["complete -o default -F _trio_mcp trio-mcp", "__complete bash"],
+        "zsh": ["#compdef trio-mcp", "compadd", "__complete zsh"],
+        "fish": ["complete -c trio-mcp", "__complete fish"],
+    }.items():
+        proc = cli("completion", shell)
+        assert proc.returncode == 0
+        for mark in marks:
+            assert mark in proc.stdout
+    proc = cli("completion", "powershell")
+    assert proc.returncode == 2 and "invalid choice" in proc.stderr
+    check = subprocess.run(["bash", "-n"], input=cli("completion", "bash").stdout, text=True)
+    assert check.returncode == 0
+    fish_like = cli("__complete", "fish", f"trio-mcp '{SERVER}' c", "c")
+    assert fish_like.stdout == "call\n"

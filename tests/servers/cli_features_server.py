@@ -38,7 +38,11 @@ PLOT_SCHEMA: dict[str, Any] = {
 
 
 def main() -> None:
-    server = build()
+    marker = os.environ.get("TRIO_MCP_CLI_MARKER")
+    if marker:
+        with open(marker, "a") as f:
+            f.write(f"{os.getpid()}\n")
+    server = build(sys.argv[1] if len(sys.argv) > 1 else "both")
 
     @server.tool(description="Plot a point.", input_schema=PLOT_SCHEMA)
     async def plot(ctx: Any, **arguments: Any) -> str:

@@ -26,6 +26,9 @@ from collections.abc import Sequence
 
 __all__ = ["main"]
 
+_COMMANDS = frozenset(
+    {"info", "tools", "call", "resources", "templates", "read", "prompts", "prompt", "ping", "repl"}
+)
 _LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 _VALUE_OPTIONS = frozenset(
     {
@@ -193,7 +196,9 @@ def _auth_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _first_word(argv: Sequence[str]) -> str | None:
+def _positionals(argv: Sequence[str]) -> list[str]:
+    """The words that are not options nor option values."""
+    out: list[str] = []
     skip = False
     for word in argv:
         if skip:
@@ -202,10 +207,15 @@ def _first_word(argv: Sequence[str]) -> str | None:
         if word in _VALUE_OPTIONS:
             skip = True
             continue
-        if word.startswith("-"):
+        if word.startswith("-") and word not in ("-", "@-"):
             continue
-        return word
-    return None
+        out.append(word)
+    return out
+
+
+def _first_word(argv: Sequence[str]) -> str | None:
+    found = _positionals(argv)
+    return found[0] if found else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -218,6 +228,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         The exit status (see the module's docstring).
     """
     words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["__complete"]:  # called by the completion scripts
+        from ._completion import run_complete
+
+        return run_complete(words[1:])
+    positionals = _positionals(words)
+    if positionals == ["servers"]:  # (a server named "servers" still runs: `servers tools`)
+        words.remove("servers")
+        from ._servers import run_servers, servers_parser
+
+        return run_servers(servers_parser().parse_args(words))
+    if positionals[:1] == ["completion"] and (
+        len(positionals) == 1 or positionals[1] not in _COMMANDS
+    ):
+        from ._completion import completion_parser, run_completion
+
+        words.remove("completion")
+        return run_completion(completion_parser().parse_args(words))
     if _first_word(words) == "auth":
         words.remove("auth")
         auth_args = _auth_parser().parse_args(words)
