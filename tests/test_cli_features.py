@@ -66,16 +66,18 @@ def test_stale_cached_schema_does_not_reject_a_valid_call(
     assert proc.returncode == 0, proc.stderr
     (cached,) = (tmp_path / "cache" / "trio-mcp" / "tools").glob("*.json")
     schemas = json.loads(cached.read_text())
-    # An older version of the server took a string: the cache says so, the server no more.
+    # An older version of the server took integers up to 9 and required "c": the cache
+    # says so, the server no more.
     schemas["add"] = {
         "type": "object",
-        "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
-        "required": ["a", "b"],
+        "properties": {"a": {"type": "integer", "maximum": 9}, "b": {"type": "integer"}},
+        "required": ["a", "b", "c"],
+        "additionalProperties": False,
     }
     cached.write_text(json.dumps(schemas))
-    proc = cli("--json", SERVER, "call", "add", "a=2", "b=3", env=cache_env)
+    proc = cli("--json", SERVER, "call", "add", "a=20", "b=3.5", env=cache_env)
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["structuredContent"] == {"sum": 5}
+    assert json.loads(proc.stdout)["structuredContent"] == {"sum": 23.5}
     # ... and the listing that checked the call refreshed the cache.
     assert json.loads(cached.read_text())["add"]["properties"]["a"]["type"] == "number"
     # Arguments that are really wrong are still rejected, against the fresh schema.
