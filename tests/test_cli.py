@@ -215,6 +215,7 @@ def test_env_cwd_and_config(tmp_path: Path, cache_env: dict[str, str]) -> None:
             "-m",
             "trio_mcp.cli",
             "--json",
+            "--yes",  # a project folder's config (.mcp.json) runs only with consent
             "demo",
             "--env",
             "X=1",
