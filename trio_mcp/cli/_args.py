@@ -70,7 +70,7 @@ def _pointer(root: Mapping[str, Any], ref: str) -> object:
     for raw in ref[2:].split("/"):
         part = raw.replace("~1", "/").replace("~0", "~")
         if isinstance(node, Mapping):
-            node = cast("Mapping[str, Any]", node).get(part)
+            node = cast("Mapping[str, object]", node).get(part)
         elif isinstance(node, list) and part.isdigit():
             items = cast("list[object]", node)
             node = items[int(part)] if int(part) < len(items) else None
@@ -109,7 +109,7 @@ def inline_refs(schema: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
             siblings = {k: v for k, v in mapping.items() if k != "$ref"}
             if ref in trail or len(trail) >= _REF_DEPTH or not isinstance(target, Mapping):
                 return walk(siblings, trail)
-            inlined = walk(target, (*trail, ref))
+            inlined = walk(cast("Mapping[str, Any]", target), (*trail, ref))
             merged = dict(cast("Mapping[str, Any]", inlined))
             merged.update(cast("Mapping[str, Any]", walk(siblings, trail)))
             return merged
@@ -117,12 +117,14 @@ def inline_refs(schema: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
             k: (v if k in ("$defs", "definitions") else walk(v, trail)) for k, v in mapping.items()
         }
         parts: object = out.get("allOf")
-        if isinstance(parts, list) and all(isinstance(p, Mapping) for p in parts):
-            merged = {}  # allOf: every part applies; the node's own keys win
+        if isinstance(parts, list) and all(
+            isinstance(p, Mapping) for p in cast("list[object]", parts)
+        ):
+            combined: dict[str, Any] = {}  # allOf: every part applies; the node's own keys win
             for part in cast("list[Mapping[str, Any]]", parts):
-                merged.update(part)
-            merged.update({k: v for k, v in out.items() if k != "allOf"})
-            return merged
+                combined.update(part)
+            combined.update({k: v for k, v in out.items() if k != "allOf"})
+            return combined
         return out
 
     return cast("Mapping[str, Any]", walk(root, ()))

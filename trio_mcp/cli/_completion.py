@@ -20,7 +20,7 @@ import argparse
 import shlex
 import sys
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from .._terminal import for_terminal
 
@@ -310,12 +310,17 @@ def _for_positionals(
     schemas = _cached_schemas(_namespace(words, first))
     if count == 2:
         return sorted(filter(_safe, schemas))
-    schema: Any = schemas.get(positionals[2])
-    properties: Any = schema.get("properties") if isinstance(schema, dict) else None
+    schema: object = schemas.get(positionals[2])
+    properties: object = (
+        cast("dict[str, object]", schema).get("properties") if isinstance(schema, dict) else None
+    )
     if not isinstance(properties, dict):
         return ()
     given = {word.partition("=")[0].rstrip(":") for word in positionals[3:]}
-    return [f"{name}=" for name in properties if name not in given and _safe(name)]
+    names: list[object] = list(cast("dict[object, object]", properties))
+    return [
+        f"{name}=" for name in names if isinstance(name, str) and name not in given and _safe(name)
+    ]
 
 
 def run_complete(argv: Sequence[str]) -> int:
