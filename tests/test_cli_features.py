@@ -533,3 +533,32 @@ def test_completion_scripts_for_each_shell(program: Path) -> None:
     assert check.returncode == 0
     fish_like = cli("__complete", "fish", f"trio-mcp '{SERVER}' c", "c")
     assert fish_like.stdout == "call\n"
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(max_size=40), st.sampled_from(["", "x", "'x", "a=", "http:"]))
+def test_a_name_offered_to_bash_is_one_quoted_word_and_inert(name: str, typed: str) -> None:
+    import shlex
+
+    from trio_mcp.cli._completion import for_bash, safe_name
+
+    offered = [name] if safe_name(name) else []
+    for word in for_bash(offered, typed, typed):
+        assert shlex.split(word) == [name]  # exactly the name, one word: nothing runs
+        assert all(ch >= " " and ch != "\x7f" for ch in word)
+    if not safe_name(name):
+        assert (
+            name == ""
+            or name.startswith("-")
+            or len(name) > 256
+            or any(
+                ch < " "
+                or "\x7f" <= ch <= "\x9f"
+                or ch in "\u2028\u2029\u202e\u200e\u200f"
+                or "\u202a" <= ch <= "\u202e"
+                or "\u2066" <= ch <= "\u2069"
+                or ch == "\u061c"
+                or "\ud800" <= ch <= "\udfff"
+                for ch in name
+            )
+        )

@@ -24,7 +24,15 @@ from typing import Any, cast
 
 from .._terminal import for_terminal
 
-__all__ = ["completion_parser", "complete", "run_complete", "run_completion", "script"]
+__all__ = [
+    "complete",
+    "completion_parser",
+    "for_bash",
+    "run_complete",
+    "run_completion",
+    "safe_name",
+    "script",
+]
 
 _COMMANDS = (
     "info",
@@ -191,7 +199,8 @@ def _unquote(raw: str) -> str:
     return raw
 
 
-def _safe(name: object) -> bool:
+def safe_name(name: object) -> bool:
+    """Whether a name from a server or config file may be offered (see the module)."""
     return (
         isinstance(name, str)
         and 0 < len(name) <= 256
@@ -205,7 +214,7 @@ def _configured_names(config: str | None) -> list[str]:
     import trio
 
     from .._config import load_config
-    from ._servers import config_sources
+    from ._servers import Unexpanded, config_sources
 
     async def collect() -> list[str]:
         from .._exceptions import ConfigError
@@ -213,7 +222,7 @@ def _configured_names(config: str | None) -> list[str]:
         names: list[str] = []
         for source in config_sources(config):
             try:
-                loaded = await load_config(source.path, environ={}, inputs=_refuse)
+                loaded = await load_config(source.path, environ=Unexpanded(), inputs=_refuse)
             except ConfigError:
                 continue
             names += loaded.servers
@@ -293,12 +302,12 @@ def _for_positionals(
 ) -> Iterable[str]:
     count = len(positionals)
     if count == 0:
-        return [*filter(_safe, _configured_names(config)), *_TOP_WORDS]
+        return [*filter(safe_name, _configured_names(config)), *_TOP_WORDS]
     first = positionals[0]
     if first == "auth":
         if count == 1:
             return ("login", "status", "logout")
-        return list(filter(_safe, _configured_names(config))) if count == 2 else ()
+        return list(filter(safe_name, _configured_names(config))) if count == 2 else ()
     if first == "completion" and count == 1:
         return ("bash", "zsh", "fish")
     if first == "servers" and count == 1:
@@ -309,7 +318,7 @@ def _for_positionals(
         return ()
     schemas = _cached_schemas(_namespace(words, first))
     if count == 2:
-        return sorted(filter(_safe, schemas))
+        return sorted(filter(safe_name, schemas))
     schema: object = schemas.get(positionals[2])
     properties: object = (
         cast("dict[str, object]", schema).get("properties") if isinstance(schema, dict) else None
@@ -319,7 +328,9 @@ def _for_positionals(
     given = {word.partition("=")[0].rstrip(":") for word in positionals[3:]}
     names: list[object] = list(cast("dict[object, object]", properties))
     return [
-        f"{name}=" for name in names if isinstance(name, str) and name not in given and _safe(name)
+        f"{name}="
+        for name in names
+        if isinstance(name, str) and name not in given and safe_name(name)
     ]
 
 
@@ -341,13 +352,24 @@ def run_complete(argv: Sequence[str]) -> int:
     except Exception:  # completion never shows a traceback in the middle of a command line
         return 1
     if shell == "bash":
-        quoted = [c if c.endswith("=") and _plain(c[:-1]) else shlex.quote(c) for c in found]
-        shell_word = argv[2] if len(argv) > 2 else raw[-1]
-        cut = len(raw[-1]) - len(shell_word) if raw[-1].endswith(shell_word) else 0
-        found = [q[cut:] for q in quoted if q.startswith(raw[-1][:cut])]
+        found = for_bash(found, raw[-1], argv[2] if len(argv) > 2 else raw[-1])
     sys.stdout.write("".join(f"{c}\n" for c in found))
     sys.stdout.flush()
     return 0
+
+
+def for_bash(found: Sequence[str], typed: str, shell_word: str) -> list[str]:
+    """Quote candidates for bash and cut them to replace the part of the word bash replaces.
+
+    Args:
+        found: The candidates, unquoted (``NAME=`` stays unquoted when NAME is plain).
+        typed: The word at the cursor as typed (quotes included).
+        shell_word: The part of it bash replaces (``COMP_WORDS[COMP_CWORD]``: bash also
+            splits words at ``=`` and ``:``).
+    """
+    quoted = [c if c.endswith("=") and _plain(c[:-1]) else shlex.quote(c) for c in found]
+    cut = len(typed) - len(shell_word) if typed.endswith(shell_word) else 0
+    return [q[cut:] for q in quoted if q.startswith(typed[:cut])]
 
 
 def _plain(text: str) -> bool:

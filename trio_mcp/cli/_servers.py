@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ConfigSource",
+    "Unexpanded",
     "approve_project_server",
     "config_sources",
     "run_servers",
@@ -153,7 +154,7 @@ async def approve_project_server(args: argparse.Namespace, server: ServerConfig)
 # -- trio-mcp servers -------------------------------------------------------------------------
 
 
-class _Unexpanded(Mapping[str, str]):
+class Unexpanded(Mapping[str, str]):
     """An environment that leaves every ``${env:NAME}`` as written (nothing secret shown)."""
 
     def __getitem__(self, key: str) -> str:
@@ -195,7 +196,7 @@ async def _collect(explicit: str | None) -> tuple[list[dict[str, Any]], list[str
     store = FileConsentStore()
     for source in config_sources(explicit):
         try:
-            config = await load_config(source.path, environ=_Unexpanded(), inputs=_unasked)
+            config = await load_config(source.path, environ=Unexpanded(), inputs=_unasked)
         except ConfigError as exc:
             errors.append(str(exc))
             continue
