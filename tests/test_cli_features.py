@@ -235,6 +235,8 @@ def test_arguments_object_from_a_file_and_stdin(tmp_path: Path, cache_env: dict[
     proc = cli("--json", SERVER, "call", "add", "@-", stdin='{"a": 1, "b": 2}', env=cache_env)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["structuredContent"] == {"sum": 3}
+    proc = cli(SERVER, "prompt", "greeting", "@-", stdin='{"name": "Ada"}', env=cache_env)
+    assert proc.returncode == 0 and "Please greet Ada." in proc.stdout
     proc = cli("--json", SERVER, "call", "add", "@-", stdin='{"a": "x", "b": 2}', env=cache_env)
     assert proc.returncode == 2 and "a: expected a number" in envelope(proc)["message"]
 

@@ -451,7 +451,7 @@ class App:
 
     async def _run(self) -> int:
         args = self.args
-        if args.command == "call":
+        if args.command in ("call", "prompt"):
             # Files and stdin are read once, now; a malformed word is refused before the
             # server starts. The schema cache never refuses on its own: it may be stale, so
             # the arguments are checked against the schema the server lists (see call()).
