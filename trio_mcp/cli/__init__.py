@@ -4,14 +4,16 @@ Usage::
 
     trio-mcp [options] TARGET                      # the interactive mode (a terminal)
     trio-mcp [options] TARGET info | tools | resources | templates | prompts | ping
-    trio-mcp [options] TARGET call NAME [key=value | key:=JSON | key=@FILE | JSON]...
+    trio-mcp [options] TARGET call NAME [key=value | key:=JSON | key=@FILE | JSON | @FILE | @-]...
     trio-mcp [options] TARGET read URI
     trio-mcp [options] TARGET prompt NAME [key=value]...
     trio-mcp auth login | status | logout TARGET
+    trio-mcp servers [--config FILE] [--json]
+    trio-mcp completion bash | zsh | fish
 
 TARGET is a command line (quoted; split like a POSIX shell would), an ``http(s)://`` or
 ``ws(s)://`` URL, or the name of a server in a config file. Exit statuses: 0 success,
-1 tool or server error, 2 usage, 3 connection, 4 auth, 5 timeout, 6 protocol,
+1 tool or server error (an unknown tool too), 2 usage, 3 connection, 4 auth, 5 timeout, 6 protocol,
 130 interrupted. This module imports only :mod:`argparse` until a command runs, so
 ``--help`` is fast; the rest needs the ``cli`` extra (``rich``, ``prompt_toolkit``).
 """
@@ -24,17 +26,36 @@ from collections.abc import Sequence
 
 __all__ = ["main"]
 
+_COMMANDS = frozenset(
+    {"info", "tools", "call", "resources", "templates", "read", "prompts", "prompt", "ping", "repl"}
+)
 _LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 _VALUE_OPTIONS = frozenset(
-    {"--protocol", "--timeout", "--config", "--env", "-e", "--cwd", "--header", "-H", "--log-level"}
+    {
+        "--protocol",
+        "--timeout",
+        "--config",
+        "--env",
+        "-e",
+        "--cwd",
+        "--header",
+        "-H",
+        "--log-level",
+        "--output",
+    }
 )
 
 _EPILOG = """\
 arguments of call: key=value (coerced by the tool's input schema), key:=<json>,
-key=@file (the file's text), or one JSON object.
+key=@file (the file's text), one JSON object, or @FILE / @- (a JSON object from a file
+or stdin).
 
-exit status: 0 success, 1 tool or server error, 2 usage, 3 connection, 4 auth,
-5 timeout, 6 protocol, 130 interrupted. With --json errors are a JSON object on stderr.
+other commands: trio-mcp servers (the configured servers and where each comes from),
+trio-mcp completion bash|zsh|fish (a shell completion script), trio-mcp auth ...
+
+exit status: 0 success, 1 tool or server error (an unknown tool too), 2 usage,
+3 connection, 4 auth, 5 timeout, 6 protocol, 130 interrupted. With --json errors are a
+JSON object on stderr.
 """
 
 
@@ -101,6 +122,19 @@ def _add_options(parser: argparse.ArgumentParser, top: bool) -> None:
         help="HTTP header for a URL target (repeatable)",
     )
     group.add_argument(
+        "--output",
+        default=default(None),
+        metavar="FILE",
+        help="write the result to FILE instead of stdout (with --json: the exact JSON)",
+    )
+    group.add_argument(
+        "-y",
+        "--yes",
+        action="store_true",
+        default=default(False),
+        help="run a server from this folder's config (.mcp.json...) without asking",
+    )
+    group.add_argument(
         "--no-input",
         action="store_true",
         default=default(False),
@@ -162,7 +196,9 @@ def _auth_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _first_word(argv: Sequence[str]) -> str | None:
+def _positionals(argv: Sequence[str]) -> list[str]:
+    """The words that are not options nor option values."""
+    out: list[str] = []
     skip = False
     for word in argv:
         if skip:
@@ -171,10 +207,15 @@ def _first_word(argv: Sequence[str]) -> str | None:
         if word in _VALUE_OPTIONS:
             skip = True
             continue
-        if word.startswith("-"):
+        if word.startswith("-") and word not in ("-", "@-"):
             continue
-        return word
-    return None
+        out.append(word)
+    return out
+
+
+def _first_word(argv: Sequence[str]) -> str | None:
+    found = _positionals(argv)
+    return found[0] if found else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -187,6 +228,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         The exit status (see the module's docstring).
     """
     words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["__complete"]:  # called by the completion scripts
+        from ._completion import run_complete
+
+        return run_complete(words[1:])
+    positionals = _positionals(words)
+    if positionals == ["servers"]:  # (a server named "servers" still runs: `servers tools`)
+        words.remove("servers")
+        from ._servers import run_servers, servers_parser
+
+        return run_servers(servers_parser().parse_args(words))
+    if positionals[:1] == ["completion"] and (
+        len(positionals) == 1 or positionals[1] not in _COMMANDS
+    ):
+        from ._completion import completion_parser, run_completion
+
+        words.remove("completion")
+        return run_completion(completion_parser().parse_args(words))
     if _first_word(words) == "auth":
         words.remove("auth")
         auth_args = _auth_parser().parse_args(words)
@@ -196,6 +254,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(words)
     if args.command == "repl":
         args.command = None
+    if args.command is None and args.output is not None:
+        _parser().error("--output needs a COMMAND (the interactive mode prints on the terminal)")
     if args.command is None and not (sys.stdin.isatty() and sys.stdout.isatty()):
         _parser().error("give a COMMAND (the interactive mode needs a terminal)")
     from ._run import run

@@ -11,14 +11,22 @@ import sys
 import threading
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, cast
+from typing import Any, TextIO, cast
 
 import trio
 
 from .. import _types as t
 from .._connect import _resolve_target, open_mcp_session
 from .._session import ClientSession
-from ._args import UsageError, check_arguments, parse_arguments
+from ._args import (
+    UnknownName,
+    UsageError,
+    accepted_types,
+    check_arguments,
+    inline_refs,
+    load_argument_files,
+    parse_arguments,
+)
 from ._connection import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -47,6 +55,7 @@ def _str(value: object) -> str:
 
 def argument_summary(schema: Mapping[str, Any]) -> str:
     """``text: string*, seconds: number = 1.0`` for a tool's input schema."""
+    schema = inline_refs(schema) or {}
     props_obj: object = schema.get("properties")
     props: Mapping[str, Any] = (
         cast("Mapping[str, Any]", props_obj) if isinstance(props_obj, Mapping) else {}
@@ -58,9 +67,7 @@ def argument_summary(schema: Mapping[str, Any]) -> str:
         spec: Mapping[str, Any] = (
             cast("Mapping[str, Any]", spec_obj) if isinstance(spec_obj, Mapping) else {}
         )
-        kind: Any = spec.get("type", "any")
-        if isinstance(kind, list):
-            kind = "|".join(str(k) for k in cast("list[object]", kind))
+        kind: Any = "|".join(dict.fromkeys(accepted_types(spec))) or "any"
         if isinstance(spec.get("enum"), list):
             kind = "|".join(json.dumps(v) for v in cast("list[object]", spec["enum"]))
         text = f"{name}: {kind}" + ("*" if name in required else "")
@@ -68,6 +75,16 @@ def argument_summary(schema: Mapping[str, Any]) -> str:
             text += f" = {json.dumps(spec['default'])}"
         parts.append(text)
     return ", ".join(parts)
+
+
+def _open_output(path: str | None) -> tuple[TextIO | None, UsageError | None]:
+    """The ``--output`` file, created or emptied now (as a shell's ``>`` would)."""
+    if path is None or path == "-":
+        return None, None
+    try:
+        return open(path, "w", encoding="utf-8"), None  # closed by App.main()
+    except OSError as exc:
+        return None, UsageError(f"--output: cannot write {path!r}: {exc.strerror or exc}")
 
 
 class _Progress:
@@ -118,7 +135,8 @@ class App:
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
-        self.out = Output(json_mode=args.json)
+        self._output_file, self._output_error = _open_output(getattr(args, "output", None))
+        self.out = Output(json_mode=args.json, stream=self._output_file)
         interactive = sys.stdin.isatty() and not args.no_input
         self.term: Terminal | None = Terminal(self.out) if interactive else None
         self.conn: Connection | None = None
@@ -303,14 +321,28 @@ class App:
         await self.list_tools(session)
         if name not in self.tools:
             known = ", ".join(sorted(self.tools)) or "none"
-            raise UsageError(f"the server has no tool named {name!r} (it has: {known})")
+            raise UnknownName(f"the server has no tool named {name!r} (it has: {known})")
         return self.tools[name].input_schema
 
     async def call(self, session: ClientSession, name: str, words: list[str]) -> int:
-        """Call a tool with command-line arguments; print the result."""
+        """Call a tool with command-line arguments; print the result.
+
+        Arguments that fail a schema listed earlier (in the interactive mode, before a
+        ``notifications/tools/list_changed`` we missed) are checked once more against a fresh
+        listing before they are rejected: a stale schema never blames a valid argument.
+        """
+        listed_before = name in self.tools
         schema = await self.tool_schema(session, name)
-        arguments = parse_arguments(words, schema)
-        check_arguments(name, schema, arguments)
+        try:
+            arguments = parse_arguments(words, schema)
+            check_arguments(name, schema, arguments)
+        except UsageError:
+            if not listed_before:
+                raise
+            self.tools = {}
+            schema = await self.tool_schema(session, name)
+            arguments = parse_arguments(words, schema)
+            check_arguments(name, schema, arguments)
         progress = _Progress(self.out, name)
         try:
             result: t.CallToolResult = await self.interruptible(
@@ -388,6 +420,15 @@ class App:
 
     async def main(self) -> int:
         """Run the command line; returns the exit status (errors raise, bare)."""
+        if self._output_error is not None:
+            raise self._output_error
+        try:
+            return await self._main()
+        finally:
+            if self._output_file is not None:
+                self._output_file.close()
+
+    async def _main(self) -> int:
         failure: Exception | None = None
         status = EXIT_INTERRUPTED
         async with trio.open_nursery() as nursery:
@@ -410,11 +451,12 @@ class App:
 
     async def _run(self) -> int:
         args = self.args
-        if args.command == "call":
-            # Reject bad arguments before the server starts, when the schema is cached.
-            schema = await self.tool_schema(None, args.name)
-            if schema is not None:
-                check_arguments(args.name, schema, parse_arguments(args.arguments, schema))
+        if args.command in ("call", "prompt"):
+            # Files and stdin are read once, now; a malformed word is refused before the
+            # server starts. The schema cache never refuses on its own: it may be stale, so
+            # the arguments are checked against the schema the server lists (see call()).
+            args.arguments = load_argument_files(args.arguments)
+            parse_arguments(args.arguments, None)
         async with self.connect() as session:
             if args.command is None:
                 from ._repl import Repl

@@ -1,19 +1,32 @@
 """Tool and prompt arguments from the command line, coerced and checked by the input schema.
 
 Forms (mixable, later ones win): ``key=value`` (coerced by the property's schema),
-``key:=<json>`` (a JSON value as is), ``key=@file`` (the file's text, coerced like a value)
-and one JSON object (``'{"a": 1}'``).
+``key:=<json>`` (a JSON value as is), ``key=@file`` (the file's text, coerced like a value),
+one JSON object (``'{"a": 1}'``) and a whole JSON object from a file (``@args.json``, or
+``@-`` for stdin in one-shot commands).
+
+Schemas are read with their local ``$ref`` (``#/$defs/...``, ``#/definitions/...``)
+inlined first (:func:`inline_refs`), bounded in depth and size so cyclic or exploding
+references end as "any value".
 """
 
 from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
-__all__ = ["UsageError", "check_arguments", "parse_arguments"]
+__all__ = [
+    "UnknownName",
+    "UsageError",
+    "check_arguments",
+    "inline_refs",
+    "load_argument_files",
+    "parse_arguments",
+]
 
 _TYPE_WORDS = {
     "string": "a string",
@@ -32,6 +45,91 @@ class UsageError(Exception):
     """The command line is wrong (exit status 2); the message says how."""
 
 
+class UnknownName(UsageError):
+    """The server has no tool (or prompt) of that name (exit status 1, like a server error).
+
+    A subclass of :class:`UsageError` so the interactive mode reports it and goes on; the
+    exit status follows the server's answer: the same call sent to the server fails with an
+    error answer (status 1), so the check made before sending it must not say otherwise.
+    """
+
+
+# -- local $ref ---------------------------------------------------------------------------
+
+_REF_DEPTH = 16  # references followed on one path
+_REF_BUDGET = 5_000  # nodes copied in all (a schema whose refs explode stops growing)
+
+
+def _pointer(root: Mapping[str, Any], ref: str) -> object:
+    """The node a local JSON pointer (``#/$defs/Name``) names, or None."""
+    if ref == "#":
+        return root
+    if not ref.startswith("#/"):
+        return None
+    node: object = root
+    for raw in ref[2:].split("/"):
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, Mapping):
+            node = cast("Mapping[str, object]", node).get(part)
+        elif isinstance(node, list) and part.isdigit():
+            items = cast("list[object]", node)
+            node = items[int(part)] if int(part) < len(items) else None
+        else:
+            return None
+    return node
+
+
+def inline_refs(schema: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """Return ``schema`` with its local ``$ref`` replaced by what they point to.
+
+    Keys next to a ``$ref`` win over the target's (``{"$ref": ..., "description": ...}``);
+    the parts of an ``allOf`` are merged into their node the same way (what pydantic writes
+    for a described model field).
+    A reference that is remote, dangling, cyclic, deeper than 16 or past a budget of 5,000
+    copied nodes becomes ``{}`` (any value): describing and checking arguments never
+    recurses without end, and a schema never grows without bound.
+    """
+    if not isinstance(schema, Mapping):
+        return schema
+    root = schema
+    budget = [_REF_BUDGET]
+
+    def walk(node: object, trail: tuple[str, ...]) -> object:
+        budget[0] -= 1
+        if budget[0] < 0:
+            return {}
+        if isinstance(node, list):
+            return [walk(item, trail) for item in cast("list[object]", node)]
+        if not isinstance(node, Mapping):
+            return node
+        mapping = cast("Mapping[str, Any]", node)
+        ref: object = mapping.get("$ref")
+        if isinstance(ref, str):
+            target = _pointer(root, ref)
+            siblings = {k: v for k, v in mapping.items() if k != "$ref"}
+            if ref in trail or len(trail) >= _REF_DEPTH or not isinstance(target, Mapping):
+                return walk(siblings, trail)
+            inlined = walk(cast("Mapping[str, Any]", target), (*trail, ref))
+            merged = dict(cast("Mapping[str, Any]", inlined))
+            merged.update(cast("Mapping[str, Any]", walk(siblings, trail)))
+            return merged
+        out = {
+            k: (v if k in ("$defs", "definitions") else walk(v, trail)) for k, v in mapping.items()
+        }
+        parts: object = out.get("allOf")
+        if isinstance(parts, list) and all(
+            isinstance(p, Mapping) for p in cast("list[object]", parts)
+        ):
+            combined: dict[str, Any] = {}  # allOf: every part applies; the node's own keys win
+            for part in cast("list[Mapping[str, Any]]", parts):
+                combined.update(part)
+            combined.update({k: v for k, v in out.items() if k != "allOf"})
+            return combined
+        return out
+
+    return cast("Mapping[str, Any]", walk(root, ()))
+
+
 def as_mapping(value: object) -> Mapping[str, Any]:
     """``value`` if it is a JSON object, else an empty one."""
     return cast("Mapping[str, Any]", value) if isinstance(value, Mapping) else {}
@@ -42,20 +140,22 @@ def _properties(schema: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return cast("Mapping[str, Any]", found) if isinstance(found, Mapping) else {}
 
 
-def _types(spec: Mapping[str, Any]) -> list[str]:
-    """The JSON types a property accepts (``type``, a type list, or ``anyOf``/``oneOf``)."""
+def accepted_types(spec: Mapping[str, Any]) -> list[str]:
+    """The JSON types a property accepts (``type``, a type list, ``anyOf``/``oneOf``/``allOf``)."""
     found: object = spec.get("type")
     if isinstance(found, str):
         return [found]
     if isinstance(found, list):
         return [str(x) for x in cast("list[object]", found)]
+    if "const" in spec:
+        return [_json_type(spec["const"])]
     out: list[str] = []
-    for key in ("anyOf", "oneOf"):
+    for key in ("anyOf", "oneOf", "allOf"):
         options: object = spec.get(key)
         if isinstance(options, list):
             for option in cast("list[object]", options):
                 if isinstance(option, Mapping):
-                    out += _types(cast("Mapping[str, Any]", option))
+                    out += accepted_types(cast("Mapping[str, Any]", option))
     if not out and isinstance(spec.get("enum"), list):
         out = sorted({_json_type(v) for v in cast("list[object]", spec["enum"])})
     return out
@@ -82,7 +182,7 @@ def expectation(spec: Mapping[str, Any]) -> str:
     enum: object = spec.get("enum")
     if isinstance(enum, list):
         return "one of " + ", ".join(json.dumps(v) for v in cast("list[object]", enum))
-    types = _types(spec)
+    types = accepted_types(spec)
     return " or ".join(_TYPE_WORDS.get(x, x) for x in types) if types else "any JSON value"
 
 
@@ -130,7 +230,7 @@ def coerce(name: str, spec: Mapping[str, Any] | None, text: str) -> Any:
             return json.loads(text)
         except ValueError:
             return text
-    types = _types(spec)
+    types = accepted_types(spec)
     if not types:
         try:
             return json.loads(text)
@@ -149,19 +249,24 @@ def parse_arguments(items: Sequence[str], schema: Mapping[str, Any] | None) -> d
     """Build the arguments object from the command line's argument words.
 
     Args:
-        items: ``key=value``, ``key:=json``, ``key=@file`` words, or one JSON object.
+        items: ``key=value``, ``key:=json``, ``key=@file`` words, JSON objects, or
+            ``@file`` (a file holding a JSON object; ``@-`` is stdin, read beforehand by
+            :func:`load_argument_files`).
         schema: The tool's ``inputSchema`` (``None``: unknown; values read as JSON or text).
 
     Returns:
         The arguments, coerced (not yet checked: see :func:`check_arguments`).
 
     Raises:
-        UsageError: A word has none of the forms, a file cannot be read, a value does not
-            fit its type.
+        UsageError: A word has none of the forms, a file cannot be read or holds no JSON
+            object, a value does not fit its type.
     """
-    props = _properties(schema)
+    props = _properties(inline_refs(schema))
     out: dict[str, Any] = {}
     for item in items:
+        if item.startswith("@"):
+            out.update(_arguments_file(item[1:]))
+            continue
         if item.lstrip().startswith("{"):
             try:
                 value: Any = json.loads(item)
@@ -195,8 +300,66 @@ def parse_arguments(items: Sequence[str], schema: Mapping[str, Any] | None) -> d
     return out
 
 
+def _json_object(text: str, where: str) -> dict[str, Any]:
+    try:
+        value: Any = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"{where} is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise UsageError(f"{where} must hold a JSON object, not {_json_type(value)}")
+    return cast("dict[str, Any]", value)
+
+
+def _arguments_file(path: str) -> dict[str, Any]:
+    """The JSON object in the file ``path`` (the ``@path`` form)."""
+    if path == "-":
+        raise UsageError("@- (arguments from stdin) works in one-shot commands only")
+    if not path:
+        raise UsageError("@ needs a file name: @args.json, or @- for stdin")
+    try:
+        text = Path(path).expanduser().read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise UsageError(f"cannot read the arguments file {path!r}: {reason}") from None
+    return _json_object(text, f"the arguments file {path!r}")
+
+
+def load_argument_files(items: Sequence[str], stdin: Any = None) -> list[str]:
+    """Read every ``@file`` and ``@-`` word once, before anything starts.
+
+    Each becomes the JSON text of its object, so later parsing (which may happen twice:
+    before the server starts and with the listed schema) never reads stdin again.
+
+    Args:
+        items: The argument words.
+        stdin: Where ``@-`` reads (default: ``sys.stdin``).
+
+    Raises:
+        UsageError: A file is missing or unreadable, its JSON is invalid or no object,
+            ``@-`` appears twice.
+    """
+    out: list[str] = []
+    seen_stdin = False
+    for item in items:
+        if item == "@-":
+            if seen_stdin:
+                raise UsageError("@- (arguments from stdin) can be given once")
+            seen_stdin = True
+            stream = stdin if stdin is not None else sys.stdin
+            try:
+                text = stream.read()
+            except (OSError, UnicodeDecodeError) as exc:
+                raise UsageError(f"cannot read the arguments from stdin: {exc}") from None
+            out.append(json.dumps(_json_object(text, "the arguments on stdin")))
+        elif item.startswith("@"):
+            out.append(json.dumps(_arguments_file(item[1:])))
+        else:
+            out.append(item)
+    return out
+
+
 def _problem(spec: Mapping[str, Any], value: Any) -> str | None:
-    types = _types(spec)
+    types = accepted_types(spec)
     actual = _json_type(value)
     if types and actual not in types and not (actual == "integer" and "number" in types):
         return f"expected {expectation(spec)}, got {json.dumps(value)}"
@@ -223,6 +386,7 @@ def check_arguments(
     Raises:
         UsageError: One line per problem, each with what the schema expects.
     """
+    schema = inline_refs(schema)
     if not isinstance(schema, Mapping):
         return
     props = _properties(schema)

@@ -27,7 +27,7 @@ from .._exceptions import (
     TransportError,
     UnsupportedProtocolVersionError,
 )
-from ._args import UsageError
+from ._args import UnknownName, UsageError
 
 __all__ = [
     "EXIT_AUTH",
@@ -52,17 +52,6 @@ EXIT_TIMEOUT = 5
 EXIT_PROTOCOL = 6
 EXIT_INTERRUPTED = 130
 
-#: Config files looked at for a named target when ``--config`` is not given, in order.
-USUAL_CONFIGS = (
-    ".mcp.json",
-    ".cursor/mcp.json",
-    ".vscode/mcp.json",
-    "~/.cursor/mcp.json",
-    "~/.config/Claude/claude_desktop_config.json",
-    "~/Library/Application Support/Claude/claude_desktop_config.json",
-    "~/.codeium/windsurf/mcp_config.json",
-)
-
 
 class ConnectTimeout(trio.TooSlowError):
     """Connecting (start, handshake) took longer than ``--timeout``."""
@@ -70,6 +59,8 @@ class ConnectTimeout(trio.TooSlowError):
 
 def classify(exc: BaseException) -> tuple[int, str]:
     """The exit status and error kind (for the JSON envelope) of an exception."""
+    if isinstance(exc, UnknownName):
+        return EXIT_TOOL_ERROR, "not_found"
     if isinstance(exc, (UsageError, ConfigError)):
         return EXIT_USAGE, "usage"
     if isinstance(exc, AuthError):
@@ -126,19 +117,30 @@ async def _ask_input(config_input: Any) -> str:
     return await trio.to_thread.run_sync(reader, label, abandon_on_cancel=True)
 
 
-async def _from_config(args: argparse.Namespace) -> tuple[Any, dict[str, Any], str] | None:
+async def _no_input(config_input: Any) -> str:
+    raise UsageError(f"the config needs input {config_input.id!r}")
+
+
+async def _from_config(
+    args: argparse.Namespace, *, quiet: bool = False
+) -> tuple[Any, dict[str, Any], str] | None:
+    """Look the target up in the config files (``_servers.config_sources``), in order.
+
+    A server from the current folder's config runs only with consent
+    (``_servers.approve_project_server``). ``quiet`` (shell completion): nothing is asked,
+    printed or approved.
+    """
     from .._config import load_config
+    from ._servers import approve_project_server, config_sources
 
     explicit: str | None = args.config
-    expand = os.path.expanduser
-    paths = [explicit] if explicit else [expand(p) for p in USUAL_CONFIGS]
     seen: list[str] = []
-    for path in paths:
-        if not explicit and not os.path.isfile(path):  # noqa: ASYNC240 (a stat of a few files)
-            continue
-        config = await load_config(path, inputs=_ask_input)
+    for source in config_sources(explicit):
+        config = await load_config(source.path, inputs=_no_input if quiet else _ask_input)
         entry = config.servers.get(args.target)
         if entry is not None:
+            if source.origin == "project" and not quiet:
+                await approve_project_server(args, entry)
             target, options = entry.target()
             return target, options, entry.transport
         seen += list(config.servers)
@@ -154,8 +156,12 @@ def token_store_path() -> Path:
     return Path(base) / "trio-mcp" / "tokens.json"
 
 
-async def resolve(args: argparse.Namespace, on_stderr: Callable[[str], None] | None) -> Connection:
+async def resolve(
+    args: argparse.Namespace, on_stderr: Callable[[str], None] | None, *, quiet: bool = False
+) -> Connection:
     """Turn the command line's target and options into a :class:`Connection`.
+
+    ``quiet`` (shell completion): a config entry is looked up without asking anything.
 
     Raises:
         UsageError: Options that do not fit the target, an unknown config entry.
@@ -171,7 +177,7 @@ async def resolve(args: argparse.Namespace, on_stderr: Callable[[str], None] | N
     elif lowered.startswith(("ws://", "wss://")):
         found = target_text, {}, "websocket"
     elif args.config or _is_name(target_text):
-        found = await _from_config(args)
+        found = await _from_config(args, quiet=quiet)
     if found is None:
         try:
             argv = shlex.split(target_text)
