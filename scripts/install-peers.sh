@@ -131,6 +131,21 @@ version_in() {
         || die "the $1 virtualenv is broken: $PEERS_DIR/$1 (rerun with --force)"
 }
 
+# The shells whose completion scripts the CLI tests run (tests/test_cli_terminal_features.py):
+# Debian's zsh and fish, when missing and this is root on a Debian-like machine. Without
+# them those tests are skipped, with that reason.
+missing_shells=()
+for shell in zsh fish; do command -v "$shell" >/dev/null 2>&1 || missing_shells+=("$shell"); done
+if [ "${#missing_shells[@]}" -gt 0 ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        log "installing ${missing_shells[*]} (Debian packages) for the shell completion tests"
+        { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing_shells[@]}"; } >&2 \
+            || log "warning: could not install ${missing_shells[*]}; their completion tests will be skipped"
+    else
+        log "note: ${missing_shells[*]} not installed; their completion tests will be skipped"
+    fi
+fi
+
 install_venv py-mcp-old "mcp==1.9.3"
 install_venv py-fastmcp "fastmcp[tasks]"
 install_venv py-reference "mcp-server-time, mcp-server-git and mcp-server-fetch"
