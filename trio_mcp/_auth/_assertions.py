@@ -165,10 +165,10 @@ class IdentityAssertionGrant:
             return self.idp_token_endpoint
         assert self.idp_issuer is not None
         for url in _metadata.as_metadata_urls(self.idp_issuer):
-            response = await provider._get(http, url)  # pyright: ignore[reportPrivateUsage]
-            if response is None:
+            body = await _metadata.fetch(http, url)
+            if body is None:
                 continue
-            metadata = _metadata.decode_as_metadata(response.content, url, self.idp_issuer)
+            metadata = _metadata.decode_as_metadata(body, url, self.idp_issuer)
             if metadata.token_endpoint:
                 self.idp_token_endpoint = metadata.token_endpoint
                 return metadata.token_endpoint

@@ -22,6 +22,7 @@ import msgspec
 
 from .._exceptions import AuthDiscoveryError, AuthError, TokenRequestError
 from .._jsonrpc import UNDECODABLE
+from ._bodies import Answer, send
 
 __all__ = [
     "ClientInfo",
@@ -184,7 +185,7 @@ _token_decoder = msgspec.json.Decoder(TokenResponse)
 _error_decoder = msgspec.json.Decoder(_ErrorResponse)
 
 
-def oauth_error(response: httpx.Response, body: bytes, doing: str) -> TokenRequestError:
+def oauth_error(response: Answer, body: bytes, doing: str) -> TokenRequestError:
     """The :class:`TokenRequestError` for a failed answer from an OAuth endpoint."""
     try:
         error = _error_decoder.decode(body)
@@ -219,10 +220,11 @@ async def post_form(
     form: Mapping[str, str],
     headers: Mapping[str, str],
     doing: str,
-) -> httpx.Response:
+) -> Answer:
     """POST a form to an OAuth endpoint; a request that fails is a ``network_error``.
 
-    The form's ``Content-Type`` and ``Accept: application/json`` are set here.
+    The form's ``Content-Type`` and ``Accept: application/json`` are set here; the answer
+    is read with the 1 MiB bound of :mod:`._bodies` (``invalid_response`` beyond it).
 
     Args:
         http: The client for the authorization server.
@@ -231,12 +233,15 @@ async def post_form(
         headers: Further headers (client authentication, DPoP).
         doing: What the request is, for the message (e.g. ``"the token request to URL"``).
     """
-    try:
-        return await http.post(url, content=urlencode(form), headers={**_FORM_HEADERS, **headers})
-    except httpx.HTTPError as exc:
-        raise TokenRequestError(
-            f"{doing} failed: {exc!r}", error="network_error", status_code=0
-        ) from exc
+    return await send(
+        http,
+        "POST",
+        url,
+        error=TokenRequestError,
+        doing=doing,
+        headers={**_FORM_HEADERS, **headers},
+        content=urlencode(form),
+    )
 
 
 def decode_token_response(body: bytes, url: str) -> TokenResponse:
