@@ -229,6 +229,11 @@ class _ExchangeResponse(msgspec.Struct, kw_only=True):
     token_type: str = "N_A"
     expires_in: float | None = None
 
+    def __repr__(self) -> str:  # the ID-JAG is a credential
+        return (
+            f"_ExchangeResponse(access_token='***', issued_token_type={self.issued_token_type!r})"
+        )
+
 
 _exchange_decoder = msgspec.json.Decoder(_ExchangeResponse)
 

@@ -123,6 +123,9 @@ class _DeviceAuthorization(msgspec.Struct, kw_only=True):
     expires_in: float
     interval: float | None = None
 
+    def __repr__(self) -> str:  # the device code is a credential until it expires
+        return f"_DeviceAuthorization(device_code='***', user_code={self.user_code!r})"
+
 
 _decoder = msgspec.json.Decoder(_DeviceAuthorization)
 

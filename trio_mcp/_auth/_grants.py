@@ -22,6 +22,7 @@ import msgspec
 
 from .._exceptions import AuthDiscoveryError, AuthError, TokenRequestError
 from .._jsonrpc import UNDECODABLE
+from .._redact import hidden
 from ._bodies import Answer, send
 
 __all__ = [
@@ -63,7 +64,7 @@ class ClientInfo:
     """
 
     client_id: str
-    client_secret: str | None = None
+    client_secret: str | None = field(default=None, repr=False)
     auth_method: str = "none"
     issuer: str | None = None
 
@@ -174,6 +175,13 @@ class TokenResponse(msgspec.Struct, kw_only=True):
     refresh_token: str | None = None
     scope: str | None = None
     id_token: str | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"TokenResponse(access_token='***', token_type={self.token_type!r}, "
+            f"expires_in={self.expires_in!r}, refresh_token={hidden(self.refresh_token)}, "
+            f"scope={self.scope!r}, id_token={hidden(self.id_token)})"
+        )
 
 
 class _ErrorResponse(msgspec.Struct, kw_only=True):
@@ -294,6 +302,13 @@ class RegistrationResponse(msgspec.Struct, kw_only=True):
     client_id: str
     client_secret: str | None = None
     token_endpoint_auth_method: str | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"RegistrationResponse(client_id={self.client_id!r}, "
+            f"client_secret={hidden(self.client_secret)}, "
+            f"token_endpoint_auth_method={self.token_endpoint_auth_method!r})"
+        )
 
 
 registration_decoder = msgspec.json.Decoder(RegistrationResponse)

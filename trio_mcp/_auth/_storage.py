@@ -23,6 +23,8 @@ from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 import trio
 
+from .._redact import hidden
+
 __all__ = [
     "FileTokenStore",
     "MemoryTokenStore",
@@ -32,11 +34,6 @@ __all__ = [
     "StoredToken",
     "TokenStore",
 ]
-
-
-def _hidden(value: object) -> str:
-    """How a secret shows in a repr: ``None`` or ``'***'``, never its value."""
-    return "None" if value is None else "'***'"
 
 
 @dataclass(frozen=True)
@@ -63,10 +60,10 @@ class StoredToken:
 
     def __repr__(self) -> str:
         return (
-            f"StoredToken(access_token={_hidden(self.access_token)}, "
-            f"token_type={self.token_type!r}, refresh_token={_hidden(self.refresh_token)}, "
+            f"StoredToken(access_token={hidden(self.access_token)}, "
+            f"token_type={self.token_type!r}, refresh_token={hidden(self.refresh_token)}, "
             f"scope={self.scope!r}, expires_at={self.expires_at!r}, "
-            f"dpop_jwk={_hidden(self.dpop_jwk)})"
+            f"dpop_jwk={hidden(self.dpop_jwk)})"
         )
 
 
@@ -90,7 +87,7 @@ class StoredClient:
     def __repr__(self) -> str:
         return (
             f"StoredClient(client_id={self.client_id!r}, client_secret="
-            f"{_hidden(self.client_secret)}, auth_method={self.auth_method!r}, "
+            f"{hidden(self.client_secret)}, auth_method={self.auth_method!r}, "
             f"redirect_uri={self.redirect_uri!r})"
         )
 

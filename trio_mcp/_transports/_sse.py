@@ -24,6 +24,7 @@ import trio
 
 from .._exceptions import ConnectionClosed, MCPError, ProtocolError, TransportError
 from .._jsonrpc import Envelope
+from .._redact import redacted_repr
 from ._base import MessageInfo, Transport
 from ._eventstream import ServerSentEvent
 from ._httpcore import (
@@ -205,6 +206,9 @@ class SSEParameters(HTTPOptions):
         retry: Retries of failed connection attempts.
         breaker: A circuit breaker every HTTP request goes through.
     """
+
+    def __repr__(self) -> str:
+        return redacted_repr(self, ("headers",))  # header values are often credentials
 
     def open_transport(self, nursery: trio.Nursery) -> AbstractAsyncContextManager[SSETransport]:
         """Open the event stream and wait for the ``endpoint`` event.
