@@ -35,11 +35,13 @@ class Endless(httpx.AsyncByteStream):
         self.chunk = chunk
         self.produced = 0
 
-    async def __aiter__(self) -> AsyncGenerator[bytes]:
-        while True:
-            await trio.lowlevel.checkpoint()
-            self.produced += len(self.chunk)
-            yield self.chunk
+    def __aiter__(self) -> Endless:  # an iterator, not a generator: nothing to finalize
+        return self
+
+    async def __anext__(self) -> bytes:
+        await trio.lowlevel.checkpoint()
+        self.produced += len(self.chunk)
+        return self.chunk
 
 
 async def _read_request(stream: trio.SocketStream, base: str) -> httpx.Request | None:
@@ -69,14 +71,21 @@ async def _answer(stream: trio.SocketStream, response: httpx.Response) -> None:
     head = [f"HTTP/1.1 {response.status_code} {reason}", "Connection: close"]
     skip = {"content-length", "transfer-encoding", "connection"}
     head += [f"{k}: {v}" for k, v in response.headers.items() if k.lower() not in skip]
-    if response.is_stream_consumed or isinstance(response.stream, httpx.ByteStream):
-        body = response.content
+    if isinstance(response.stream, httpx.ByteStream):
+        body = b"".join(response.stream)  # as given (not decoded)
         head.append(f"Content-Length: {len(body)}")
         await stream.send_all(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
         return
+    body_stream: Any = response.stream
+    declared = response.headers.get("content-length")
+    if declared is not None:  # a declared length, then the body as it comes
+        head.append(f"Content-Length: {declared}")
+        await stream.send_all(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+        async for chunk in body_stream:
+            await stream.send_all(chunk)
+        return
     head.append("Transfer-Encoding: chunked")
     await stream.send_all(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
-    body_stream: Any = response.stream
     async for chunk in body_stream:
         await stream.send_all(b"%x\r\n%s\r\n" % (len(chunk), chunk))
     await stream.send_all(b"0\r\n\r\n")

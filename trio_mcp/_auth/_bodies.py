@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import httpx
+import trio
 
 from .._exceptions import AuthError
 
@@ -101,16 +102,32 @@ async def send(
                 raise _too_large(error, doing, f" (Content-Length {declared})")
             decoder = _Decoder(encoding, limit)
             body = bytearray()
-            async for chunk in response.aiter_raw():
-                decoded = decoder.decode(chunk, len(body))
-                if decoded is None or len(body) + len(decoded) > limit:
-                    raise _too_large(error, doing, "")
-                body += decoded
+            refused: str | None = None
+            # To stop early, cancel a scope around the iteration: the cancellation unwinds
+            # httpx's chain of async generators from the innermost one (none is left
+            # unfinished); breaking out of the loop would leave them to the GC.
+            with trio.CancelScope() as scope:
+                async for chunk in response.aiter_raw():
+                    if refused is not None:
+                        continue  # until the cancellation lands
+                    try:
+                        decoded = decoder.decode(chunk, len(body))
+                    except zlib.error:
+                        decoded, refused = None, "corrupt"
+                    if decoded is None or len(body) + len(decoded) > limit:
+                        refused = refused or "large"
+                        scope.cancel()
+                        continue
+                    body += decoded
+            if refused == "corrupt":
+                raise _failed(
+                    error, f"{doing} answered with a corrupt compressed body", "invalid_response"
+                )
+            if refused is not None:
+                raise _too_large(error, doing, "")
             return Answer(response.status_code, response.headers, bytes(body))
     except httpx.HTTPError as exc:
         raise _failed(error, f"{doing} failed: {exc!r}", "network_error") from exc
-    except zlib.error as exc:
-        raise _failed(error, f"{doing} answered with a corrupt compressed body", "") from exc
 
 
 def _failed(error: type[AuthError], message: str, code: str) -> AuthError:

@@ -12,15 +12,19 @@ for it and use its token.
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 import httpx
 import trio
+
+if sys.version_info < (3, 11):  # pragma: no cover
+    from exceptiongroup import BaseExceptionGroup
 
 from .._exceptions import (
     AuthDiscoveryError,
@@ -92,6 +96,21 @@ def _loaded(
             logger.info("the stored DPoP token has no usable key (%s); ignoring it", exc)
             return None
     return _tokens.from_stored(stored, issuer, resource, client, key)
+
+
+def _only_error(group: BaseExceptionGroup[Any]) -> BaseException:
+    """The one exception (not a ``Cancelled``) in ``group``, else the group itself."""
+    leaves: list[BaseException] = []
+
+    def walk(exc: BaseException) -> None:
+        if isinstance(exc, BaseExceptionGroup):
+            for inner in cast("BaseExceptionGroup[BaseException]", exc).exceptions:
+                walk(inner)
+        elif not isinstance(exc, trio.Cancelled):
+            leaves.append(exc)
+
+    walk(group)
+    return leaves[0] if len(leaves) == 1 else group
 
 
 def _client_slot(issuer: str, client_id: str) -> str:
@@ -784,39 +803,43 @@ class OAuth(httpx.Auth):
                 f"authorization server {context.issuer} has no authorization_endpoint"
             )
         check_endpoint(endpoint, "the authorization endpoint")  # before it reaches a browser
-        async with self.user_agent.redirect() as redirect:
-            client = await self._client_identity(
-                http, context, redirect.redirect_uri, register=True
-            )
-            assert client is not None
-            verifier, challenge = _grants.pkce_pair()
-            state = _grants.random_state()
-            query = {
-                "response_type": "code",
-                "client_id": client.client_id,
-                "redirect_uri": redirect.redirect_uri,
-                "code_challenge": challenge,
-                "code_challenge_method": "S256",
-                "state": state,
-                "resource": context.resource,
-            }
-            if scope:
-                query["scope"] = scope
-                if "offline_access" in scope.split():
-                    # OIDC Core 11: without prompt=consent an OpenID provider drops
-                    # offline_access (no refresh token); oidc-provider does
-                    query["prompt"] = "consent"
-            separator = "&" if "?" in endpoint else "?"
-            callback = await redirect.authorize(f"{endpoint}{separator}{urlencode(query)}")
-            code = self._check_callback(callback, state, context)
-            form = {
-                "grant_type": "authorization_code",
-                "code": code,
-                "redirect_uri": redirect.redirect_uri,
-                "code_verifier": verifier,
-                "resource": context.resource,
-            }
-            response = await self._token_request(http, context, client, form)
+        try:
+            async with self.user_agent.redirect() as redirect:
+                client = await self._client_identity(
+                    http, context, redirect.redirect_uri, register=True
+                )
+                assert client is not None
+                verifier, challenge = _grants.pkce_pair()
+                state = _grants.random_state()
+                query = {
+                    "response_type": "code",
+                    "client_id": client.client_id,
+                    "redirect_uri": redirect.redirect_uri,
+                    "code_challenge": challenge,
+                    "code_challenge_method": "S256",
+                    "state": state,
+                    "resource": context.resource,
+                }
+                if scope:
+                    query["scope"] = scope
+                    if "offline_access" in scope.split():
+                        # OIDC Core 11: without prompt=consent an OpenID provider drops
+                        # offline_access (no refresh token); oidc-provider does
+                        query["prompt"] = "consent"
+                separator = "&" if "?" in endpoint else "?"
+                callback = await redirect.authorize(f"{endpoint}{separator}{urlencode(query)}")
+                code = self._check_callback(callback, state, context)
+                form = {
+                    "grant_type": "authorization_code",
+                    "code": code,
+                    "redirect_uri": redirect.redirect_uri,
+                    "code_verifier": verifier,
+                    "resource": context.resource,
+                }
+                response = await self._token_request(http, context, client, form)
+        except BaseExceptionGroup as group:
+            # a user agent's nursery wraps what failed inside its block: raise it bare
+            raise _only_error(group) from None
         return await self._keep(context, client, response, scope)
 
     def _check_callback(self, callback: str, state: str, context: _Context) -> str:
