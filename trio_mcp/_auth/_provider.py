@@ -11,25 +11,20 @@ for it and use its token.
 
 from __future__ import annotations
 
+import functools
 import logging
-import sys
 import time
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from typing import Any, Literal, cast
-from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
+from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import trio
 
-if sys.version_info < (3, 11):  # pragma: no cover
-    from exceptiongroup import BaseExceptionGroup
-
 from .._exceptions import (
     AuthDiscoveryError,
     AuthError,
-    AuthorizationDeniedError,
     ClientRegistrationError,
     DPoPError,
     DPoPNonceError,
@@ -37,7 +32,7 @@ from .._exceptions import (
     LoginRequiredError,
     TokenRequestError,
 )
-from . import _assertions, _bodies, _device, _dpop, _grants, _metadata, _tokens
+from . import _assertions, _bodies, _device, _dpop, _flows, _grants, _metadata, _tokens
 from ._assertions import AssertionGrant
 from ._browser import LoopbackBrowser, UserAgent
 from ._policy import check_endpoint
@@ -57,17 +52,7 @@ logger = logging.getLogger("trio_mcp.auth")
 _Token = _tokens.Token
 
 
-@dataclass
-class _Context:
-    """What discovery found for one MCP endpoint."""
-
-    server_url: str
-    resource: str
-    issuer: str
-    metadata: _metadata.AuthorizationServerMetadata
-    prm: _metadata.ProtectedResourceMetadata | None
-    # the resource server challenged with the DPoP scheme (so it accepts DPoP tokens)
-    rs_offers_dpop: bool = False
+_Context = _flows.Discovery
 
 
 def _canonical(url: str) -> str:
@@ -96,21 +81,6 @@ def _loaded(
             logger.info("the stored DPoP token has no usable key (%s); ignoring it", exc)
             return None
     return _tokens.from_stored(stored, issuer, resource, client, key)
-
-
-def _only_error(group: BaseExceptionGroup[Any]) -> BaseException:
-    """The one exception (not a ``Cancelled``) in ``group``, else the group itself."""
-    leaves: list[BaseException] = []
-
-    def walk(exc: BaseException) -> None:
-        if isinstance(exc, BaseExceptionGroup):
-            for inner in cast("BaseExceptionGroup[BaseException]", exc).exceptions:
-                walk(inner)
-        elif not isinstance(exc, trio.Cancelled):
-            leaves.append(exc)
-
-    walk(group)
-    return leaves[0] if len(leaves) == 1 else group
 
 
 def _client_slot(issuer: str, client_id: str) -> str:
@@ -777,101 +747,33 @@ class OAuth(httpx.Auth):
     async def _authorize(
         self, http: httpx.AsyncClient, context: _Context, scope: str | None
     ) -> _Token:
+        """Run this provider's grant for ``context`` (the flows are in ``_flows``,
+        ``_device`` and ``_assertions``)."""
         self._requested_scopes[context.server_url] = scope
         logger.debug("authorizing %s: scope %r", context.server_url, scope)
+        flow = _flows.Flow(
+            http=http,
+            context=context,
+            scope=scope,
+            private_key=self.private_key,
+            signing_algorithm=self.signing_algorithm,
+            identity=functools.partial(self._client_identity, http, context),
+            token_request=functools.partial(self._token_request, http, context),
+            keep=lambda client, answer: self._keep(context, client, answer, scope),
+        )
         if self.grant == "client_credentials":
-            client = await self._client_identity(http, context, None, register=False)
-            assert client is not None  # client_id is required for this grant
-            form = {"grant_type": "client_credentials", "resource": context.resource}
-            if scope:
-                form["scope"] = scope
-            response = await self._token_request(http, context, client, form)
-            return await self._keep(context, client, response, scope)
+            return await _flows.client_credentials(flow)
         if self.assertion_grant is not None:
-            return await _assertions.authorize(self, self.assertion_grant, http, context, scope)
-        if _device.should_use(self, context.metadata):
-            return await _device.authorize(self, http, context, scope)
+            return await _assertions.authorize(flow, self.assertion_grant)
+        if self.device is not None and _device.should_use(self, context.metadata):
+            return await _device.authorize(flow, self.device)
         if not self.interactive:
             raise LoginRequiredError(
                 f"{context.server_url} needs an authorization by its user (authorization "
                 f"server {context.issuer}) and this OAuth is headless (interactive=False); "
                 "log in once with a browser (trio-mcp auth login) so a token is stored"
             )
-        endpoint = context.metadata.authorization_endpoint
-        if endpoint is None:
-            raise AuthDiscoveryError(
-                f"authorization server {context.issuer} has no authorization_endpoint"
-            )
-        check_endpoint(endpoint, "the authorization endpoint")  # before it reaches a browser
-        try:
-            async with self.user_agent.redirect() as redirect:
-                client = await self._client_identity(
-                    http, context, redirect.redirect_uri, register=True
-                )
-                assert client is not None
-                verifier, challenge = _grants.pkce_pair()
-                state = _grants.random_state()
-                query = {
-                    "response_type": "code",
-                    "client_id": client.client_id,
-                    "redirect_uri": redirect.redirect_uri,
-                    "code_challenge": challenge,
-                    "code_challenge_method": "S256",
-                    "state": state,
-                    "resource": context.resource,
-                }
-                if scope:
-                    query["scope"] = scope
-                    if "offline_access" in scope.split():
-                        # OIDC Core 11: without prompt=consent an OpenID provider drops
-                        # offline_access (no refresh token); oidc-provider does
-                        query["prompt"] = "consent"
-                separator = "&" if "?" in endpoint else "?"
-                callback = await redirect.authorize(f"{endpoint}{separator}{urlencode(query)}")
-                code = self._check_callback(callback, state, context)
-                form = {
-                    "grant_type": "authorization_code",
-                    "code": code,
-                    "redirect_uri": redirect.redirect_uri,
-                    "code_verifier": verifier,
-                    "resource": context.resource,
-                }
-                response = await self._token_request(http, context, client, form)
-        except BaseExceptionGroup as group:
-            # a user agent's nursery wraps what failed inside its block: raise it bare
-            raise _only_error(group) from None
-        return await self._keep(context, client, response, scope)
-
-    def _check_callback(self, callback: str, state: str, context: _Context) -> str:
-        params = {k: v[0] for k, v in parse_qs(urlsplit(callback).query).items()}
-        if params.get("state") != state:
-            raise AuthorizationDeniedError(
-                "the authorization response carries the wrong state; it does not answer this "
-                "client's request (a forged or stale redirect). Start the login again"
-            )
-        issuer = context.metadata.issuer
-        iss = params.get("iss")
-        if iss is not None and iss != issuer:
-            raise AuthorizationDeniedError(
-                f"the authorization response comes from issuer {iss!r}, not {issuer!r} "
-                "(RFC 9207); refusing it: it may be a mix-up attack"
-            )
-        if iss is None and context.metadata.authorization_response_iss_parameter_supported:
-            raise AuthorizationDeniedError(
-                f"authorization server {issuer} promises an iss parameter in its responses "
-                "(RFC 9207) but this one has none; refusing it"
-            )
-        if "error" in params:
-            description = params.get("error_description")
-            raise AuthorizationDeniedError(
-                f"the authorization server refused: {params['error']}"
-                + (f" ({description})" if description else ""),
-                error=params["error"],
-            )
-        code = params.get("code")
-        if not code:
-            raise AuthorizationDeniedError("the authorization response carries no code")
-        return code
+        return await _flows.authorization_code(flow, self.user_agent)
 
     async def _refresh(self, http: httpx.AsyncClient, context: _Context, token: _Token) -> _Token:
         assert token.refresh_token is not None
