@@ -56,7 +56,7 @@ def assert_only_own_tokens(world: World) -> None:
 
 async def test_one_provider_two_servers_each_sees_only_its_own_token() -> None:
     world = World()
-    async with world_and_client(world) as (client, auth, agent):
+    async with world_and_client(world) as (client, _, agent):
         with trio.fail_after(30):
             for path in (A, B, A, B, A, B):
                 assert await call(client, world, path) == 200

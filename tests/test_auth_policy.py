@@ -139,7 +139,7 @@ async def test_no_request_goes_to_a_refused_endpoint(where: str, field: str, val
         world.prm_override[field] = value
     else:
         world.challenge_metadata_url = value
-    async with hostile(world) as (base, recorder):
+    async with hostile(world) as (_, recorder):
         with pytest.raises(trio_mcp.AuthDiscoveryError, match="not an https URL"):
             await request_through(world, recorder, **CONFIDENTIAL)
     assert recorder.hosts() <= {"127.0.0.1"}  # nothing went anywhere else
