@@ -296,3 +296,64 @@ async def test_the_login_trace_shows_each_step_and_no_secret(
     for url in agent.authorization_urls:  # the PKCE challenge and the state
         query = httpx.URL(url).params
         assert query["state"] not in trace and query["code_challenge"] not in trace
+
+
+class _ChunksTransport(httpx.AsyncBaseTransport):
+    def __init__(self, chunks: list[bytes], encoding: str) -> None:
+        self.chunks = chunks
+        self.encoding = encoding
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        headers = {} if self.encoding == "identity" else {"Content-Encoding": self.encoding}
+        return httpx.Response(200, headers=headers, stream=_Chunks(self.chunks))
+
+
+class _Chunks(httpx.AsyncByteStream):
+    def __init__(self, chunks: list[bytes]) -> None:
+        self._chunks = iter(chunks)
+
+    def __aiter__(self) -> _Chunks:
+        return self
+
+    async def __anext__(self) -> bytes:
+        await trio.lowlevel.checkpoint()
+        try:
+            return next(self._chunks)
+        except StopIteration:
+            raise StopAsyncIteration from None
+
+
+@given(
+    st.lists(st.binary(max_size=40), max_size=6),
+    st.sampled_from(["identity", "gzip", "deflate", "br"]),
+    st.booleans(),
+)
+def test_any_body_is_bounded_or_a_clear_error(
+    chunks: list[bytes], encoding: str, compress: bool
+) -> None:
+    # peer bytes in any encoding: the answer is at most the limit, or the caller's error
+    if compress and encoding == "gzip":
+        chunks = [gzip.compress(b"".join(chunks) * 4)]
+    limit = 64
+
+    async def main() -> None:
+        transport = _ChunksTransport(chunks, encoding)
+        async with httpx.AsyncClient(transport=transport) as http:
+            answer: _bodies.Answer | None = None
+            try:
+                answer = await _bodies.send(
+                    http, "GET", "https://as.example/x", error=trio_mcp.TokenRequestError,
+                    doing="x", limit=limit,
+                )  # fmt: skip
+            except trio_mcp.TokenRequestError as exc:
+                failure = exc
+            else:
+                failure = None
+        if failure is not None:
+            assert failure.error == "invalid_response"
+            return
+        assert answer is not None and len(answer.content) <= limit
+        if encoding == "identity":
+            assert answer.content == b"".join(chunks)
+
+    trio.run(main)

@@ -194,6 +194,7 @@ class OAuth(httpx.Auth):
         # one authorization flow (discovery, a browser or device login) at a time; token
         # refreshes are one at a time per token key (self._tokens.lock)
         self._flow_lock = trio.Lock()
+        self._bindings_lock = trio.Lock()
         self._tokens = _tokens.TokenTable()
         self._contexts: dict[str, _Context] = {}  # server URL -> what discovery found
         self._requested_scopes: dict[str, str | None] = {}  # server URL -> last scope asked
@@ -490,7 +491,7 @@ class OAuth(httpx.Auth):
         since moved to another authorization server, it answers 401 and the usual flow runs.
         An expired token is left to that flow too (refreshing needs the metadata).
         """
-        async with self._flow_lock:
+        async with self._bindings_lock:  # not the flow lock: another server's login may wait
             current = self._tokens.for_server(server_url)
             if server_url in self._bindings_checked or current is not None:
                 return current
