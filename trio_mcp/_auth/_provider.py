@@ -1,12 +1,15 @@
 """The OAuth provider: an :class:`httpx.Auth` that drives discovery, identity and grants.
 
-Pass it as ``auth=`` to :func:`~trio_mcp.open_mcp_session` (any HTTP transport, both eras).
-Every request carries the current token (``Authorization: Bearer``, or ``DPoP`` with a
-fresh proof for a DPoP-bound token, RFC 9449). A 401 starts the flow:
-discovery, client identity, a grant, then the request is sent once more. A 403
-``insufficient_scope`` starts a step-up authorization for the union of the scopes, a bounded
-number of times. One flow runs at a time per provider; requests that hit a 401 meanwhile wait
-for it and use its token.
+Pass it as ``auth=`` to :func:`~trio_mcp.open_mcp_session` (any HTTP transport, both eras),
+to any number of sessions and server groups at once. Every request carries the token of its
+own server's key (``_tokens``: issuer, resource, client), as ``Authorization: Bearer``, or
+``DPoP`` with a fresh proof for a DPoP-bound token (RFC 9449). A 401 starts the flow:
+discovery (``_metadata``, under the endpoint policy of ``_policy`` and the body bound of
+``_bodies``), client identity, a grant (``_flows``, ``_device``, ``_assertions``), then the
+request is sent once more. A 403 ``insufficient_scope`` starts a step-up authorization for
+the union of the scopes, a bounded number of times. Refreshes run one at a time per key;
+authorizations one at a time per provider; requests that hit a 401 meanwhile wait for it
+and use its token.
 """
 
 from __future__ import annotations
@@ -102,7 +105,8 @@ class OAuth(httpx.Auth):
     Client identity is chosen in the spec's order: the pre-registered ``client_id`` (for
     ``issuer``, or any issuer when ``issuer`` is ``None``), a Client ID Metadata Document
     (``client_metadata_url``, when the server supports them), a registration stored for
-    the issuer, Dynamic Client Registration; else :class:`~trio_mcp.ClientRegistrationError`.
+    the issuer (for a browser login: only one made for the same redirect URI), Dynamic
+    Client Registration; else :class:`~trio_mcp.ClientRegistrationError`.
 
     Args:
         grant: ``"authorization_code"`` (a user, a browser) or ``"client_credentials"``
