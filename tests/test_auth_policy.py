@@ -357,3 +357,25 @@ def test_any_body_is_bounded_or_a_clear_error(
             assert answer.content == b"".join(chunks)
 
     trio.run(main)
+
+
+async def test_a_redirect_is_never_followed_even_by_a_following_client() -> None:
+    # the token endpoint answers 307 to a plain-http host: the secret must not follow it,
+    # even through a caller's client created with follow_redirects=True
+    world = World()
+    world.raw["/token"] = httpx.Response(307, headers={"Location": "http://as.example/token"})
+    async with serve(world.handler) as base:
+        world.base = base
+        seen: list[httpx.Request] = []
+
+        async def record(request: httpx.Request) -> None:
+            seen.append(request)
+
+        async with httpx.AsyncClient(
+            follow_redirects=True, event_hooks={"request": [record]}
+        ) as http:
+            auth = trio_mcp.OAuth(http_client=http, dpop=False, **CONFIDENTIAL)
+            async with httpx.AsyncClient(auth=auth) as client:
+                with trio.fail_after(30), pytest.raises(trio_mcp.TokenRequestError):
+                    await client.get(base + A)
+    assert {request.url.host for request in seen} == {"127.0.0.1"}

@@ -6,6 +6,8 @@ a larger (or endless) body fails with the caller's error class after at most the
 plus one network chunk has been read, so a hostile endpoint cannot grow this process.
 A compressed body is decompressed with the same bound (no decompression bomb); only
 ``identity``, ``gzip`` and ``deflate`` encodings are accepted (``identity`` is asked for).
+Redirects are never followed (even by a caller's client that follows them): a redirect's
+target would escape the endpoint policy.
 """
 
 from __future__ import annotations
@@ -84,7 +86,11 @@ async def send(
     """
     request_headers = {"Accept-Encoding": "identity", **(headers or {})}
     try:
-        async with http.stream(method, url, headers=request_headers, content=content) as response:
+        # never follow a redirect, whatever the client's setting: its target would escape
+        # the endpoint policy (a 307 would re-post a secret to it)
+        async with http.stream(
+            method, url, headers=request_headers, content=content, follow_redirects=False
+        ) as response:
             if response.is_stream_consumed:  # read by the transport (httpx.MockTransport)
                 if len(response.content) > limit:
                     raise _too_large(error, doing, "")
