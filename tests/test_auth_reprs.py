@@ -97,12 +97,22 @@ async def test_a_keyring_prompt_does_not_outlive_the_callers_deadline() -> None:
     # safety for the old code, where the cancellation waits for the thread
     timer = threading.Timer(5, backend.released.set)
     timer.start()
-    try:
-        with trio.move_on_after(0.2) as scope:
+    scope = trio.CancelScope()
+    done = trio.Event()
+
+    async def reader() -> None:
+        with scope:
             await store.get_token("https://as.example", "https://mcp.example/mcp", "c")
+        done.set()
+
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(reader)
+            assert await trio.to_thread.run_sync(backend.entered.wait, 10)
+            scope.cancel()  # the caller's deadline, while the keyring waits for the user
+            await done.wait()
+            assert not backend.released.is_set()  # the caller left; the keyring still waits
         assert scope.cancelled_caught
-        assert backend.entered.is_set()
-        assert not backend.released.is_set()  # the caller left while the keyring waited
     finally:
         backend.released.set()
         timer.cancel()
