@@ -379,3 +379,22 @@ async def test_a_redirect_is_never_followed_even_by_a_following_client() -> None
                 with trio.fail_after(30), pytest.raises(trio_mcp.TokenRequestError):
                     await client.get(base + A)
     assert {request.url.host for request in seen} == {"127.0.0.1"}
+
+
+def test_the_cli_trace_is_safe_for_a_terminal() -> None:
+    # `trio-mcp auth login -v`: an issuer (peer input) carrying escape sequences is shown
+    # visibly, never interpreted
+    from trio_mcp.cli._auth import _TerminalFormatter  # pyright: ignore[reportPrivateUsage]
+
+    record = logging.LogRecord(
+        "trio_mcp.auth",
+        logging.DEBUG,
+        __file__,
+        1,
+        "issuer %s",
+        ("https://x/\x1b]0;pwned\x07",),
+        None,
+    )
+    line = _TerminalFormatter().format(record)
+    assert line.startswith("auth: issuer https://x/")
+    assert "\x1b" not in line and "\x07" not in line
