@@ -17,6 +17,7 @@ listener).
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import os
@@ -354,6 +355,78 @@ async def test_a_token_for_one_server_is_never_sent_to_another() -> None:
             assert resources == [server_a.url, server_b.url]
 
 
+def _bearer_audience(authorization: str | None) -> str | None:
+    """The ``aud`` of the JWT access token in an ``Authorization: Bearer`` header."""
+    if authorization is None:
+        return None
+    payload = authorization.removeprefix("Bearer ").split(".")[1]
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    aud = claims["aud"]
+    return str(aud if isinstance(aud, str) else aud[0])
+
+
+async def test_one_provider_for_two_servers_at_once() -> None:
+    # one OAuth (one store) reaching two protected servers of the same AS, the sessions
+    # open at the same time: each server sees only the tokens oidc-provider issued for it
+    # (their JWT audience), and switching between them does not log in again
+    async with open_oidc_provider() as provider:
+        async with (
+            open_auth_sdk_server(provider.url) as server_a,
+            open_auth_sdk_server(provider.url) as server_b,
+        ):
+            agent = FormUserAgent()
+            log = TokenEndpointLog()
+            auth = trio_mcp.OAuth(user_agent=agent, http_client=log.client, dpop=False)
+            transports = {server_a.url: CountingTransport(), server_b.url: CountingTransport()}
+            async with log.client, httpx.AsyncClient(transport=transports[server_a.url]) as ca:
+                async with httpx.AsyncClient(transport=transports[server_b.url]) as cb:
+                    with trio.fail_after(90):
+                        async with (
+                            trio_mcp.open_mcp_session(server_a.url, auth=auth, client=ca) as a,
+                            trio_mcp.open_mcp_session(server_b.url, auth=auth, client=cb) as b,
+                        ):
+                            for session in (a, b, a, b, a, b):
+                                assert _text(await session.call_tool("echo", {"text": "x"}))
+                            who_a = _tool_json(await a.call_tool("whoami", {}))
+                            who_b = _tool_json(await b.call_tool("whoami", {}))
+            for url, transport in transports.items():
+                audiences = {_bearer_audience(h) for h in transport.authorizations if h}
+                assert audiences == {url}, (url, audiences)
+            assert len(agent.authorization_urls) == 2  # one login per server, no more
+            assert log.grants() == ["authorization_code", "authorization_code"]
+            assert who_a["sub"] == who_b["sub"] == "alice"
+            assert "TRIO_MCP_TOKEN ok" in server_a.output()
+            assert "TRIO_MCP_TOKEN ok" in server_b.output()
+
+
+async def test_a_server_group_sharing_one_provider() -> None:
+    # open_server_group(..., auth=OAuth()) shares the provider among its members: both
+    # start, each with its own token
+    async with open_oidc_provider() as provider:
+        async with (
+            open_auth_sdk_server(provider.url) as server_a,
+            open_auth_sdk_server(provider.url) as server_b,
+        ):
+            agent = FormUserAgent()
+            log = TokenEndpointLog()
+            auth = trio_mcp.OAuth(user_agent=agent, http_client=log.client, dpop=False)
+            servers = {"a": server_a.url, "b": server_b.url}
+            async with log.client:
+                with trio.fail_after(90):
+                    async with trio_mcp.open_server_group(servers, auth=auth) as group:
+                        states = {n: s.state for n, s in group.statuses().items()}
+                        assert states == {
+                            "a": trio_mcp.ServerState.RUNNING,
+                            "b": trio_mcp.ServerState.RUNNING,
+                        }, group.statuses()
+                        for name in ("a", "b", "a", "b"):
+                            session = group.session(name)
+                            assert _text(await session.call_tool("echo", {"text": name})) == name
+            assert len(agent.authorization_urls) == 2
+            resources = sorted(form["resource"][0] for form in log.posted_to("/token"))
+            assert resources == sorted(servers.values())
+
+
 async def test_dpop_bound_tokens_when_asked() -> None:
     # oidc-provider advertises dpop_signing_alg_values_supported: OAuth(dpop=True) binds the
     # token to a key (token_type DPoP, cnf.jkt); the server checks each request's proof
@@ -402,7 +475,7 @@ async def test_cli_auth_login_status_reuse_logout(tmp_path: Path) -> None:
     }
     async with open_oidc_provider() as provider, open_auth_sdk_server(provider.url) as server:
         # `auth login --no-browser` prints the authorization URL; we are the browser
-        argv = [sys.executable, "-m", "trio_mcp.cli", "auth", "login", "--no-browser"]
+        argv = [sys.executable, "-m", "trio_mcp.cli", "auth", "login", "-v", "--no-browser"]
         with trio.fail_after(60):
             process = await trio.lowlevel.open_process(
                 [*argv, "--json", "--timeout", "60", server.url],
@@ -422,12 +495,23 @@ async def test_cli_auth_login_status_reuse_logout(tmp_path: Path) -> None:
                 out = b""
                 while chunk := await process.stdout.receive_some():
                     out += chunk
+                while chunk := await process.stderr.receive_some():
+                    seen += chunk
                 assert await process.wait() == 0, seen.decode()
             finally:
                 await terminate_process(process)
                 await process.stdout.aclose()
                 await process.stderr.aclose()
         assert json.loads(out) == {"url": server.url, "server": ANY, "loggedIn": True}
+        # -v: the login trace on stderr, each step, no secret
+        trace = seen.decode()
+        assert f"auth: {server.url}: resource {server.url}, issuer {provider.url}" in trace
+        assert "registered dynamically" in trace and "got a Bearer token" in trace
+        secrets = json.loads(
+            (tmp_path / "config" / "trio-mcp" / "tokens.json").read_text(encoding="utf-8")
+        )
+        for token in secrets["tokens"].values():
+            assert token["access_token"] not in trace and token["refresh_token"] not in trace
         store = tmp_path / "config" / "trio-mcp" / "tokens.json"
         assert oct(store.stat().st_mode & 0o777) == "0o600"
 

@@ -1,13 +1,28 @@
 """OAuth 2.1 authorization for HTTP sessions: ``open_mcp_session(url, auth=trio_mcp.OAuth())``.
 
-Modules: ``_metadata`` (challenges, protected-resource and authorization-server metadata,
-discovery order), ``_grants`` (PKCE, state, client authentication, token and registration
-requests), ``_assertions`` (the jwt-bearer grants of workload identity and enterprise-managed
-authorization), ``_device`` (the device authorization grant), ``_dpop`` (DPoP keys, proofs
-and nonces, RFC 9449), ``_storage`` (token stores),
-``_keyring`` (the OS keyring store), ``_browser`` (the loopback redirect and the browser),
-``_provider`` (the flow driver, an ``httpx.Auth``). Importing this package imports httpx;
-PyJWT and ``cryptography`` are imported only when a JWT is signed or a DPoP key made.
+Each guarantee lives in one module, named after it:
+
+* ``_tokens``: token sets keyed by ``(issuer, resource, client_id)``; each server URL is
+  shown only its own key's token; one refresh in flight per key.
+* ``_policy``: the endpoint policy, one function for every URL discovery yields
+  (``https``, or ``http`` on a loopback host).
+* ``_bodies``: every body from an authorization server or protected-resource endpoint is
+  read streaming, at most 1 MiB.
+* ``_metadata``: challenges, protected-resource and authorization-server metadata, the
+  discovery order, bounded fetching.
+* ``_flows``: the grant flows as functions over a small ``Flow`` (the authorization code
+  flow, client credentials); ``_device`` (RFC 8628) and ``_assertions`` (jwt-bearer:
+  workload identity, ID-JAG) are flows too.
+* ``_grants``: the wire: PKCE, state, client authentication, token and registration
+  requests and answers.
+* ``_dpop`` (DPoP keys, proofs and nonces, RFC 9449), ``_storage`` (token stores),
+  ``_keyring`` (the OS keyring store), ``_browser`` (the loopback redirect and the
+  browser).
+* ``_provider``: the ``httpx.Auth`` that drives discovery, client identity (and
+  registrations per redirect URI) and the flows.
+
+Importing this package imports httpx; PyJWT and ``cryptography`` are imported only when a
+JWT is signed or a DPoP key made. Secrets never appear in reprs (``trio_mcp._redact``).
 """
 
 from ._assertions import IdentityAssertionGrant as IdentityAssertionGrant

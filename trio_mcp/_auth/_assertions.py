@@ -33,7 +33,8 @@ from .._jsonrpc import UNDECODABLE
 from . import _grants, _metadata
 
 if TYPE_CHECKING:
-    from ._provider import OAuth, _Context, _Token
+    from ._flows import Flow
+    from ._tokens import Token
 
 __all__ = ["IdentityAssertionGrant", "JWTBearerGrant"]
 
@@ -105,9 +106,7 @@ class JWTBearerGrant:
         """
         return cls(_file_source(path))
 
-    async def _assertion(
-        self, provider: OAuth, http: httpx.AsyncClient, context: _Context, scope: str | None
-    ) -> str:
+    async def _assertion(self, flow: Flow) -> str:
         return await _resolve(self.assertion, "workload JWT assertion")
 
 
@@ -159,16 +158,16 @@ class IdentityAssertionGrant:
         self.idp_token_endpoint: str | None = idp_token_endpoint
         self.idp_issuer: str | None = idp_issuer
 
-    async def _token_endpoint(self, provider: OAuth, http: httpx.AsyncClient) -> str:
+    async def _token_endpoint(self, http: httpx.AsyncClient) -> str:
         if self.idp_token_endpoint is not None:
             await trio.lowlevel.checkpoint()
             return self.idp_token_endpoint
         assert self.idp_issuer is not None
         for url in _metadata.as_metadata_urls(self.idp_issuer):
-            response = await provider._get(http, url)  # pyright: ignore[reportPrivateUsage]
-            if response is None:
+            body = await _metadata.fetch(http, url)
+            if body is None:
                 continue
-            metadata = _metadata.decode_as_metadata(response.content, url, self.idp_issuer)
+            metadata = _metadata.decode_as_metadata(body, url, self.idp_issuer)
             if metadata.token_endpoint:
                 self.idp_token_endpoint = metadata.token_endpoint
                 return metadata.token_endpoint
@@ -177,11 +176,10 @@ class IdentityAssertionGrant:
             "pass idp_token_endpoint= to IdentityAssertionGrant"
         )
 
-    async def _assertion(
-        self, provider: OAuth, http: httpx.AsyncClient, context: _Context, scope: str | None
-    ) -> str:
+    async def _assertion(self, flow: Flow) -> str:
         """Exchange the ID token for an ID-JAG at the identity provider."""
-        url = await self._token_endpoint(provider, http)
+        http, context, scope = flow.http, flow.context, flow.scope
+        url = await self._token_endpoint(http)
         form = {
             "grant_type": TOKEN_EXCHANGE,
             "requested_token_type": ID_JAG,
@@ -229,6 +227,11 @@ class _ExchangeResponse(msgspec.Struct, kw_only=True):
     token_type: str = "N_A"
     expires_in: float | None = None
 
+    def __repr__(self) -> str:  # the ID-JAG is a credential
+        return (
+            f"_ExchangeResponse(access_token='***', issued_token_type={self.issued_token_type!r})"
+        )
+
 
 _exchange_decoder = msgspec.json.Decoder(_ExchangeResponse)
 
@@ -236,26 +239,13 @@ _exchange_decoder = msgspec.json.Decoder(_ExchangeResponse)
 AssertionGrant = JWTBearerGrant | IdentityAssertionGrant
 
 
-async def authorize(
-    provider: OAuth,
-    grant: AssertionGrant,
-    http: httpx.AsyncClient,
-    context: _Context,
-    scope: str | None,
-) -> _Token:
-    """Run ``grant`` for ``context`` and keep the token (called by ``OAuth._authorize``)."""
-    client = await provider._client_identity(  # pyright: ignore[reportPrivateUsage]
-        http, context, None, register=False
-    )
+async def authorize(flow: Flow, grant: AssertionGrant) -> Token:
+    """Run ``grant`` and keep the token (the provider's assertion grant)."""
+    client = await flow.identity(None, register=False)
     if client is None:
-        client = _grants.ClientInfo("", None, "none", context.issuer)  # no client auth at all
-    assertion = await grant._assertion(  # pyright: ignore[reportPrivateUsage]
-        provider, http, context, scope
-    )
-    form = {"grant_type": JWT_BEARER, "assertion": assertion, "resource": context.resource}
-    if scope:
-        form["scope"] = scope
-    response = await provider._token_request(  # pyright: ignore[reportPrivateUsage]
-        http, context, client, form
-    )
-    return await provider._keep(context, client, response, scope)  # pyright: ignore[reportPrivateUsage]
+        client = _grants.ClientInfo("", None, "none", flow.context.issuer)  # no client auth
+    assertion = await grant._assertion(flow)  # pyright: ignore[reportPrivateUsage]
+    form = {"grant_type": JWT_BEARER, "assertion": assertion, "resource": flow.context.resource}
+    if flow.scope:
+        form["scope"] = flow.scope
+    return await flow.keep(client, await flow.token_request(client, form))

@@ -17,7 +17,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import httpx
 import msgspec
 import trio
 
@@ -32,7 +31,9 @@ from . import _grants
 from ._metadata import AuthorizationServerMetadata
 
 if TYPE_CHECKING:
-    from ._provider import OAuth, _Context, _Token
+    from ._flows import Discovery, Flow
+    from ._provider import OAuth
+    from ._tokens import Token
 
 __all__ = ["DeviceCode", "DeviceFlow"]
 
@@ -123,26 +124,24 @@ class _DeviceAuthorization(msgspec.Struct, kw_only=True):
     expires_in: float
     interval: float | None = None
 
+    def __repr__(self) -> str:  # the device code is a credential until it expires
+        return f"_DeviceAuthorization(device_code='***', user_code={self.user_code!r})"
+
 
 _decoder = msgspec.json.Decoder(_DeviceAuthorization)
 
 
-async def authorize(
-    provider: OAuth, http: httpx.AsyncClient, context: _Context, scope: str | None
-) -> _Token:
-    """Run the device flow for ``context`` and keep the token (called by ``OAuth``)."""
-    device = provider.device
-    assert device is not None
+async def authorize(flow: Flow, device: DeviceFlow) -> Token:
+    """Run the device flow and keep the token (:func:`should_use` chose it)."""
+    context, scope = flow.context, flow.scope
     endpoint = context.metadata.device_authorization_endpoint
     assert endpoint is not None
-    client = await provider._client_identity(  # pyright: ignore[reportPrivateUsage]
-        http, context, None, register=True, grant_types=[DEVICE_CODE, "refresh_token"]
-    )
+    client = await flow.identity(None, register=True, grant_types=[DEVICE_CODE, "refresh_token"])
     assert client is not None
     form = {"resource": context.resource}  # authenticate() adds client_id or Basic
     if scope:
         form["scope"] = scope
-    code = await _request_code(provider, http, context, client, endpoint, form)
+    code = await _request_code(flow, client, endpoint, form)
     shown = DeviceCode(
         user_code=code.user_code,
         verification_uri=code.verification_uri or code.verification_url or "",
@@ -168,19 +167,17 @@ async def authorize(
         await trio.sleep(interval)
         with trio.move_on_at(deadline):
             try:
-                response = await provider._token_request(  # pyright: ignore[reportPrivateUsage]
-                    http, context, client, dict(poll)
-                )
+                response = await flow.token_request(client, dict(poll))
             except TokenRequestError as exc:
                 interval = _next_interval(exc, interval, context, shown)
                 continue
         if response is None:  # the deadline passed during the request
             raise _expired(context, shown)
-    return await provider._keep(context, client, response, scope)  # pyright: ignore[reportPrivateUsage]
+    return await flow.keep(client, response)
 
 
 def _next_interval(
-    exc: TokenRequestError, interval: float, context: _Context, code: DeviceCode
+    exc: TokenRequestError, interval: float, context: Discovery, code: DeviceCode
 ) -> float:
     """The interval after a polling error (RFC 8628 §3.5), or raise the error to the caller."""
     if exc.error == "authorization_pending":
@@ -199,7 +196,7 @@ def _next_interval(
     raise exc
 
 
-def _expired(context: _Context, code: DeviceCode) -> DeviceCodeExpiredError:
+def _expired(context: Discovery, code: DeviceCode) -> DeviceCodeExpiredError:
     return DeviceCodeExpiredError(
         f"the device code {code.user_code} expired before the user approved it at "
         f"{code.verification_uri} (authorization server {context.issuer}, "
@@ -208,24 +205,19 @@ def _expired(context: _Context, code: DeviceCode) -> DeviceCodeExpiredError:
 
 
 async def _request_code(
-    provider: OAuth,
-    http: httpx.AsyncClient,
-    context: _Context,
-    client: _grants.ClientInfo,
-    endpoint: str,
-    form: dict[str, str],
+    flow: Flow, client: _grants.ClientInfo, endpoint: str, form: dict[str, str]
 ) -> _DeviceAuthorization:
     headers: dict[str, str] = {}
     _grants.authenticate(
         form,
         headers,
         client,
-        audience=context.metadata.issuer,
-        private_key=provider.private_key,
-        signing_algorithm=provider.signing_algorithm,
+        audience=flow.context.metadata.issuer,
+        private_key=flow.private_key,
+        signing_algorithm=flow.signing_algorithm,
     )
     response = await _grants.post_form(
-        http, endpoint, form, headers, f"the device authorization request to {endpoint}"
+        flow.http, endpoint, form, headers, f"the device authorization request to {endpoint}"
     )
     if response.status_code != 200:
         raise _grants.oauth_error(

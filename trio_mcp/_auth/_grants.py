@@ -22,6 +22,8 @@ import msgspec
 
 from .._exceptions import AuthDiscoveryError, AuthError, TokenRequestError
 from .._jsonrpc import UNDECODABLE
+from .._redact import hidden
+from ._bodies import Answer, send
 
 __all__ = [
     "ClientInfo",
@@ -62,7 +64,7 @@ class ClientInfo:
     """
 
     client_id: str
-    client_secret: str | None = None
+    client_secret: str | None = field(default=None, repr=False)
     auth_method: str = "none"
     issuer: str | None = None
 
@@ -174,6 +176,13 @@ class TokenResponse(msgspec.Struct, kw_only=True):
     scope: str | None = None
     id_token: str | None = None
 
+    def __repr__(self) -> str:
+        return (
+            f"TokenResponse(access_token='***', token_type={self.token_type!r}, "
+            f"expires_in={self.expires_in!r}, refresh_token={hidden(self.refresh_token)}, "
+            f"scope={self.scope!r}, id_token={hidden(self.id_token)})"
+        )
+
 
 class _ErrorResponse(msgspec.Struct, kw_only=True):
     error: str
@@ -184,7 +193,7 @@ _token_decoder = msgspec.json.Decoder(TokenResponse)
 _error_decoder = msgspec.json.Decoder(_ErrorResponse)
 
 
-def oauth_error(response: httpx.Response, body: bytes, doing: str) -> TokenRequestError:
+def oauth_error(response: Answer, body: bytes, doing: str) -> TokenRequestError:
     """The :class:`TokenRequestError` for a failed answer from an OAuth endpoint."""
     try:
         error = _error_decoder.decode(body)
@@ -219,10 +228,11 @@ async def post_form(
     form: Mapping[str, str],
     headers: Mapping[str, str],
     doing: str,
-) -> httpx.Response:
+) -> Answer:
     """POST a form to an OAuth endpoint; a request that fails is a ``network_error``.
 
-    The form's ``Content-Type`` and ``Accept: application/json`` are set here.
+    The form's ``Content-Type`` and ``Accept: application/json`` are set here; the answer
+    is read with the 1 MiB bound of :mod:`._bodies` (``invalid_response`` beyond it).
 
     Args:
         http: The client for the authorization server.
@@ -231,12 +241,15 @@ async def post_form(
         headers: Further headers (client authentication, DPoP).
         doing: What the request is, for the message (e.g. ``"the token request to URL"``).
     """
-    try:
-        return await http.post(url, content=urlencode(form), headers={**_FORM_HEADERS, **headers})
-    except httpx.HTTPError as exc:
-        raise TokenRequestError(
-            f"{doing} failed: {exc!r}", error="network_error", status_code=0
-        ) from exc
+    return await send(
+        http,
+        "POST",
+        url,
+        error=TokenRequestError,
+        doing=doing,
+        headers={**_FORM_HEADERS, **headers},
+        content=urlencode(form),
+    )
 
 
 def decode_token_response(body: bytes, url: str) -> TokenResponse:
@@ -289,6 +302,13 @@ class RegistrationResponse(msgspec.Struct, kw_only=True):
     client_id: str
     client_secret: str | None = None
     token_endpoint_auth_method: str | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"RegistrationResponse(client_id={self.client_id!r}, "
+            f"client_secret={hidden(self.client_secret)}, "
+            f"token_endpoint_auth_method={self.token_endpoint_auth_method!r})"
+        )
 
 
 registration_decoder = msgspec.json.Decoder(RegistrationResponse)

@@ -9,15 +9,21 @@ An issuer is compared by exact string equality, never normalised (RFC 8414 §3.3
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+import httpx
 import msgspec
 
 from .._exceptions import AuthDiscoveryError
 from .._jsonrpc import UNDECODABLE
+from ._bodies import send
+from ._policy import check_endpoint
+
+logger = logging.getLogger("trio_mcp.auth")
 
 __all__ = [
     "AuthorizationServerMetadata",
@@ -26,6 +32,7 @@ __all__ = [
     "as_metadata_urls",
     "decode_as_metadata",
     "decode_prm",
+    "fetch",
     "parse_challenge",
     "prm_urls",
     "resource_covers",
@@ -51,6 +58,7 @@ class AuthorizationServerMetadata(msgspec.Struct, kw_only=True):
     token_endpoint: str | None = None
     registration_endpoint: str | None = None
     device_authorization_endpoint: str | None = None
+    revocation_endpoint: str | None = None
     scopes_supported: list[str] | None = None
     response_types_supported: list[str] | None = None
     grant_types_supported: list[str] | None = None
@@ -149,7 +157,7 @@ def prm_urls(server_url: str, from_header: str | None) -> list[str]:
         from_header: The challenge's ``resource_metadata``, if any.
     """
     origin, path = _origin_and_path(server_url)
-    urls = [from_header] if from_header else []
+    urls = [check_endpoint(from_header, "the resource_metadata URL")] if from_header else []
     if path:
         urls.append(f"{origin}/.well-known/oauth-protected-resource{path}")
     urls.append(f"{origin}/.well-known/oauth-protected-resource")
@@ -161,7 +169,11 @@ def as_metadata_urls(issuer: str) -> list[str]:
 
     Args:
         issuer: The authorization server's issuer identifier.
+
+    Raises:
+        AuthDiscoveryError: The issuer fails the endpoint policy (:mod:`._policy`).
     """
+    check_endpoint(issuer, "the authorization server (issuer)")
     origin, path = _origin_and_path(issuer)
     if not path:
         return [
@@ -218,7 +230,47 @@ def decode_as_metadata(body: bytes, url: str, issuer: str) -> AuthorizationServe
         raise AuthDiscoveryError(
             f"the authorization-server metadata at {url} has no token_endpoint"
         )
+    return check_endpoints(metadata)
+
+
+def check_endpoints(metadata: AuthorizationServerMetadata) -> AuthorizationServerMetadata:
+    """Apply the endpoint policy (:func:`._policy.check_endpoint`) to every endpoint.
+
+    Raises:
+        AuthDiscoveryError: An endpoint is neither ``https`` nor ``http`` on loopback.
+    """
+    check_endpoint(metadata.issuer, "the authorization server's issuer")
+    for name in (
+        "authorization_endpoint",
+        "token_endpoint",
+        "registration_endpoint",
+        "device_authorization_endpoint",
+        "revocation_endpoint",
+    ):
+        url: str | None = getattr(metadata, name)
+        if url is not None:
+            check_endpoint(url, f"the {name} of authorization server {metadata.issuer}")
     return metadata
+
+
+async def fetch(http: httpx.AsyncClient, url: str) -> bytes | None:
+    """GET a metadata document (at most 1 MiB); ``None`` when it is not there (not 200).
+
+    Raises:
+        AuthDiscoveryError: The request failed or the body is larger than 1 MiB.
+    """
+    answer = await send(
+        http,
+        "GET",
+        url,
+        error=AuthDiscoveryError,
+        doing=f"fetching {url}",
+        headers={"Accept": "application/json"},
+    )
+    if answer.status_code != 200:
+        logger.debug("no metadata at %s (HTTP %d)", url, answer.status_code)
+        return None
+    return answer.content
 
 
 def resource_covers(resource: str, server_url: str) -> bool:
@@ -239,10 +291,12 @@ def resource_covers(resource: str, server_url: str) -> bool:
 
 def legacy_metadata(origin: str) -> AuthorizationServerMetadata:
     """The 2025-03-26 fallback endpoints of a server without any metadata."""
-    return AuthorizationServerMetadata(
-        issuer=origin,
-        authorization_endpoint=f"{origin}/authorize",
-        token_endpoint=f"{origin}/token",
-        registration_endpoint=f"{origin}/register",
-        code_challenge_methods_supported=["S256"],
+    return check_endpoints(
+        AuthorizationServerMetadata(
+            issuer=origin,
+            authorization_endpoint=f"{origin}/authorize",
+            token_endpoint=f"{origin}/token",
+            registration_endpoint=f"{origin}/register",
+            code_challenge_methods_supported=["S256"],
+        )
     )

@@ -1,23 +1,26 @@
 """The OAuth provider: an :class:`httpx.Auth` that drives discovery, identity and grants.
 
-Pass it as ``auth=`` to :func:`~trio_mcp.open_mcp_session` (any HTTP transport, both eras).
-Every request carries the current token (``Authorization: Bearer``, or ``DPoP`` with a
-fresh proof for a DPoP-bound token, RFC 9449). A 401 starts the flow:
-discovery, client identity, a grant, then the request is sent once more. A 403
-``insufficient_scope`` starts a step-up authorization for the union of the scopes, a bounded
-number of times. One flow runs at a time per provider; requests that hit a 401 meanwhile wait
-for it and use its token.
+Pass it as ``auth=`` to :func:`~trio_mcp.open_mcp_session` (any HTTP transport, both eras),
+to any number of sessions and server groups at once. Every request carries the token of its
+own server's key (``_tokens``: issuer, resource, client), as ``Authorization: Bearer``, or
+``DPoP`` with a fresh proof for a DPoP-bound token (RFC 9449). A 401 starts the flow:
+discovery (``_metadata``, under the endpoint policy of ``_policy`` and the body bound of
+``_bodies``), client identity, a grant (``_flows``, ``_device``, ``_assertions``), then the
+request is sent once more. A 403 ``insufficient_scope`` starts a step-up authorization for
+the union of the scopes, a bounded number of times. Refreshes run one at a time per key;
+authorizations one at a time per provider; requests that hit a 401 meanwhile wait for it
+and use its token.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any, Literal
-from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import trio
@@ -25,7 +28,6 @@ import trio
 from .._exceptions import (
     AuthDiscoveryError,
     AuthError,
-    AuthorizationDeniedError,
     ClientRegistrationError,
     DPoPError,
     DPoPNonceError,
@@ -33,9 +35,10 @@ from .._exceptions import (
     LoginRequiredError,
     TokenRequestError,
 )
-from . import _assertions, _device, _dpop, _grants, _metadata
+from . import _assertions, _bodies, _device, _dpop, _flows, _grants, _metadata, _tokens
 from ._assertions import AssertionGrant
 from ._browser import LoopbackBrowser, UserAgent
+from ._policy import check_endpoint
 from ._storage import (
     MemoryTokenStore,
     ServerBindingStore,
@@ -49,33 +52,10 @@ __all__ = ["OAuth"]
 
 logger = logging.getLogger("trio_mcp.auth")
 
-_METADATA_LIMIT = 1024 * 1024
+_Token = _tokens.Token
 
 
-@dataclass
-class _Context:
-    """What discovery found for one MCP endpoint."""
-
-    server_url: str
-    resource: str
-    issuer: str
-    metadata: _metadata.AuthorizationServerMetadata
-    prm: _metadata.ProtectedResourceMetadata | None
-    # the resource server challenged with the DPoP scheme (so it accepts DPoP tokens)
-    rs_offers_dpop: bool = False
-
-
-@dataclass
-class _Token:
-    access_token: str
-    token_type: str
-    refresh_token: str | None
-    scope: str | None
-    deadline: float | None  # on trio's clock
-    issuer: str
-    resource: str
-    client: _grants.ClientInfo
-    dpop: _dpop.DPoPKey | None = None  # the key a DPoP-bound token is bound to
+_Context = _flows.Discovery
 
 
 def _canonical(url: str) -> str:
@@ -103,20 +83,12 @@ def _loaded(
         except DPoPError as exc:
             logger.info("the stored DPoP token has no usable key (%s); ignoring it", exc)
             return None
-    deadline = None
-    if stored.expires_at is not None:
-        deadline = trio.current_time() + (stored.expires_at - time.time())
-    return _Token(
-        stored.access_token,
-        stored.token_type,
-        stored.refresh_token,
-        stored.scope,
-        deadline,
-        issuer,
-        resource,
-        client,
-        key,
-    )
+    return _tokens.from_stored(stored, issuer, resource, client, key)
+
+
+def _client_slot(issuer: str, client_id: str) -> str:
+    """The store key of one registration among several at ``issuer`` (see ``_register``)."""
+    return f"{issuer} client_id={client_id}"
 
 
 def _resource_accepts_dpop(context: _Context) -> bool:
@@ -133,7 +105,8 @@ class OAuth(httpx.Auth):
     Client identity is chosen in the spec's order: the pre-registered ``client_id`` (for
     ``issuer``, or any issuer when ``issuer`` is ``None``), a Client ID Metadata Document
     (``client_metadata_url``, when the server supports them), a registration stored for
-    the issuer, Dynamic Client Registration; else :class:`~trio_mcp.ClientRegistrationError`.
+    the issuer (for a browser login: only one made for the same redirect URI), Dynamic
+    Client Registration; else :class:`~trio_mcp.ClientRegistrationError`.
 
     Args:
         grant: ``"authorization_code"`` (a user, a browser) or ``"client_credentials"``
@@ -222,11 +195,14 @@ class OAuth(httpx.Auth):
         self.max_step_up: int = max_step_up
         self.refresh_margin: float = refresh_margin
         self._http_client = http_client
-        self._lock = trio.Lock()
-        self._token: _Token | None = None
-        self._context: _Context | None = None
-        self._requested_scope: str | None = None
-        self._bindings_checked = False  # looked for a stored token before any discovery
+        # one authorization flow (discovery, a browser or device login) at a time; token
+        # refreshes are one at a time per token key (self._tokens.lock)
+        self._flow_lock = trio.Lock()
+        self._bindings_lock = trio.Lock()
+        self._tokens = _tokens.TokenTable()
+        self._contexts: dict[str, _Context] = {}  # server URL -> what discovery found
+        self._requested_scopes: dict[str, str | None] = {}  # server URL -> last scope asked
+        self._bindings_checked: set[str] = set()  # URLs whose stored binding was looked up
         if isinstance(dpop, str) and dpop != "auto":
             raise ValueError(f"dpop must be True, False, 'auto' or a private key, not {dpop!r}")
         self.dpop: Any = dpop
@@ -245,8 +221,8 @@ class OAuth(httpx.Auth):
             request: The request to the MCP server (httpx calls this).
         """
         server_url = _canonical(str(request.url))
-        token = await self._current_token()
-        if token is None and not self._bindings_checked:
+        token = await self._current_token(server_url)
+        if token is None and server_url not in self._bindings_checked:
             token = await self._bound_token(server_url)
         self._apply(request, token)
         response = yield request
@@ -321,33 +297,44 @@ class OAuth(httpx.Auth):
             token.deadline - self.refresh_margin
         )
 
-    async def _current_token(self) -> _Token | None:
-        """The token to send now: refreshed first (one refresh at a time) when it expired."""
-        token = self._token
+    async def _current_token(self, server_url: str) -> _Token | None:
+        """The token to show ``server_url`` now: its own key's, refreshed first when it
+        expired (one refresh in flight per key)."""
+        token = self._tokens.for_server(server_url)
         if token is None or not self._expired(token):
             await trio.lowlevel.checkpoint()
             return token
-        async with self._lock:
-            token = self._token
-            if token is None or not self._expired(token):
-                return token
-            context = self._context
-            if token.refresh_token is None or context is None:
-                return token  # the server answers 401 and the flow starts over
-            async with self._client() as http:
-                try:
-                    return await self._refresh(http, context, token)
-                except TokenRequestError as exc:
-                    logger.info("refreshing the token failed (%s); authorizing again", exc)
-                    await self._forget(token)
-                    return None
+        context = self._contexts.get(server_url)
+        if token.refresh_token is None or context is None:
+            await trio.lowlevel.checkpoint()
+            return token  # the server answers 401 and the flow starts over
+        async with self._client() as http:
+            return await self._refresh_once(http, context, token)
+
+    async def _refresh_once(
+        self, http: httpx.AsyncClient, context: _Context, token: _Token
+    ) -> _Token | None:
+        """Refresh ``token`` unless another task already replaced it (per-key lock);
+        ``None`` when the refresh was refused (the token is forgotten)."""
+        async with self._tokens.lock(token.key):
+            current = self._tokens.get(token.key)
+            if current is not None and current is not token and not self._expired(current):
+                return current  # another task refreshed (or re-authorized) meanwhile
+            if token.refresh_token is None:
+                return None
+            try:
+                return await self._refresh(http, context, token)
+            except TokenRequestError as exc:
+                logger.info("refreshing the token failed (%s); authorizing again", exc)
+                await self._forget(token)
+                return None
 
     async def _recover(
         self, server_url: str, challenge: _metadata.Challenge, failed: _Token | None
     ) -> _Token:
         """After a 401: reuse another task's new token, refresh, a stored token, or authorize."""
-        async with self._lock:
-            current = self._token
+        async with self._flow_lock:
+            current = self._tokens.for_server(server_url)
             if current is not None and current is not failed:
                 return current  # another request's flow already replaced the failed token
             async with self._client() as http:
@@ -358,10 +345,9 @@ class OAuth(httpx.Auth):
                     and failed.issuer == context.issuer
                     and failed.resource == context.resource
                 ):
-                    try:
-                        return await self._refresh(http, context, failed)
-                    except TokenRequestError as exc:
-                        logger.info("refreshing the token failed (%s); authorizing again", exc)
+                    refreshed = await self._refresh_once(http, context, failed)
+                    if refreshed is not None and refreshed is not failed:
+                        return refreshed
                 if failed is not None:
                     await self._forget(failed)
                 stored = await self._stored_token(http, context, failed)
@@ -373,29 +359,47 @@ class OAuth(httpx.Auth):
     async def _step_up(
         self, server_url: str, challenge: _metadata.Challenge, failed: _Token | None
     ) -> _Token:
-        async with self._lock:
-            current = self._token
+        async with self._flow_lock:
+            current = self._tokens.for_server(server_url)
             if current is not None and current is not failed:
                 return current
             async with self._client() as http:
-                context = self._context
-                if context is None or context.server_url != server_url:
+                context = self._contexts.get(server_url)
+                if context is None:
                     context = await self._discover(http, server_url, challenge)
                 scope = _scope_union(
-                    self._requested_scope, failed.scope if failed else None, challenge.scope
+                    self._requested_scopes.get(server_url),
+                    failed.scope if failed else None,
+                    challenge.scope,
                 )
                 scope = self._with_offline_access(context, scope)
+                logger.debug("step-up authorization of %s for scope %r", server_url, scope)
                 return await self._authorize(http, context, scope)
 
     async def _forget(self, token: _Token) -> None:
-        if self._token is token:
-            self._token = None
+        """Forget ``token`` (this key only: other servers' tokens are untouched)."""
+        self._tokens.forget(token)
         await self.store.delete_token(token.issuer, token.resource, token.client.client_id)
 
     async def _stored_token(
         self, http: httpx.AsyncClient, context: _Context, failed: _Token | None
     ) -> _Token | None:
-        client = await self._client_identity(http, context, None, register=False)
+        """The stored token of this server's key, refreshed if it expired.
+
+        The client is the one the server URL's stored binding names (its token may have
+        been issued to an earlier registration), else this provider's identity.
+        """
+        client: _grants.ClientInfo | None = None
+        if isinstance(self.store, ServerBindingStore):
+            bound = await self.store.get_server(context.server_url)
+            if (
+                bound is not None
+                and bound.issuer == context.issuer
+                and bound.resource == context.resource
+            ):
+                client = await self._bound_client(bound)
+        if client is None:
+            client = await self._client_identity(http, context, None, register=False)
         if client is None:
             return None
         stored = await self.store.get_token(context.issuer, context.resource, client.client_id)
@@ -404,15 +408,16 @@ class OAuth(httpx.Auth):
         token = _loaded(stored, context.issuer, context.resource, client)
         if token is None:
             return None
+        logger.debug(
+            "found a stored %s token for %s (issuer %s, client %s)",
+            token.token_type,
+            context.resource,
+            context.issuer,
+            client.client_id,
+        )
         if self._expired(token):
-            if token.refresh_token is None:
-                return None
-            try:
-                return await self._refresh(http, context, token)
-            except TokenRequestError:
-                await self._forget(token)
-                return None
-        self._token = token
+            return await self._refresh_once(http, context, token)
+        self._tokens.keep(context.server_url, token)
         return token
 
     async def _keep(
@@ -450,7 +455,16 @@ class OAuth(httpx.Auth):
             client,
             key,
         )
-        self._token = token
+        logger.debug(
+            "got a %s token for %s from %s (scope %r, expires in %s s, refresh token: %s)",
+            token.token_type,
+            context.resource,
+            context.issuer,
+            token.scope,
+            response.expires_in,
+            "yes" if refresh else "no",
+        )
+        self._tokens.keep(context.server_url, token)
         await self.store.set_token(
             context.issuer,
             context.resource,
@@ -481,10 +495,11 @@ class OAuth(httpx.Auth):
         since moved to another authorization server, it answers 401 and the usual flow runs.
         An expired token is left to that flow too (refreshing needs the metadata).
         """
-        async with self._lock:
-            if self._bindings_checked or self._token is not None:
-                return self._token
-            self._bindings_checked = True
+        async with self._bindings_lock:  # not the flow lock: another server's login may wait
+            current = self._tokens.for_server(server_url)
+            if server_url in self._bindings_checked or current is not None:
+                return current
+            self._bindings_checked.add(server_url)
             store = self.store
             if not isinstance(store, ServerBindingStore):
                 return None
@@ -499,7 +514,7 @@ class OAuth(httpx.Auth):
             if token is None or self._expired(token):
                 return None
             logger.debug("using the stored token of %s for %s", bound.issuer, server_url)
-            self._token = token
+            self._tokens.keep(server_url, token)
             return token
 
     async def _bound_client(self, bound: StoredServer) -> _grants.ClientInfo | None:
@@ -512,7 +527,9 @@ class OAuth(httpx.Auth):
             )
         if self.client_metadata_url is not None and self.client_metadata_url == bound.client_id:
             return _grants.ClientInfo(self.client_metadata_url, None, "none", bound.issuer)
-        stored = await self.store.get_client(bound.issuer)
+        stored = await self.store.get_client(_client_slot(bound.issuer, bound.client_id))
+        if stored is None or stored.client_id != bound.client_id:
+            stored = await self.store.get_client(bound.issuer)  # stored before the slots
         if stored is None or stored.client_id != bound.client_id:
             return None
         return _grants.ClientInfo(
@@ -529,27 +546,20 @@ class OAuth(httpx.Auth):
         async with httpx.AsyncClient(follow_redirects=False, timeout=30.0) as client:
             yield client
 
-    async def _get(self, http: httpx.AsyncClient, url: str) -> httpx.Response | None:
-        """GET a metadata document; ``None`` when it is not there (4xx/5xx)."""
-        try:
-            response = await http.get(url, headers={"Accept": "application/json"})
-        except httpx.HTTPError as exc:
-            raise AuthDiscoveryError(f"fetching {url} failed: {exc!r}") from exc
-        if response.status_code != 200:
-            logger.debug("no metadata at %s (HTTP %d)", url, response.status_code)
-            return None
-        if len(response.content) > _METADATA_LIMIT:
-            raise AuthDiscoveryError(f"the metadata at {url} is larger than 1 MiB")
-        return response
-
     async def _discover(
         self, http: httpx.AsyncClient, server_url: str, challenge: _metadata.Challenge
     ) -> _Context:
+        """Protected-resource metadata, then the authorization server's, for ``server_url``.
+
+        Every URL found passes the endpoint policy (:mod:`._policy`); every document is read
+        with the 1 MiB bound (:mod:`._bodies`).
+        """
         prm: _metadata.ProtectedResourceMetadata | None = None
         for url in _metadata.prm_urls(server_url, challenge.resource_metadata):
-            response = await self._get(http, url)
-            if response is not None:
-                prm = _metadata.decode_prm(response.content, url)
+            body = await _metadata.fetch(http, url)
+            if body is not None:
+                prm = _metadata.decode_prm(body, url)
+                logger.debug("%s: protected-resource metadata at %s", server_url, url)
                 break
         if prm is not None:
             if not _metadata.resource_covers(prm.resource, server_url):
@@ -559,17 +569,19 @@ class OAuth(httpx.Auth):
                     "authorize (a token for it could be replayed elsewhere)"
                 )
             resource = prm.resource
-            issuer = prm.authorization_servers[0]
+            issuer = check_endpoint(prm.authorization_servers[0], "the authorization server")
         else:
             # 2025-03-26: no protected-resource metadata; the server's origin is the issuer
             parts = urlsplit(server_url)
             issuer = f"{parts.scheme}://{parts.netloc}"
             resource = server_url
+            logger.debug("%s: no protected-resource metadata; issuer %s", server_url, issuer)
         metadata: _metadata.AuthorizationServerMetadata | None = None
         for url in _metadata.as_metadata_urls(issuer):
-            response = await self._get(http, url)
-            if response is not None:
-                metadata = _metadata.decode_as_metadata(response.content, url, issuer)
+            body = await _metadata.fetch(http, url)
+            if body is not None:
+                metadata = _metadata.decode_as_metadata(body, url, issuer)
+                logger.debug("%s: authorization-server metadata at %s", server_url, url)
                 break
         if metadata is None:
             if prm is not None:
@@ -590,9 +602,20 @@ class OAuth(httpx.Auth):
         context = _Context(
             server_url, resource, issuer, metadata, prm, challenge.scheme.lower() == "dpop"
         )
-        if self._context is not None and self._context.issuer != issuer:
-            logger.info("authorization server changed: %s -> %s", self._context.issuer, issuer)
-        self._context = context
+        logger.debug(
+            "%s: resource %s, issuer %s; authorization %s, token %s, registration %s, device %s",
+            server_url,
+            resource,
+            issuer,
+            metadata.authorization_endpoint,
+            metadata.token_endpoint,
+            metadata.registration_endpoint,
+            metadata.device_authorization_endpoint,
+        )
+        previous = self._contexts.get(server_url)
+        if previous is not None and previous.issuer != issuer:
+            logger.info("authorization server changed: %s -> %s", previous.issuer, issuer)
+        self._contexts[server_url] = context
         return context
 
     def _choose_scope(self, context: _Context, challenged: str | None) -> str | None:
@@ -630,16 +653,34 @@ class OAuth(httpx.Auth):
                 has_secret=self.client_secret is not None,
                 has_key=self.private_key is not None,
             )
+            logger.debug("client: pre-registered %s (%s)", self.client_id, method)
             return _grants.ClientInfo(self.client_id, self.client_secret, method, self.issuer)
         if self.client_metadata_url is not None and metadata.client_id_metadata_document_supported:
+            logger.debug("client: Client ID Metadata Document %s", self.client_metadata_url)
             return _grants.ClientInfo(self.client_metadata_url, None, "none", context.issuer)
         stored = await self.store.get_client(context.issuer)
-        if stored is not None:
+        if stored is not None and (redirect_uri is None or stored.redirect_uri == redirect_uri):
+            logger.debug("client: stored registration %s at %s", stored.client_id, context.issuer)
             return _grants.ClientInfo(
                 stored.client_id, stored.client_secret, stored.auth_method, context.issuer
             )
         if not register:
             return None
+        if stored is not None and metadata.registration_endpoint is None:
+            return _grants.ClientInfo(  # no way to register again: try the one there is
+                stored.client_id, stored.client_secret, stored.auth_method, context.issuer
+            )
+        if stored is not None:
+            # An authorization server matches redirect URIs exactly (the MCP spec requires
+            # it): a registration made for another redirect URI (another loopback port)
+            # would be refused, so this login registers for its own.
+            logger.debug(
+                "client: the stored registration %s is for redirect URI %s, not %s; "
+                "registering again",
+                stored.client_id,
+                stored.redirect_uri,
+                redirect_uri,
+            )
         if metadata.registration_endpoint is None or (redirect_uri is None and not grant_types):
             raise ClientRegistrationError(
                 f"no client identity for authorization server {context.issuer}: it offers "
@@ -665,14 +706,15 @@ class OAuth(httpx.Auth):
             token_endpoint_auth_method=wanted,
         )
         url = metadata.registration_endpoint or ""
-        try:
-            response = await http.post(
-                url,
-                content=request.body(),
-                headers={"Content-Type": "application/json", "Accept": "application/json"},
-            )
-        except httpx.HTTPError as exc:
-            raise ClientRegistrationError(f"registering at {url} failed: {exc!r}") from exc
+        response = await _bodies.send(
+            http,
+            "POST",
+            url,
+            error=ClientRegistrationError,
+            doing=f"registering at {url}",
+            content=request.body(),
+            headers={"Content-Type": "application/json", "Accept": "application/json"},
+        )
         if response.status_code not in (200, 201):
             error = _grants.oauth_error(response, response.content, f"registering at {url}")
             raise ClientRegistrationError(str(error)) from error
@@ -691,8 +733,17 @@ class OAuth(httpx.Auth):
         client = _grants.ClientInfo(
             registered.client_id, registered.client_secret, method, context.issuer
         )
-        await self.store.set_client(
-            context.issuer, StoredClient(client.client_id, client.client_secret, method)
+        entry = StoredClient(client.client_id, client.client_secret, method, redirect_uri)
+        # the issuer's current registration, and this one by its client id (a token stored
+        # for a server stays usable with the client it was issued to after a re-registration)
+        await self.store.set_client(context.issuer, entry)
+        await self.store.set_client(_client_slot(context.issuer, client.client_id), entry)
+        logger.debug(
+            "client: registered dynamically at %s as %s (%s, redirect URI %s)",
+            url,
+            client.client_id,
+            method,
+            redirect_uri,
         )
         return client
 
@@ -701,95 +752,33 @@ class OAuth(httpx.Auth):
     async def _authorize(
         self, http: httpx.AsyncClient, context: _Context, scope: str | None
     ) -> _Token:
-        self._requested_scope = scope
+        """Run this provider's grant for ``context`` (the flows are in ``_flows``,
+        ``_device`` and ``_assertions``)."""
+        self._requested_scopes[context.server_url] = scope
+        logger.debug("authorizing %s: scope %r", context.server_url, scope)
+        flow = _flows.Flow(
+            http=http,
+            context=context,
+            scope=scope,
+            private_key=self.private_key,
+            signing_algorithm=self.signing_algorithm,
+            identity=functools.partial(self._client_identity, http, context),
+            token_request=functools.partial(self._token_request, http, context),
+            keep=lambda client, answer: self._keep(context, client, answer, scope),
+        )
         if self.grant == "client_credentials":
-            client = await self._client_identity(http, context, None, register=False)
-            assert client is not None  # client_id is required for this grant
-            form = {"grant_type": "client_credentials", "resource": context.resource}
-            if scope:
-                form["scope"] = scope
-            response = await self._token_request(http, context, client, form)
-            return await self._keep(context, client, response, scope)
+            return await _flows.client_credentials(flow)
         if self.assertion_grant is not None:
-            return await _assertions.authorize(self, self.assertion_grant, http, context, scope)
-        if _device.should_use(self, context.metadata):
-            return await _device.authorize(self, http, context, scope)
+            return await _assertions.authorize(flow, self.assertion_grant)
+        if self.device is not None and _device.should_use(self, context.metadata):
+            return await _device.authorize(flow, self.device)
         if not self.interactive:
             raise LoginRequiredError(
                 f"{context.server_url} needs an authorization by its user (authorization "
                 f"server {context.issuer}) and this OAuth is headless (interactive=False); "
                 "log in once with a browser (trio-mcp auth login) so a token is stored"
             )
-        endpoint = context.metadata.authorization_endpoint
-        if endpoint is None:
-            raise AuthDiscoveryError(
-                f"authorization server {context.issuer} has no authorization_endpoint"
-            )
-        async with self.user_agent.redirect() as redirect:
-            client = await self._client_identity(
-                http, context, redirect.redirect_uri, register=True
-            )
-            assert client is not None
-            verifier, challenge = _grants.pkce_pair()
-            state = _grants.random_state()
-            query = {
-                "response_type": "code",
-                "client_id": client.client_id,
-                "redirect_uri": redirect.redirect_uri,
-                "code_challenge": challenge,
-                "code_challenge_method": "S256",
-                "state": state,
-                "resource": context.resource,
-            }
-            if scope:
-                query["scope"] = scope
-                if "offline_access" in scope.split():
-                    # OIDC Core 11: without prompt=consent an OpenID provider drops
-                    # offline_access (no refresh token); oidc-provider does
-                    query["prompt"] = "consent"
-            separator = "&" if "?" in endpoint else "?"
-            callback = await redirect.authorize(f"{endpoint}{separator}{urlencode(query)}")
-            code = self._check_callback(callback, state, context)
-            form = {
-                "grant_type": "authorization_code",
-                "code": code,
-                "redirect_uri": redirect.redirect_uri,
-                "code_verifier": verifier,
-                "resource": context.resource,
-            }
-            response = await self._token_request(http, context, client, form)
-        return await self._keep(context, client, response, scope)
-
-    def _check_callback(self, callback: str, state: str, context: _Context) -> str:
-        params = {k: v[0] for k, v in parse_qs(urlsplit(callback).query).items()}
-        if params.get("state") != state:
-            raise AuthorizationDeniedError(
-                "the authorization response carries the wrong state; it does not answer this "
-                "client's request (a forged or stale redirect). Start the login again"
-            )
-        issuer = context.metadata.issuer
-        iss = params.get("iss")
-        if iss is not None and iss != issuer:
-            raise AuthorizationDeniedError(
-                f"the authorization response comes from issuer {iss!r}, not {issuer!r} "
-                "(RFC 9207); refusing it: it may be a mix-up attack"
-            )
-        if iss is None and context.metadata.authorization_response_iss_parameter_supported:
-            raise AuthorizationDeniedError(
-                f"authorization server {issuer} promises an iss parameter in its responses "
-                "(RFC 9207) but this one has none; refusing it"
-            )
-        if "error" in params:
-            description = params.get("error_description")
-            raise AuthorizationDeniedError(
-                f"the authorization server refused: {params['error']}"
-                + (f" ({description})" if description else ""),
-                error=params["error"],
-            )
-        code = params.get("code")
-        if not code:
-            raise AuthorizationDeniedError("the authorization response carries no code")
-        return code
+        return await _flows.authorization_code(flow, self.user_agent)
 
     async def _refresh(self, http: httpx.AsyncClient, context: _Context, token: _Token) -> _Token:
         assert token.refresh_token is not None
@@ -818,7 +807,7 @@ class OAuth(httpx.Auth):
         :meth:`_keep`, so every grant that goes through here gets DPoP.
         """
         url = context.metadata.token_endpoint or ""
-        key = dpop if dpop is not None else self._dpop_key(context)
+        key = dpop if dpop is not None else await self._dpop_key(context)
         doing = f"the {form['grant_type']} token request to {url}"
         for attempt in (1, 2):
             attempt_form = dict(form)  # a fresh client assertion (jti) for the retry too
@@ -865,8 +854,9 @@ class OAuth(httpx.Auth):
             raise error
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _dpop_key(self, context: _Context) -> _dpop.DPoPKey | None:
+    async def _dpop_key(self, context: _Context) -> _dpop.DPoPKey | None:
         """The key for a new token: the user's, a new pair, or ``None`` (no DPoP)."""
+        await trio.lowlevel.checkpoint()
         if self.dpop is False:
             return None
         advertised = context.metadata.dpop_signing_alg_values_supported
@@ -900,4 +890,8 @@ class OAuth(httpx.Auth):
                 advertised,
             )
             return None
-        return _dpop.DPoPKey.generate(algorithm)
+        # RSA key generation takes 80-270 ms: never on the event loop
+        logger.debug("generating a DPoP key (%s) in a worker thread", algorithm)
+        return await trio.to_thread.run_sync(
+            _dpop.DPoPKey.generate, algorithm, abandon_on_cancel=True
+        )

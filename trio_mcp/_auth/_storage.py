@@ -11,15 +11,19 @@ into a deadline on trio's clock when it loads a token.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 import trio
+
+from .._redact import hidden
 
 __all__ = [
     "FileTokenStore",
@@ -54,6 +58,14 @@ class StoredToken:
     expires_at: float | None = None
     dpop_jwk: dict[str, Any] | None = None
 
+    def __repr__(self) -> str:
+        return (
+            f"StoredToken(access_token={hidden(self.access_token)}, "
+            f"token_type={self.token_type!r}, refresh_token={hidden(self.refresh_token)}, "
+            f"scope={self.scope!r}, expires_at={self.expires_at!r}, "
+            f"dpop_jwk={hidden(self.dpop_jwk)})"
+        )
+
 
 @dataclass(frozen=True)
 class StoredClient:
@@ -63,11 +75,21 @@ class StoredClient:
         client_id: The client id.
         client_secret: Its secret, if any.
         auth_method: The token endpoint authentication method.
+        redirect_uri: The redirect URI it was registered with (``None``: none, or stored
+            by an older version); a login with another redirect URI registers again.
     """
 
     client_id: str
     client_secret: str | None = None
     auth_method: str = "none"
+    redirect_uri: str | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"StoredClient(client_id={self.client_id!r}, client_secret="
+            f"{hidden(self.client_secret)}, auth_method={self.auth_method!r}, "
+            f"redirect_uri={self.redirect_uri!r})"
+        )
 
 
 @dataclass(frozen=True)
@@ -181,6 +203,7 @@ def _token_key(issuer: str, resource: str, client_id: str) -> str:
 
 
 E = TypeVar("E", StoredToken, StoredClient, StoredServer)
+T = TypeVar("T")
 
 
 def _entry(kind: type[E], entry: dict[str, Any] | None) -> E | None:
@@ -189,6 +212,15 @@ def _entry(kind: type[E], entry: dict[str, Any] | None) -> E | None:
         return kind(**entry) if entry is not None else None
     except TypeError:
         return None
+
+
+async def _in_thread(work: Callable[..., T], *args: Any) -> T:
+    """Run a blocking store call in a worker thread that a cancelled caller abandons.
+
+    A keyring may wait for the user to unlock it; the caller's ``fail_after`` still ends
+    the wait (the thread finishes, or not, on its own; its result is dropped).
+    """
+    return await trio.to_thread.run_sync(functools.partial(work, *args), abandon_on_cancel=True)
 
 
 class _EntryStore:
@@ -213,7 +245,7 @@ class _EntryStore:
             client_id: The client the token was issued to.
         """
         key = _token_key(issuer, resource, client_id)
-        return _entry(StoredToken, await trio.to_thread.run_sync(self._load, "tokens", key))
+        return _entry(StoredToken, await _in_thread(self._load, "tokens", key))
 
     async def set_token(
         self, issuer: str, resource: str, client_id: str, token: StoredToken
@@ -227,7 +259,7 @@ class _EntryStore:
             token: The token set.
         """
         key = _token_key(issuer, resource, client_id)
-        await trio.to_thread.run_sync(self._save, "tokens", key, asdict(token))
+        await _in_thread(self._save, "tokens", key, asdict(token))
 
     async def delete_token(self, issuer: str, resource: str, client_id: str) -> None:
         """Forget the token (missing is fine).
@@ -238,7 +270,7 @@ class _EntryStore:
             client_id: The client the token was issued to.
         """
         key = _token_key(issuer, resource, client_id)
-        await trio.to_thread.run_sync(self._save, "tokens", key, None)
+        await _in_thread(self._save, "tokens", key, None)
 
     async def get_client(self, issuer: str) -> StoredClient | None:
         """The registration at this issuer, or ``None``.
@@ -246,7 +278,7 @@ class _EntryStore:
         Args:
             issuer: The authorization server's issuer.
         """
-        return _entry(StoredClient, await trio.to_thread.run_sync(self._load, "clients", issuer))
+        return _entry(StoredClient, await _in_thread(self._load, "clients", issuer))
 
     async def set_client(self, issuer: str, client: StoredClient) -> None:
         """Store (replace) the registration at this issuer.
@@ -255,7 +287,7 @@ class _EntryStore:
             issuer: The authorization server's issuer.
             client: The registration.
         """
-        await trio.to_thread.run_sync(self._save, "clients", issuer, asdict(client))
+        await _in_thread(self._save, "clients", issuer, asdict(client))
 
     async def get_server(self, server_url: str) -> StoredServer | None:
         """The binding of this MCP server URL, or ``None`` (see :class:`StoredServer`).
@@ -263,7 +295,7 @@ class _EntryStore:
         Args:
             server_url: The MCP endpoint, canonical.
         """
-        entry = await trio.to_thread.run_sync(self._load, "servers", server_url)
+        entry = await _in_thread(self._load, "servers", server_url)
         return _entry(StoredServer, entry)
 
     async def set_server(self, server_url: str, server: StoredServer) -> None:
@@ -273,7 +305,7 @@ class _EntryStore:
             server_url: The MCP endpoint, canonical.
             server: What discovery established for it.
         """
-        await trio.to_thread.run_sync(self._save, "servers", server_url, asdict(server))
+        await _in_thread(self._save, "servers", server_url, asdict(server))
 
 
 class MemoryTokenStore:

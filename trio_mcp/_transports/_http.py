@@ -53,6 +53,7 @@ from .._exceptions import (
     TransportError,
 )
 from .._jsonrpc import Envelope
+from .._redact import redacted_repr
 from ._base import MessageInfo, Transport
 from ._eventstream import ServerSentEvent, SSEDecoder
 from ._headers import NAME_PARAMS, encode_header_value, is_plain_header_value, request_name
@@ -138,6 +139,9 @@ class StreamableHTTPParameters(HTTPOptions):
 
     _: KW_ONLY
     sse_fallback: bool = True
+
+    def __repr__(self) -> str:
+        return redacted_repr(self, ("headers",))  # header values are often credentials
 
     def open_transport(
         self, nursery: trio.Nursery

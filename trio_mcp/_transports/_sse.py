@@ -24,6 +24,7 @@ import trio
 
 from .._exceptions import ConnectionClosed, MCPError, ProtocolError, TransportError
 from .._jsonrpc import Envelope
+from .._redact import redacted_repr
 from ._base import MessageInfo, Transport
 from ._eventstream import ServerSentEvent
 from ._httpcore import (
@@ -206,6 +207,9 @@ class SSEParameters(HTTPOptions):
         breaker: A circuit breaker every HTTP request goes through.
         ssl_context: The TLS settings of ``https://`` connections (not with ``client``).
     """
+
+    def __repr__(self) -> str:
+        return redacted_repr(self, ("headers",))  # header values are often credentials
 
     def open_transport(self, nursery: trio.Nursery) -> AbstractAsyncContextManager[SSETransport]:
         """Open the event stream and wait for the ``endpoint`` event.

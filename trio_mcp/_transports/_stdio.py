@@ -32,6 +32,7 @@ from typing import cast
 import trio
 
 from .._exceptions import ConnectionClosed, MCPError, MessageTooLargeError, TransportError
+from .._redact import redacted_repr
 from ._base import MessageInfo, Transport
 
 __all__ = ["DEFAULT_MAX_MESSAGE_SIZE", "StdioParameters", "StdioTransport", "default_environment"]
@@ -102,6 +103,9 @@ class StdioParameters:
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
     on_stderr: Callable[[str], None] | None = field(default=None, compare=False)
     shutdown_timeout: float = 2.0
+
+    def __repr__(self) -> str:
+        return redacted_repr(self, ("env",))  # env values are often credentials
 
     @property
     def argv(self) -> list[str]:

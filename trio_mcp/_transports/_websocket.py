@@ -36,6 +36,7 @@ from .._exceptions import (
     ProtocolError,
     TransportError,
 )
+from .._redact import redacted_repr
 from ._base import MessageInfo, Transport
 from ._http import DEFAULT_MAX_MESSAGE_SIZE, origin_of
 
@@ -86,6 +87,9 @@ class WebSocketParameters:
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
     timeout: float = 30.0
     ssl_context: ssl.SSLContext | None = None
+
+    def __repr__(self) -> str:
+        return redacted_repr(self, ("headers",))  # header values are often credentials
 
     def open_transport(
         self, nursery: trio.Nursery

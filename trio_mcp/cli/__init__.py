@@ -193,6 +193,9 @@ def _auth_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--no-browser", action="store_true", help="print the URL instead of opening a browser"
     )
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="trace each login step (stderr)"
+    )
     return parser
 
 

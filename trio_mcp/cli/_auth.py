@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
+import sys
 import time
 from typing import Any, cast
 
 import trio
 
 from .._exceptions import MCPError
+from .._terminal import for_terminal
 from ._app import report
 from ._args import UsageError
 from ._connection import EXIT_OK, token_store_path
@@ -131,9 +134,27 @@ async def _main(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
+class _TerminalFormatter(logging.Formatter):
+    """A trace line for a person: every peer-controlled character made visible."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return for_terminal(f"auth: {record.getMessage()}", newlines=False)
+
+
+def _trace_to_stderr() -> None:
+    """``-v``: the ``trio_mcp.auth`` DEBUG trace (each login step, no secret) on stderr."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_TerminalFormatter())
+    auth_logger = logging.getLogger("trio_mcp.auth")
+    auth_logger.addHandler(handler)
+    auth_logger.setLevel(logging.DEBUG)
+
+
 def run_auth(args: argparse.Namespace) -> int:
     """Run ``trio-mcp auth ...``; returns the exit status."""
     out = Output(json_mode=args.json)
+    if getattr(args, "verbose", False):
+        _trace_to_stderr()
     try:
         return trio.run(_main, args, out)
     except (MCPError, UsageError, trio.TooSlowError, OSError) as exc:

@@ -1,0 +1,152 @@
+"""Bounded bodies: every answer of an authorization server or protected-resource endpoint.
+
+Metadata documents, token, registration and device authorization answers are small JSON
+documents. :func:`send` reads each one as a stream and stops at :data:`BODY_LIMIT` (1 MiB):
+a larger (or endless) body fails with the caller's error class after at most the limit
+plus one network chunk has been read, so a hostile endpoint cannot grow this process.
+A compressed body is decompressed with the same bound (no decompression bomb); only
+``identity``, ``gzip`` and ``deflate`` encodings are accepted (``identity`` is asked for).
+Redirects are never followed (even by a caller's client that follows them): a redirect's
+target would escape the endpoint policy.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import httpx
+import trio
+
+from .._exceptions import AuthError
+
+__all__ = ["BODY_LIMIT", "Answer", "send"]
+
+BODY_LIMIT = 1024 * 1024
+"""The largest body read from an OAuth endpoint, in bytes."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A whole, bounded HTTP answer."""
+
+    status_code: int
+    headers: httpx.Headers = field(repr=False)
+    content: bytes = field(repr=False)
+
+
+class _Decoder:
+    def __init__(self, encoding: str, limit: int) -> None:
+        self._limit = limit
+        self._zlib = None
+        if encoding == "gzip":
+            self._zlib = zlib.decompressobj(zlib.MAX_WBITS | 16)
+        elif encoding == "deflate":
+            self._zlib = zlib.decompressobj()
+
+    def decode(self, chunk: bytes, have: int) -> bytes | None:
+        """The decoded bytes of ``chunk``, or ``None`` when they pass the limit."""
+        if self._zlib is None:
+            return chunk
+        room = self._limit + 1 - have
+        out = self._zlib.decompress(chunk, room)
+        if len(out) >= room or self._zlib.unconsumed_tail:
+            return None
+        return out
+
+
+async def send(
+    http: httpx.AsyncClient,
+    method: str,
+    url: str,
+    *,
+    error: type[AuthError],
+    doing: str,
+    headers: Mapping[str, str] | None = None,
+    content: bytes | str | None = None,
+    limit: int = BODY_LIMIT,
+) -> Answer:
+    """Send one request to an OAuth endpoint and read its answer, at most ``limit`` bytes.
+
+    Args:
+        http: The client for the endpoint.
+        method: ``GET`` or ``POST``.
+        url: The endpoint (already allowed by the endpoint policy).
+        error: The exception class for a failure (a network error, a body too large).
+        doing: What the request is, for the message (``"the token request to URL"``).
+        headers: Request headers.
+        content: The request body.
+        limit: The largest body accepted.
+
+    Raises:
+        AuthError: Of class ``error``: the request failed, or the body passed ``limit``
+            (or came in an encoding trio_mcp does not decode). ``TokenRequestError`` gets
+            ``error="network_error"`` / ``"invalid_response"``.
+    """
+    request_headers = {"Accept-Encoding": "identity", **(headers or {})}
+    try:
+        # never follow a redirect, whatever the client's setting: its target would escape
+        # the endpoint policy (a 307 would re-post a secret to it)
+        async with http.stream(
+            method, url, headers=request_headers, content=content, follow_redirects=False
+        ) as response:
+            if response.is_stream_consumed:  # read by the transport (httpx.MockTransport)
+                if len(response.content) > limit:
+                    raise _too_large(error, doing, "")
+                return Answer(response.status_code, response.headers, response.content)
+            encoding = response.headers.get("content-encoding", "identity").strip().lower()
+            if encoding not in ("identity", "gzip", "deflate", ""):
+                raise _failed(
+                    error,
+                    f"{doing} answered in content encoding {encoding!r}, which trio_mcp does "
+                    "not decode; refusing it",
+                    "invalid_response",
+                )
+            declared = response.headers.get("content-length", "")
+            if encoding in ("identity", "") and declared.isdigit() and int(declared) > limit:
+                raise _too_large(error, doing, f" (Content-Length {declared})")
+            decoder = _Decoder(encoding, limit)
+            body = bytearray()
+            refused: str | None = None
+            # To stop early, cancel a scope around the iteration: the cancellation unwinds
+            # httpx's chain of async generators from the innermost one (none is left
+            # unfinished); breaking out of the loop would leave them to the GC.
+            with trio.CancelScope() as scope:
+                async for chunk in response.aiter_raw():
+                    if refused is not None:
+                        continue  # until the cancellation lands
+                    try:
+                        decoded = decoder.decode(chunk, len(body))
+                    except zlib.error:
+                        decoded, refused = None, "corrupt"
+                    if decoded is None or len(body) + len(decoded) > limit:
+                        refused = refused or "large"
+                        scope.cancel()
+                        continue
+                    body += decoded
+            if refused == "corrupt":
+                raise _failed(
+                    error, f"{doing} answered with a corrupt compressed body", "invalid_response"
+                )
+            if refused is not None:
+                raise _too_large(error, doing, "")
+            return Answer(response.status_code, response.headers, bytes(body))
+    except httpx.HTTPError as exc:
+        raise _failed(error, f"{doing} failed: {exc!r}", "network_error") from exc
+
+
+def _failed(error: type[AuthError], message: str, code: str) -> AuthError:
+    from .._exceptions import TokenRequestError
+
+    if issubclass(error, TokenRequestError):
+        return error(message, error=code or "invalid_response", status_code=0)
+    return error(message)
+
+
+def _too_large(error: type[AuthError], doing: str, detail: str) -> AuthError:
+    message = (
+        f"{doing} answered with a body larger than {BODY_LIMIT // 1024} KiB{detail}; "
+        "refusing to read more (the endpoint is broken or hostile)"
+    )
+    return _failed(error, message, "invalid_response")
