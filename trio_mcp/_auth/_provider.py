@@ -35,7 +35,7 @@ from .._exceptions import (
 )
 from . import _assertions, _device, _dpop, _grants, _metadata
 from ._assertions import AssertionGrant
-from ._browser import LoopbackBrowser, UserAgent
+from ._browser import LoopbackBrowser, UserAgent, check_browser_url
 from ._storage import (
     MemoryTokenStore,
     ServerBindingStore,
@@ -725,6 +725,7 @@ class OAuth(httpx.Auth):
             raise AuthDiscoveryError(
                 f"authorization server {context.issuer} has no authorization_endpoint"
             )
+        check_browser_url(endpoint)  # any user agent gets only http(s) to open
         async with self.user_agent.redirect() as redirect:
             client = await self._client_identity(
                 http, context, redirect.redirect_uri, register=True
