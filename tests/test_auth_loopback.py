@@ -410,3 +410,44 @@ async def test_port_in_use_is_an_auth_error() -> None:
         with pytest.raises(trio_mcp.AuthError, match="cannot listen"):
             async with trio_mcp.LoopbackBrowser(port=port).redirect():
                 pass  # pragma: no cover
+
+
+def test_device_code_is_printed_through_for_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+    from trio_mcp._auth._device import print_device_code
+
+    print_device_code(
+        trio_mcp.DeviceCode(
+            user_code="AB\x1b[2JCD",
+            verification_uri="https://auth.example.com/device\x1b]8;;file:///x\x07",
+            verification_uri_complete="https://auth.example.com/device?c=\u202eAB",
+            expires_in=600,
+            interval=5,
+        )
+    )
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\x07" not in err and "\u202e" not in err
+    assert "visit https://auth.example.com/device\\x1b]8;;file:///x\\x07 " in err
+    assert "enter the code AB\\x1b[2JCD" in err
+    assert "(or open https://auth.example.com/device?c=\\u202eAB)" in err
+
+
+@pytest.mark.parametrize("uri", ["file:///usr/bin/xcalc", "vscode://evil", "javascript:x"])
+def test_device_verification_uri_must_be_http(capsys: pytest.CaptureFixture[str], uri: str) -> None:
+    from trio_mcp._auth._device import print_device_code
+
+    code = trio_mcp.DeviceCode(
+        user_code="ABCD", verification_uri=uri, verification_uri_complete=None,
+        expires_in=600, interval=5,
+    )  # fmt: skip
+    with pytest.raises(trio_mcp.AuthDiscoveryError, match="verification_uri"):
+        print_device_code(code)
+    assert capsys.readouterr().err == ""
+    # a bad "complete" URI is left out; the plain one is still shown
+    good = trio_mcp.DeviceCode(
+        user_code="ABCD", verification_uri="https://a.example/device",
+        verification_uri_complete=uri, expires_in=600, interval=5,
+    )  # fmt: skip
+    print_device_code(good)
+    err = capsys.readouterr().err
+    assert "visit https://a.example/device and enter the code ABCD" in err
+    assert uri not in err

@@ -66,12 +66,17 @@ _TRANSIENT_ACCEPT = frozenset(
 )
 
 
-def check_browser_url(url: str) -> None:
+def check_browser_url(url: str, what: str = "the authorization URL") -> None:
     """Refuse a URL that is not ``http(s)`` before it reaches a browser or a person.
 
-    The authorization endpoint comes from metadata a server chose: opened as given, a
-    ``file:`` URL or a custom scheme would reach the operating system's URL handler and
-    could start a program. Only ``http://`` and ``https://`` URLs with a host pass.
+    The authorization endpoint (and a device flow's verification URI) comes from a server:
+    opened as given, a ``file:`` URL or a custom scheme would reach the operating system's
+    URL handler and could start a program. Only ``http://`` and ``https://`` URLs with a
+    host pass.
+
+    Args:
+        url: The URL to open or show.
+        what: What it is, for the message.
 
     Raises:
         AuthDiscoveryError: Any other URL.
@@ -89,8 +94,8 @@ def check_browser_url(url: str) -> None:
         or not host
     ):
         raise AuthDiscoveryError(
-            f"refusing to open the authorization URL {shown}: only http(s) URLs are opened "
-            "in a browser (the authorization server's metadata names another scheme)"
+            f"refusing to open {what} {shown}: only http(s) URLs are opened in a browser "
+            "or shown as a link (the authorization server named another scheme)"
         )
 
 
@@ -102,8 +107,7 @@ def _for_browser(url: str) -> str:
 
 def _print_url(url: str) -> None:
     print(
-        "Open this URL in a browser to authorize:\n\n    "
-        f"{for_terminal(url, newlines=False)}\n",
+        f"Open this URL in a browser to authorize:\n\n    {for_terminal(url, newlines=False)}\n",
         file=sys.stderr,
         flush=True,
     )
