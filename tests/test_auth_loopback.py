@@ -89,7 +89,12 @@ async def loopback(
     """An httpx client to SERVER with OAuth and the default LoopbackBrowser."""
     browser = FakeBrowser(world, None)
     if script is not None:
-        browser.script = lambda _world, url: script(browser, url)
+        play = script
+
+        def run(_world: World, url: str) -> None:
+            play(browser, url)
+
+        browser.script = run
     monkeypatch.setattr("webbrowser.open", browser)
     transport = httpx.MockTransport(world.handler)
     async with httpx.AsyncClient(transport=transport) as as_client:
@@ -451,3 +456,23 @@ def test_device_verification_uri_must_be_http(capsys: pytest.CaptureFixture[str]
     err = capsys.readouterr().err
     assert "visit https://a.example/device and enter the code ABCD" in err
     assert uri not in err
+
+
+async def test_the_wait_is_bounded_by_the_callers_scope(autojump_clock: trio.abc.Clock) -> None:
+    """No callback: the caller's fail_after ends the wait at exactly its deadline, the
+    listener (and every task of it) is gone afterwards."""
+    browser = trio_mcp.LoopbackBrowser(open_browser=False)
+    start = trio.current_time()
+    ports: list[int] = []
+
+    async def login() -> None:
+        with trio.fail_after(300):
+            async with browser.redirect() as redirect:
+                ports.append(urlsplit(redirect.redirect_uri).port or 0)
+                await redirect.authorize("https://auth.example.com/authorize?state=s")
+
+    with pytest.raises(trio.TooSlowError):
+        await login()
+    assert trio.current_time() - start == 300
+    with pytest.raises(OSError):
+        await trio.open_tcp_stream("127.0.0.1", ports[0])
