@@ -476,3 +476,43 @@ async def test_the_wait_is_bounded_by_the_callers_scope(autojump_clock: trio.abc
     assert trio.current_time() - start == 300
     with pytest.raises(OSError):
         await trio.open_tcp_stream("127.0.0.1", ports[0])
+
+
+async def test_junk_racing_the_real_redirect() -> None:
+    """Forty connections (resets, half requests, wrong states) at the same time as the real
+    redirect: the real one ends the wait, nothing else does, nothing raises."""
+    browser = trio_mcp.LoopbackBrowser(open_browser=False)
+    answers: list[bytes] = []
+    async with browser.redirect() as redirect:
+        port = urlsplit(redirect.redirect_uri).port or 0
+
+        async def junk(i: int) -> None:
+            if i % 4 == 0:
+                await trio.to_thread.run_sync(_rst, port)
+            elif i % 4 == 1:
+                await trio.to_thread.run_sync(_rst, port, b"GET /callback?state=s")
+            else:
+                try:  # once the login ended, the listener drops what is left
+                    stream = await trio.open_tcp_stream("127.0.0.1", port)
+                    request = b"GET /callback?code=c&state=wrong HTTP/1.1\r\n\r\n"
+                    await stream.send_all(request if i % 4 == 2 else request[:30])
+                    if i % 4 == 2:
+                        answers.append(await stream.receive_some())
+                    await stream.aclose()
+                except (OSError, trio.BrokenResourceError):
+                    pass
+
+        async def real() -> None:
+            await trio.testing.wait_all_tasks_blocked()
+            async with httpx.AsyncClient() as http:
+                response = await http.get(f"http://127.0.0.1:{port}/callback?code=ok&state=s")
+            assert response.status_code == 200
+
+        with trio.fail_after(30):
+            async with trio.open_nursery() as nursery:
+                for i in range(40):
+                    nursery.start_soon(junk, i)
+                nursery.start_soon(real)
+                callback = await redirect.authorize("https://auth.example.com/a?state=s")
+    assert callback == f"{redirect.redirect_uri}?code=ok&state=s"
+    assert all(answer == b"" or answer.startswith(b"HTTP/1.1 400 ") for answer in answers)
