@@ -516,3 +516,15 @@ async def test_junk_racing_the_real_redirect() -> None:
                 callback = await redirect.authorize("https://auth.example.com/a?state=s")
     assert callback == f"{redirect.redirect_uri}?code=ok&state=s"
     assert all(answer == b"" or answer.startswith(b"HTTP/1.1 400 ") for answer in answers)
+
+
+async def test_an_error_in_the_block_comes_out_bare() -> None:
+    """No nursery around the yield: what the flow raises inside ``redirect()`` is itself."""
+
+    async def flow() -> None:
+        async with trio_mcp.LoopbackBrowser(open_browser=False).redirect():
+            raise trio_mcp.TokenRequestError("refused", error="invalid_grant")
+
+    with pytest.raises(trio_mcp.TokenRequestError) as info:
+        await flow()
+    assert type(info.value) is trio_mcp.TokenRequestError
