@@ -76,6 +76,14 @@ def test_no_login_at_all_exits_4_with_the_login_command(protected: str, tmp_path
     assert f"trio-mcp auth login {protected}" in error["message"]
 
 
+def test_a_refused_authorization_header_names_the_command(protected: str, tmp_path: Path) -> None:
+    proc = cli("-H", "Authorization: Bearer stale", protected, "tools", env=_env(tmp_path))
+    assert proc.returncode == 4, proc.stderr
+    assert "refused the Authorization header" in proc.stderr
+    assert "stale" not in proc.stderr
+    assert f"trio-mcp auth login {protected}" in proc.stderr
+
+
 def test_a_store_without_a_token_for_the_server_names_the_command(
     protected: str, tmp_path: Path
 ) -> None:

@@ -107,7 +107,11 @@ def with_login_hint(exc: Exception, conn: Connection | None, args: argparse.Name
         command += f" --config {shlex.quote(args.config)}"
     if unauthorized:
         url = getattr(exc, "url", "") or args.target
-        message = f"{url} requires authorization (HTTP 401) and no login is stored for it"
+        sent = {name.lower() for name in conn.options.get("headers", {})}
+        if "authorization" in sent:
+            message = f"{url} refused the Authorization header given (HTTP 401)"
+        else:
+            message = f"{url} requires authorization (HTTP 401) and no login is stored for it"
     else:
         message = str(exc)
     hinted = LoginRequiredError(f"{message}; log in first: {command}")
