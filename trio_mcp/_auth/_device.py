@@ -27,7 +27,9 @@ from .._exceptions import (
     TokenRequestError,
 )
 from .._jsonrpc import UNDECODABLE
+from .._terminal import for_terminal
 from . import _grants
+from ._browser import check_browser_url
 from ._metadata import AuthorizationServerMetadata
 
 if TYPE_CHECKING:
@@ -65,10 +67,26 @@ class DeviceCode:
 
 
 def print_device_code(code: DeviceCode) -> None:
-    """The default ``show``: tell the user on stderr where to go and what to type."""
-    lines = [f"To authorize, visit {code.verification_uri} and enter the code {code.user_code}"]
-    if code.verification_uri_complete:
-        lines.append(f"(or open {code.verification_uri_complete})")
+    """The default ``show``: tell the user on stderr where to go and what to type.
+
+    Only an ``http(s)`` verification URI is shown as a place to visit, and everything the
+    server sent goes through :func:`~trio_mcp.for_terminal` first.
+
+    Raises:
+        AuthDiscoveryError: The verification URI is not an ``http(s)`` URL.
+    """
+    check_browser_url(code.verification_uri, "the device flow's verification_uri")
+    uri = for_terminal(code.verification_uri, newlines=False)
+    user_code = for_terminal(code.user_code, newlines=False)
+    lines = [f"To authorize, visit {uri} and enter the code {user_code}"]
+    complete = code.verification_uri_complete
+    if complete:
+        try:
+            check_browser_url(complete, "the device flow's verification_uri_complete")
+        except AuthDiscoveryError as exc:
+            logger.warning("not showing verification_uri_complete: %s", exc)
+        else:
+            lines.append(f"(or open {for_terminal(complete, newlines=False)})")
     lines.append(f"The code expires in {int(code.expires_in)} seconds.")
     print("\n".join(lines), file=sys.stderr, flush=True)
 

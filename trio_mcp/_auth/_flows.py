@@ -22,7 +22,7 @@ import trio
 
 from .._exceptions import AuthDiscoveryError, AuthorizationDeniedError
 from . import _grants, _metadata
-from ._browser import UserAgent
+from ._browser import UserAgent, check_browser_url
 from ._policy import check_endpoint
 from ._tokens import Token
 
@@ -99,6 +99,7 @@ async def authorization_code(flow: Flow, user_agent: UserAgent) -> Token:
             f"authorization server {context.issuer} has no authorization_endpoint"
         )
     check_endpoint(endpoint, "the authorization endpoint")  # before it reaches a browser
+    check_browser_url(endpoint)  # any user agent gets only http(s) to open
     try:
         async with user_agent.redirect() as redirect:
             client = await flow.identity(redirect.redirect_uri, register=True)

@@ -36,6 +36,7 @@ from ._connection import (
     classify,
     read_schema_cache,
     resolve,
+    with_login_hint,
     write_schema_cache,
 )
 from ._interact import Terminal
@@ -438,7 +439,7 @@ class App:
                     self._root = root
                     status = await self._run()
             except Exception as exc:  # re-raised bare below, never as an ExceptionGroup
-                failure = exc
+                failure = with_login_hint(exc, self.conn, self.args)
             finally:
                 nursery.cancel_scope.cancel()
         if failure is not None:

@@ -20,6 +20,8 @@ from .._exceptions import (
     AuthError,
     ConfigError,
     ConnectionClosed,
+    HTTPStatusError,
+    LoginRequiredError,
     MCPError,
     ProtocolError,
     ServerError,
@@ -41,6 +43,7 @@ __all__ = [
     "Connection",
     "classify",
     "resolve",
+    "with_login_hint",
 ]
 
 EXIT_OK = 0
@@ -63,7 +66,7 @@ def classify(exc: BaseException) -> tuple[int, str]:
         return EXIT_TOOL_ERROR, "not_found"
     if isinstance(exc, (UsageError, ConfigError)):
         return EXIT_USAGE, "usage"
-    if isinstance(exc, AuthError):
+    if isinstance(exc, AuthError) or (isinstance(exc, HTTPStatusError) and exc.status_code == 401):
         return EXIT_AUTH, "auth"
     if isinstance(exc, trio.TooSlowError):
         return EXIT_TIMEOUT, "timeout"
@@ -76,6 +79,35 @@ def classify(exc: BaseException) -> tuple[int, str]:
     if isinstance(exc, (ProtocolError, MCPError)):
         return EXIT_PROTOCOL, "protocol"
     return EXIT_PROTOCOL, "internal"
+
+
+def with_login_hint(exc: Exception, conn: Connection | None, args: argparse.Namespace) -> Exception:
+    """``exc``, or for an HTTP target that needs a login, a :class:`LoginRequiredError` whose
+    message names the command to run (``trio-mcp auth login TARGET``).
+
+    A bare ``401`` (no token stored at all) and the headless provider's
+    :class:`LoginRequiredError` both become that error (exit status 4, ``auth``).
+    """
+    if conn is None or conn.kind != "http":
+        return exc
+    unauthorized = isinstance(exc, HTTPStatusError) and exc.status_code == 401
+    if not unauthorized and not isinstance(exc, LoginRequiredError):
+        return exc
+    command = f"trio-mcp auth login {shlex.quote(args.target)}"
+    if args.config:
+        command += f" --config {shlex.quote(args.config)}"
+    if unauthorized:
+        url = getattr(exc, "url", "") or args.target
+        sent = {name.lower() for name in conn.options.get("headers", {})}
+        if "authorization" in sent:
+            message = f"{url} refused the Authorization header given (HTTP 401)"
+        else:
+            message = f"{url} requires authorization (HTTP 401) and no login is stored for it"
+    else:
+        message = str(exc)
+    hinted = LoginRequiredError(f"{message}; log in first: {command}")
+    hinted.__cause__ = exc
+    return hinted
 
 
 @dataclass
