@@ -2,7 +2,8 @@
 terminal tests: tool names, descriptions, results, errors, prompts, resources, stderr, the
 server's name and instructions, elicitation messages and progress messages all carry
 ``EVIL`` (ESC sequences, OSC 52/8, BEL, NUL, C1, U+202E and rich markup). Also a
-multi-select form with a default, and a prompt that echoes its arguments."""
+multi-select form with a default, a question the server withdraws, and a prompt that echoes
+its arguments."""
 
 from __future__ import annotations
 
@@ -98,6 +99,22 @@ def build() -> MockServer:
             }
         )
         return f"action: {answer.get('action')} {json.dumps(answer.get('content'))}"
+
+    @server.tool(description="Asks, then withdraws the question (legacy era) after a while.")
+    async def impatient(ctx: ToolContext, seconds: float = 1.0) -> str:
+        with trio.move_on_after(seconds):
+            await ctx.elicit(
+                {
+                    "mode": "form",
+                    "message": "Quick, your name?",
+                    "requestedSchema": {
+                        "type": "object",
+                        "properties": {"name": {"type": "string", "title": "Name"}},
+                    },
+                }
+            )
+            return "answered"
+        return "gave up"
 
     @server.tool(description="Writes to stderr, then dies.")
     async def crash(ctx: ToolContext) -> None:
