@@ -156,24 +156,22 @@ def test_interactive_mode_neutralises_banner_lists_completion_and_errors(
     child = spawn(env, SERVER)
     child.expect(b"mcp>")
     seen: bytes = child.before
-    child.sendline(b"tools")
-    child.expect(b"mcp>")
-    seen += child.before
+    # Each step waits for its own output (not for a redrawn prompt) before the next one.
+    for command, marker in [
+        (b"tools", b"Writes to stderr, then dies."),
+        (b"call fail", b"tool error <"),
+        (b"prompt hostile", b"msg <"),
+        (b"call progress steps=2", b"done"),
+    ]:
+        child.sendline(command)
+        child.expect(marker)
+        seen += child.before + child.after
+        child.expect(b"mcp>")
+        seen += child.before
     child.send(b"call na")  # the completion menu shows the hostile tool name
     child.expect(b"name<")
     seen += child.before + child.after
     child.send(b"\x15")  # clear the line
-    child.sendline(b"call fail")
-    child.expect(b"mcp>")
-    seen += child.before
-    child.sendline(b"prompt hostile")
-    child.expect(b"mcp>")
-    seen += child.before
-    child.sendline(b"call progress steps=2")
-    child.expect(b"done")
-    seen += child.before
-    child.expect(b"mcp>")
-    seen += child.before
     child.sendline(b"exit")
     data, code = everything(child)
     seen += data

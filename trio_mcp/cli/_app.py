@@ -196,6 +196,8 @@ class App:
                 return await operation(*args, **kwargs)
             finally:
                 self._current = None
+                if self.term is not None:
+                    self.term.withdraw()  # a question left over from this request is moot
         if self._cancelled_by_user or timeout is None:
             raise Interrupted("cancelled")
         raise trio.TooSlowError(f"the request took longer than --timeout {timeout:g} s")

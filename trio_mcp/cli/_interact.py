@@ -92,6 +92,7 @@ class Terminal:
         self._lock = trio.Lock()
         self._open_url = open_url or webbrowser.open
         self._prompt: Any = None
+        self._questions: set[trio.CancelScope] = set()
         #: Entered while a person answers a request; the command line pauses its
         #: ``--timeout`` there (time spent answering does not count).
         self.answering: Callable[[], contextlib.AbstractContextManager[object]] = (
@@ -142,10 +143,25 @@ class Terminal:
 
     @contextlib.asynccontextmanager
     async def _turn(self) -> AsyncIterator[None]:
-        """One request at a time at the terminal, with ``--timeout`` paused meanwhile."""
+        """One request at a time at the terminal, with ``--timeout`` paused meanwhile.
+
+        :meth:`withdraw` ends the turn: the body is cancelled (its prompt ended, the
+        terminal given back) and the code after the ``async with`` runs.
+        """
         async with self._lock:
-            with self.answering():
-                yield
+            with self.answering(), trio.CancelScope() as scope:
+                self._questions.add(scope)
+                try:
+                    yield
+                finally:
+                    self._questions.discard(scope)
+            if scope.cancelled_caught:
+                self.out.line("(the question was withdrawn)", "dim")
+
+    def withdraw(self) -> None:
+        """End every question being asked (the request they belong to has ended)."""
+        for scope in self._questions:
+            scope.cancel()
 
     # -- sampling --------------------------------------------------------------------------
 
@@ -179,6 +195,7 @@ class Terminal:
                 "model": "human (trio-mcp)",
                 "stopReason": "endTurn",
             }
+        raise HandlerError(-1, "the sampling request was withdrawn")
 
     # -- elicitation -----------------------------------------------------------------------
 
@@ -195,6 +212,7 @@ class Terminal:
             except (EOFError, KeyboardInterrupt):
                 self.out.line("cancelled", "dim")
                 return {"action": "cancel"}
+        return {"action": "cancel"}  # withdrawn
 
     async def _url(self, params: t.ElicitRequestURLParams, who: str) -> dict[str, Any]:
         from .._urls import check_url
