@@ -201,3 +201,24 @@ def test_json_output_stays_exact(env: dict[str, str]) -> None:
     proc = run("tools")
     names = [tool["name"] for tool in json.loads(proc.stdout)]
     assert f"name{EVIL}" in names
+
+
+async def test_authorization_server_text_is_neutralised(capsys: pytest.CaptureFixture[str]) -> None:
+    from trio_mcp._auth._browser import _LoopbackRedirect  # pyright: ignore[reportPrivateUsage]
+    from trio_mcp._auth._device import DeviceCode, print_device_code
+
+    print_device_code(
+        DeviceCode(
+            user_code=f"CODE{EVIL}",
+            verification_uri=f"https://as.example/device{EVIL}",
+            verification_uri_complete=f"https://as.example/d?c={EVIL}",
+            expires_in=60,
+            interval=5,
+        )
+    )
+    redirect = _LoopbackRedirect("http://127.0.0.1:1/callback", "/callback", None)
+    redirect.send.send_nowait("http://127.0.0.1:1/callback?code=x")
+    await redirect.authorize(f"https://as.example/authorize?x={EVIL}")
+    err = capsys.readouterr().err.encode()
+    assert_safe(err)
+    assert b"CODE<" in err and b"authorize?x=<" in err

@@ -19,6 +19,8 @@ from urllib.parse import urlsplit
 
 import trio
 
+from .._terminal import for_terminal
+
 __all__ = ["LoopbackBrowser", "Redirect", "UserAgent"]
 
 logger = logging.getLogger("trio_mcp.auth")
@@ -73,7 +75,8 @@ class _LoopbackRedirect:
     async def authorize(self, authorization_url: str) -> str:
         if self._opener is None:
             print(
-                f"Open this URL in a browser to authorize:\n\n    {authorization_url}\n",
+                "Open this URL in a browser to authorize:\n\n    "
+                f"{for_terminal(authorization_url, newlines=False)}\n",
                 file=sys.stderr,
             )
         else:
@@ -112,7 +115,8 @@ def _open_browser(url: str) -> None:
     import webbrowser
 
     if not webbrowser.open(url):
-        print(f"Open this URL in a browser to authorize:\n\n    {url}\n", file=sys.stderr)
+        shown = for_terminal(url, newlines=False)  # the authorization server chose parts of it
+        print(f"Open this URL in a browser to authorize:\n\n    {shown}\n", file=sys.stderr)
 
 
 class LoopbackBrowser:

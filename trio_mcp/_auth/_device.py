@@ -28,6 +28,7 @@ from .._exceptions import (
     TokenRequestError,
 )
 from .._jsonrpc import UNDECODABLE
+from .._terminal import for_terminal
 from . import _grants
 from ._metadata import AuthorizationServerMetadata
 
@@ -69,7 +70,8 @@ def print_device_code(code: DeviceCode) -> None:
     if code.verification_uri_complete:
         lines.append(f"(or open {code.verification_uri_complete})")
     lines.append(f"The code expires in {int(code.expires_in)} seconds.")
-    print("\n".join(lines), file=sys.stderr, flush=True)
+    # The authorization server wrote every part: shown, never acted on by the terminal.
+    print(for_terminal("\n".join(lines)), file=sys.stderr, flush=True)
 
 
 class DeviceFlow:
