@@ -142,10 +142,14 @@ def test_elicitation_form_neutralised(env: dict[str, str]) -> None:
     child.expect(b"\\(a string\\):")
     seen += child.before + child.after
     child.sendline(b"Ada")
+    # A hostile default is not typed into the line: shown neutralised, Enter keeps it.
+    child.expect(b"\\[Enter: default <")
+    seen += child.before + child.after
+    child.sendline(b"")
     data, code = everything(child)
     seen += data
     assert code == 0
-    assert b'action: accept {"name": "Ada"}' in seen
+    assert b'action: accept {"name": "Ada", "extra": "default <' in seen
     assert b"elicit <" in seen and b"fielddesc <" in seen
     assert_safe(seen)
 

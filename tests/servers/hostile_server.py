@@ -71,7 +71,8 @@ def build() -> MockServer:
                             "type": "string",
                             "title": f"title {EVIL}",
                             "description": f"fielddesc {EVIL}",
-                        }
+                        },
+                        "extra": {"type": "string", "default": f"default {EVIL}"},
                     },
                     "required": ["name"],
                 },

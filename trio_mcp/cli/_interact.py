@@ -297,6 +297,11 @@ class Terminal:
             hint = f" ({expectation(spec)})" if choices is None else ""
             if multi:
                 hint = " (numbers or values, separated by commas)"
+            if for_terminal(shown, newlines=False) != shown:
+                # A default a terminal would act on is not typed into the line: it is shown
+                # neutralised, and Enter keeps it all the same.
+                hint += f" [Enter: {shown}]"
+                shown = ""
             text = (
                 await self.ask(f"{title}{mark}{hint}: ", shown, [str(c) for c in choices or []])
             ).strip()
