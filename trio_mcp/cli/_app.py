@@ -9,7 +9,7 @@ import math
 import signal
 import sys
 import threading
-from collections.abc import AsyncGenerator, Iterator, Mapping
+from collections.abc import AsyncGenerator, Generator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, cast
 
@@ -203,7 +203,7 @@ class App:
         raise trio.TooSlowError(f"the request took longer than --timeout {timeout:g} s")
 
     @contextmanager
-    def person_answering(self) -> Iterator[None]:
+    def person_answering(self) -> Generator[None]:
         """Pause the running request's ``--timeout`` while a person answers the server."""
         scope = self._current
         if scope is None or scope.deadline == math.inf:

@@ -13,7 +13,7 @@ import json
 import sys
 import threading
 import webbrowser
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any, cast
 
 import trio
@@ -142,7 +142,7 @@ class Terminal:
         return default if not answer else answer in ("y", "yes")
 
     @contextlib.asynccontextmanager
-    async def _turn(self) -> AsyncIterator[None]:
+    async def _turn(self) -> AsyncGenerator[None]:
         """One request at a time at the terminal, with ``--timeout`` paused meanwhile.
 
         :meth:`withdraw` ends the turn: the body is cancelled (its prompt ended, the

@@ -89,12 +89,11 @@ class Repl:
             if caps.tools is not UNSET:
                 await self.app.list_tools(self.session)
             if caps.resources is not UNSET:
-                self.resources = [r.uri for r in await run(self.session.list_resources)]
+                resources: list[t.Resource] = await run(self.session.list_resources)
+                self.resources = [r.uri for r in resources]
             if caps.prompts is not UNSET:
-                self.prompts = {
-                    p.name: [a.name for a in (p.arguments or [])]
-                    for p in await run(self.session.list_prompts)
-                }
+                prompts: list[t.Prompt] = await run(self.session.list_prompts)
+                self.prompts = {p.name: [a.name for a in (p.arguments or [])] for p in prompts}
         except (MCPError, trio.TooSlowError, Interrupted) as exc:
             self.app.out.note(f"could not list everything: {exc}", "yellow")
 
