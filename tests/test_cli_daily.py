@@ -229,6 +229,10 @@ def test_errors_say_their_kind_once(env: dict[str, str]) -> None:
     proc = run(env, SERVER, "call", "crash")
     assert proc.returncode == 3
     assert proc.stderr.count("dying <") == 1, proc.stderr
+    proc = run(env, "-v", SERVER, "call", "crash")  # -v shows each stderr line as it comes
+    assert proc.returncode == 3
+    assert proc.stderr.count("dying <") == 1, proc.stderr
+    assert "(its stderr is above)" in proc.stderr
 
 
 # -- 7. a closed output pipe -------------------------------------------------------------------

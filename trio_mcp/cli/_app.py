@@ -509,7 +509,7 @@ def report(app: App | None, json_mode: bool, exc: BaseException) -> int:
     if isinstance(exc, Interrupted):
         out.error("interrupted")
         return code
-    out.error(describe_error(exc))
+    out.error(describe_error(exc, stderr_shown=app is not None and app.args.verbose))
     if (
         app is not None
         and app.conn is not None
@@ -561,10 +561,19 @@ def prompt_arguments(words: list[str]) -> dict[str, str]:
     return out
 
 
-def describe_error(exc: BaseException) -> str:
-    """One line saying what went wrong, its kind said once (``server error -32603 ...``)."""
+def describe_error(exc: BaseException, *, stderr_shown: bool = False) -> str:
+    """What went wrong, its kind said once (``server error -32603 ...``).
+
+    Args:
+        exc: The failure.
+        stderr_shown: The server's stderr lines were printed as they came (``-v``): the
+            message does not repeat them.
+    """
     kind = classify(exc)[1]
     message = str(exc) or type(exc).__name__
+    tail: object = getattr(exc, "stderr_tail", "")
+    if stderr_shown and isinstance(tail, str) and tail:
+        message = message.replace(f"; last stderr output:\n{tail}", " (its stderr is above)")
     if kind == "usage":
         return message
     prefix = kind.replace("_", " ")

@@ -194,7 +194,7 @@ class Repl:
             self.cancelled = True
             out.note("cancelled (Ctrl-C again to leave)", "yellow")
         except (MCPError, UsageError, trio.TooSlowError) as exc:
-            out.error(describe_error(exc))
+            out.error(describe_error(exc, stderr_shown=self.app.args.verbose))
             if self.session.closed or classify(exc)[1] == "connection":
                 self.gone = True
                 out.error(
