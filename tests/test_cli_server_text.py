@@ -38,7 +38,7 @@ RAW = [
 #: How the same pieces look once neutralised (shown, not acted on).
 SHOWN = [b"\\x1b]52;c;cm0gLXJmIH4=\\x07", b"\\u202eevil", b"\\x00\\x9b31m"]
 #: Markup shown as typed: neither a link nor a crash.
-MARKUP = b"<[/]>[link=https://evil.example/]x[/link][bold]"
+MARKUP = b"<[/]>[link=https://evil.example/]x[/link][bold]:smile:"
 
 
 @pytest.fixture

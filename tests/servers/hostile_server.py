@@ -24,7 +24,7 @@ EVIL = (
     "<\x1b[2J\x1b]0;pwned\x07>"  # clear the screen, retitle the window
     "<\u202eevil>"  # right-to-left override
     "<\x00\x9b31m>"  # NUL, C1 CSI
-    "<[/]>[link=https://evil.example/]x[/link][bold]"  # rich markup, a closing tag alone
+    "<[/]>[link=https://evil.example/]x[/link][bold]:smile:"  # rich markup and emoji codes
 )
 
 

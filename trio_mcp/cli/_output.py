@@ -104,14 +104,14 @@ class Output:
                 pass
             else:
                 self.rich = True
-                self._console = rich.console.Console(file=stream, highlight=False)
+                self._console = rich.console.Console(file=stream, highlight=False, emoji=False)
         if sys.stderr.isatty():
             try:
                 import rich.console
             except ImportError:  # pragma: no cover
                 pass
             else:
-                self.err_console = rich.console.Console(stderr=True, highlight=False)
+                self.err_console = rich.console.Console(stderr=True, highlight=False, emoji=False)
 
     @property
     def stream(self) -> TextIO:
