@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import termios
@@ -17,6 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from .interop_peers import everything_argv, everything_env, skip_unless_peers
 
 pexpect = pytest.importorskip("pexpect")
 
@@ -153,6 +156,42 @@ def test_multi_select_accepts_its_default_and_numbers(env: dict[str, str]) -> No
     child.expect("mcp>")
     child.sendline("exit")
     assert finish(child) == 0
+
+
+@pytest.mark.interop
+def test_server_everything_form_defaults_all_accepted(env: dict[str, str]) -> None:
+    # The reference server's form: Enter keeps every default, the multi-selects included
+    # (["Guitar"] untitled, ["fish-1"] titled anyOf); the server reports what it got.
+    skip_unless_peers()
+    target = shlex.join(everything_argv("stdio"))
+    extra = [f"--env={k}={v}" for k, v in everything_env().items() if k != "PATH"]
+    child = spawn(env, *extra, target, "call", "trigger-elicitation-request", timeout=60)
+    child.expect("answer\\?")
+    child.sendline("")
+    child.expect("String\\* \\(a string\\):")
+    child.sendline("Ada")
+    for title in [
+        "Boolean",
+        "String with default",
+        "String with email format",
+        "String with uri format",
+        "String with date format",
+        "Integer",
+        "Number in range 1-1000",
+        "Untitled Single Select Enum",
+        "Untitled Multiple Select Enum",
+        "Titled Single Select Enum",
+        "Titled Multiple Select Enum",
+        "Legacy Titled Single Select Enum",
+    ]:
+        child.expect(title + "[^\r\n]*:")
+        child.sendline("")
+    child.expect("User provided the requested information")
+    child.expect(pexpect.EOF)
+    raw = json.loads(child.before[child.before.index("{") :])
+    assert raw["content"]["untitledMultipleSelectEnum"] == ["Guitar"]
+    assert raw["content"]["titledMultipleSelectEnum"] == ["fish-1"]
+    assert raw["content"]["name"] == "Ada"
 
 
 # -- 4. Ctrl-C while connecting --------------------------------------------------------------

@@ -374,7 +374,11 @@ def _list_answer(text: str) -> list[Any]:
 
 
 def _choices(spec: Mapping[str, Any]) -> tuple[list[Any] | None, list[str]]:
-    """The enum values of a property and their labels (every SEP-1330 shape, single select)."""
+    """The enum values of a property (or of a multi-select's ``items``) and their labels.
+
+    Every SEP-1330 shape: ``enum`` (with legacy ``enumNames``), titled ``oneOf`` (single
+    select) or ``anyOf`` (multi-select items) of ``const``, and booleans.
+    """
     enum: object = spec.get("enum")
     if isinstance(enum, list):
         values: list[Any] = list(cast("list[object]", enum))
@@ -385,7 +389,7 @@ def _choices(spec: Mapping[str, Any]) -> tuple[list[Any] | None, list[str]]:
             else [str(v) for v in values]
         )
         return values, labels
-    one_of: object = spec.get("oneOf")
+    one_of: object = spec.get("oneOf", spec.get("anyOf"))
     if isinstance(one_of, list):
         values = []
         labels = []
