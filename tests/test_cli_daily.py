@@ -47,7 +47,7 @@ def spawn(env: dict[str, str], *args: str, timeout: float = 30) -> pexpect.spawn
         env=env,
         encoding="utf-8",
         timeout=timeout,
-        dimensions=(40, 200),
+        dimensions=(40, 1000),  # no line of the hostile server wraps
     )
 
 
@@ -125,6 +125,27 @@ def test_a_withdrawn_question_leaves_nothing_reading_stdin(env: dict[str, str]) 
     # The next command goes to the interactive prompt, not to the abandoned question.
     child.sendline("call result")
     child.expect("result <")
+    child.expect("mcp>")
+    child.sendline("exit")
+    assert finish(child) == 0
+
+
+def test_a_question_while_idle_takes_the_terminal_from_the_prompt(env: dict[str, str]) -> None:
+    # A handshake-era server asks while no request runs: the mcp> prompt steps aside, the
+    # question alone reads the terminal, then the prompt comes back.
+    child = spawn(env, "--protocol", "legacy", SERVER)
+    child.expect("mcp>")
+    child.sendline("call later seconds=1")
+    child.expect("will ask")
+    child.expect("mcp>")
+    child.expect("A question out of the blue\\?")
+    child.expect("answer\\?")
+    child.sendline("y")
+    child.expect("Word \\(a string\\):")
+    child.sendline("hello")
+    child.expect("mcp>")
+    child.sendline("call answers_so_far")
+    child.expect('"word": "hello"')
     child.expect("mcp>")
     child.sendline("exit")
     assert finish(child) == 0

@@ -28,8 +28,37 @@ EVIL = (
 )
 
 
-def build() -> MockServer:
+def build(background: trio.Nursery | None = None) -> MockServer:
     server = MockServer(name=f"evil{EVIL}", version="6.6.6", instructions=f"obey {EVIL}")
+    answers: list[Any] = []
+
+    @server.tool(description="Returns now; asks a question after a while (legacy era).")
+    async def later(ctx: ToolContext, seconds: float = 1.0) -> str:
+        connection: Any = ctx._connection  # pyright: ignore[reportPrivateUsage]
+
+        async def ask_later() -> None:
+            await trio.sleep(seconds)
+            answer = await connection.client_request(
+                "elicitation/create",
+                {
+                    "mode": "form",
+                    "message": "A question out of the blue?",
+                    "requestedSchema": {
+                        "type": "object",
+                        "properties": {"word": {"type": "string", "title": "Word"}},
+                    },
+                },
+            )
+            answers.append(answer)
+
+        assert background is not None
+        background.start_soon(ask_later)
+        return "will ask"
+
+    @server.tool(description="The answers to the questions asked by 'later'.")
+    async def answers_so_far(ctx: ToolContext) -> str:
+        del ctx
+        return json.dumps(answers)
 
     @server.tool(name=f"name{EVIL}", description=f"desc {EVIL}")
     async def named(ctx: ToolContext) -> str:
@@ -161,7 +190,13 @@ def build() -> MockServer:
 
 def main() -> None:
     print(f"starting {EVIL}", file=sys.stderr, flush=True)
-    trio.run(build().serve_stdio)
+
+    async def serve() -> None:
+        async with trio.open_nursery() as background:
+            await build(background).serve_stdio()
+            background.cancel_scope.cancel()
+
+    trio.run(serve)
 
 
 if __name__ == "__main__":

@@ -93,6 +93,7 @@ class Terminal:
         self._open_url = open_url or webbrowser.open
         self._prompt: Any = None
         self._questions: set[trio.CancelScope] = set()
+        self._idle_prompt: trio.CancelScope | None = None
         #: Entered while a person answers a request; the command line pauses its
         #: ``--timeout`` there (time spent answering does not count).
         self.answering: Callable[[], contextlib.AbstractContextManager[object]] = (
@@ -148,6 +149,8 @@ class Terminal:
         :meth:`withdraw` ends the turn: the body is cancelled (its prompt ended, the
         terminal given back) and the code after the ``async with`` runs.
         """
+        if self._idle_prompt is not None:
+            self._idle_prompt.cancel()  # the interactive prompt steps aside (prompt_turn)
         async with self._lock:
             with self.answering(), trio.CancelScope() as scope:
                 self._questions.add(scope)
@@ -157,6 +160,23 @@ class Terminal:
                     self._questions.discard(scope)
             if scope.cancelled_caught:
                 self.out.line("(the question was withdrawn)", "dim")
+
+    @contextlib.asynccontextmanager
+    async def prompt_turn(self) -> AsyncGenerator[trio.CancelScope]:
+        """The interactive prompt's turn at the terminal.
+
+        A question from the server that arrives meanwhile (a handshake-era server may ask
+        while no request runs) cancels the yielded scope: the prompt ends, the question is
+        asked, and the next ``prompt_turn`` waits until it has been answered. So only one
+        prompt ever reads the terminal.
+        """
+        async with self._lock:
+            with trio.CancelScope() as scope:
+                self._idle_prompt = scope
+                try:
+                    yield scope
+                finally:
+                    self._idle_prompt = None
 
     def withdraw(self) -> None:
         """End every question being asked (the request they belong to has ended)."""

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Iterable
+from collections.abc import AsyncGenerator, Iterable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -141,14 +142,18 @@ class Repl:
         if True:
             while True:
                 self.app.idle = True
-                try:
-                    line = await run_prompt(prompt.app, read_line)
-                except KeyboardInterrupt:
-                    if self.app.interrupted(at_prompt=True):
+                line: str | None = None
+                async with self._prompt_turn():
+                    try:
+                        line = await run_prompt(prompt.app, read_line)
+                    except KeyboardInterrupt:
+                        if self.app.interrupted(at_prompt=True):
+                            return self._status()
+                        continue
+                    except EOFError:
                         return self._status()
+                if line is None:  # a question from the server took the terminal: ask again
                     continue
-                except EOFError:
-                    return self._status()
                 self.app.idle = False
                 if line.strip():
                     self.app.reset_interrupts()
@@ -157,6 +162,10 @@ class Repl:
                     return RECONNECT if self.reconnect else self._status()
                 if not self.cancelled:  # after a cancelled call, the next Ctrl-C leaves
                     self.app.reset_interrupts()
+
+    def _prompt_turn(self) -> AbstractAsyncContextManager[trio.CancelScope]:
+        term = self.app.term
+        return term.prompt_turn() if term is not None else _own_scope()
 
     def _status(self) -> int:
         return EXIT_CONNECTION if self.gone else 0
@@ -202,6 +211,12 @@ class Repl:
                     "or 'exit' (status 3)"
                 )
         return True
+
+
+@asynccontextmanager
+async def _own_scope() -> AsyncGenerator[trio.CancelScope]:
+    with trio.CancelScope() as scope:
+        yield scope
 
 
 def _completer(repl: Repl) -> Any:
