@@ -10,13 +10,17 @@ prompts, resources, stderr, elicitation messages and progress messages.
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from .servers.hostile_server import EVIL
 
@@ -226,3 +230,29 @@ async def test_authorization_server_text_is_neutralised(capsys: pytest.CaptureFi
     err = capsys.readouterr().err.encode()
     assert_safe(err)
     assert b"CODE<" in err and b"authorize?x=<" in err
+
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_SGR = re.compile("\x1b\\[[0-9;]*m")  # the CLI's own colours
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(), st.text(max_size=20))
+def test_output_never_lets_a_control_character_through(text: str, name: str) -> None:
+    # Plain (piped) and rich (terminal) output: after removing the CLI's own colour
+    # sequences, nothing a terminal would act on is left, and no markup crashes.
+    import rich.console
+
+    from trio_mcp.cli._output import Output
+
+    for rich_mode in (False, True):
+        stream = io.StringIO()
+        out = Output(json_mode=False, stream=stream)
+        if rich_mode:
+            out._console = rich.console.Console(  # pyright: ignore[reportPrivateUsage]
+                file=stream, force_terminal=True, width=200, highlight=False, emoji=False
+            )
+        out.line(text, "bold")
+        out.table(f"Tools {name}", ["Name", "Description"], [[name, text], [text, name]])
+        written = _SGR.sub("", stream.getvalue())
+        assert _CONTROL.search(written) is None, repr(written)
