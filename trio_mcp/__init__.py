@@ -106,8 +106,8 @@ from ._skills import list_skills as list_skills
 from ._skills import load_skill as load_skill
 from ._skills import read_skill_file as read_skill_file
 from ._tasks import TaskState as TaskState
-from ._terminal import for_terminal as for_terminal
 from ._tasks import ToolTask as ToolTask
+from ._terminal import for_terminal as for_terminal
 from ._transports._base import MessageInfo as MessageInfo
 from ._transports._base import RequestFailure as RequestFailure
 from ._transports._base import Transport as Transport
