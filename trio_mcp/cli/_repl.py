@@ -142,8 +142,8 @@ class Repl:
         if True:
             while True:
                 self.app.idle = True
-                line: str | None = None
-                async with self._prompt_turn():
+                line = ""
+                async with self._prompt_turn() as turn:
                     try:
                         line = await run_prompt(prompt.app, read_line)
                     except KeyboardInterrupt:
@@ -152,8 +152,8 @@ class Repl:
                         continue
                     except EOFError:
                         return self._status()
-                if line is None:  # a question from the server took the terminal: ask again
-                    continue
+                if turn.cancelled_caught:  # a question from the server took the terminal
+                    continue  # it has been answered: prompt again
                 self.app.idle = False
                 if line.strip():
                     self.app.reset_interrupts()
