@@ -73,8 +73,11 @@ def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
 # -- 2. elicitation forms vs --timeout, cancelled prompts --------------------------------
 
 
-def test_time_spent_answering_a_form_does_not_count_against_timeout(env: dict[str, str]) -> None:
-    child = spawn(env, "--timeout", "2", SERVER, "call", "ask")
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])  # an input_required round; a request
+def test_time_spent_answering_a_form_does_not_count_against_timeout(
+    env: dict[str, str], protocol: str
+) -> None:
+    child = spawn(env, "--protocol", protocol, "--timeout", "2", SERVER, "call", "ask")
     child.expect("answer\\?")
     time.sleep(3.5)  # a person reads the question: longer than --timeout
     child.sendline("")
