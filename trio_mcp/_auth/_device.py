@@ -88,7 +88,8 @@ def print_device_code(code: DeviceCode) -> None:
         else:
             lines.append(f"(or open {for_terminal(complete, newlines=False)})")
     lines.append(f"The code expires in {int(code.expires_in)} seconds.")
-    print("\n".join(lines), file=sys.stderr, flush=True)
+    # The authorization server wrote every part: shown, never acted on by the terminal.
+    print(for_terminal("\n".join(lines)), file=sys.stderr, flush=True)
 
 
 class DeviceFlow:

@@ -9,8 +9,8 @@ import math
 import signal
 import sys
 import threading
-from collections.abc import AsyncGenerator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator, Generator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any, TextIO, cast
 
 import trio
@@ -18,6 +18,7 @@ import trio
 from .. import _types as t
 from .._connect import _resolve_target, open_mcp_session
 from .._session import ClientSession
+from .._terminal import for_terminal
 from ._args import (
     UnknownName,
     UsageError,
@@ -102,7 +103,7 @@ class _Progress:
                 return
             self._bar = rich.progress.Progress(
                 rich.progress.SpinnerColumn(),
-                rich.progress.TextColumn("{task.description}"),
+                rich.progress.TextColumn("{task.description}", markup=False),
                 rich.progress.BarColumn(),
                 rich.progress.TaskProgressColumn(),
                 rich.progress.TimeElapsedColumn(),
@@ -116,6 +117,7 @@ class _Progress:
             return
         total = note.total if isinstance(note.total, (int, float)) else None
         text = f"{self._label}: {note.message}" if isinstance(note.message, str) else self._label
+        text = for_terminal(text, newlines=False)  # server text, shown as plain text
         if self._task is None:
             self._bar.start()
             self._task = self._bar.add_task(text, total=total)
@@ -140,11 +142,16 @@ class App:
         self.out = Output(json_mode=args.json, stream=self._output_file)
         interactive = sys.stdin.isatty() and not args.no_input
         self.term: Terminal | None = Terminal(self.out) if interactive else None
+        if self.term is not None:
+            self.term.answering = self.person_answering
         self.conn: Connection | None = None
         self._current: trio.CancelScope | None = None
         self._root: trio.CancelScope | None = None
         self._interrupts = 0
+        self._cancelled_by_user = False
         self._quit_idle = False
+        #: The interactive mode waits for a command (its prompt, or between two prompts).
+        self.idle = False
         self.session: ClientSession | None = None
         self.tools: dict[str, t.Tool] = {}
 
@@ -157,21 +164,29 @@ class App:
             async for _ in signals:
                 self.interrupted()
 
-    def interrupted(self) -> bool:
-        """Count one Ctrl-C: cancel the running request, or quit on the second.
+    def interrupted(self, *, at_prompt: bool = False) -> bool:
+        """Count one Ctrl-C: cancel the running request, or quit.
+
+        The first Ctrl-C during a request cancels it; at the interactive prompt it only
+        warns. Anywhere else (connecting, starting the server) it quits at once (130).
+
+        Args:
+            at_prompt: The interactive mode's prompt (not a request) saw this Ctrl-C.
 
         Returns:
             True when this Ctrl-C asks to quit.
         """
         self._interrupts += 1
+        at_prompt = at_prompt or self.idle
         if self._current is not None and self._interrupts == 1:
             self.out.note("cancelling (Ctrl-C again to quit)", "yellow")
+            self._cancelled_by_user = True
             self._current.cancel()
             return False
-        if self._interrupts == 1:
+        if at_prompt and self._interrupts == 1:
             self.out.note("(Ctrl-C again or Ctrl-D to leave)")
             return False
-        self._quit_idle = self._current is None
+        self._quit_idle = at_prompt
         if self._root is not None:
             self._root.cancel()
         return True
@@ -181,28 +196,60 @@ class App:
         self._interrupts = 0
 
     async def interruptible(self, operation: Any, *args: Any, **kwargs: Any) -> Any:
-        """Run one request; Ctrl-C cancels it (the session tells the server)."""
+        """Run one request under ``--timeout``; Ctrl-C cancels it (the server is told).
+
+        The deadline is this scope's, not the session's, so that :meth:`person_answering`
+        can pause it while a person answers the server's question.
+
+        Raises:
+            Interrupted: Ctrl-C cancelled the request.
+            trio.TooSlowError: ``--timeout`` ran out.
+        """
+        timeout: float | None = self.args.timeout or None
+        self._cancelled_by_user = False
         with trio.CancelScope() as scope:
+            if timeout is not None:
+                scope.deadline = trio.current_time() + timeout
             self._current = scope
             try:
                 return await operation(*args, **kwargs)
             finally:
                 self._current = None
-        raise Interrupted("cancelled")
+                if self.term is not None:
+                    self.term.withdraw()  # a question left over from this request is moot
+        if self._cancelled_by_user or timeout is None:
+            raise Interrupted("cancelled")
+        raise trio.TooSlowError(f"the request took longer than --timeout {timeout:g} s")
+
+    @contextmanager
+    def person_answering(self) -> Generator[None]:
+        """Pause the running request's ``--timeout`` while a person answers the server."""
+        scope = self._current
+        if scope is None or scope.deadline == math.inf:
+            yield
+            return
+        remaining = max(scope.deadline - trio.current_time(), 0.0)
+        scope.deadline = math.inf
+        try:
+            yield
+        finally:
+            scope.deadline = trio.current_time() + remaining
 
     # -- the connection --------------------------------------------------------------------
 
     def _wire(self, elapsed: float, direction: str, data: bytes) -> None:
         arrow = "→" if direction == ">" else "←"
         stamp = datetime.datetime.now().strftime("%H:%M:%S.%f")[:-3]
-        text = data.decode("utf-8", "replace")
+        text = for_terminal(data.decode("utf-8", "replace"), newlines=False)
         print(f"{stamp} +{elapsed:7.3f}s {arrow} {text}", file=sys.stderr, flush=True)
 
     def _stderr(self, line: str) -> None:
         if self.conn is not None:
             self.conn.stderr_tail.append(line)
         if self.args.verbose:
-            print(f"[server stderr] {line}", file=sys.stderr, flush=True)
+            print(
+                f"[server stderr] {for_terminal(line, newlines=False)}", file=sys.stderr, flush=True
+            )
 
     async def prepare(self) -> Connection:
         """Resolve the target (no process starts)."""
@@ -233,8 +280,7 @@ class App:
             async with open_mcp_session(
                 target,
                 protocol=self.args.protocol,
-                default_timeout=timeout,
-                init_timeout=timeout,
+                init_timeout=timeout,  # requests: interruptible's own, pausable deadline
                 **handlers,
                 **options,
             ) as session:
@@ -251,7 +297,7 @@ class App:
         if level is not None:
             session.on_log(self._on_log)
             try:
-                await session.set_logging_level(level)
+                await self.interruptible(session.set_logging_level, level)
             except Exception as exc:  # a server without logging: say so, go on
                 self.out.note(f"the server did not accept --log-level {level}: {exc}", "yellow")
 
@@ -404,8 +450,7 @@ class App:
         elif command == "prompt":
             if not rest:
                 raise UsageError("prompt needs a prompt name")
-            arguments = parse_arguments(rest[1:], {"type": "object"})
-            strings = {k: v if isinstance(v, str) else json.dumps(v) for k, v in arguments.items()}
+            strings = prompt_arguments(rest[1:])
             self.out.prompt_result(await self.interruptible(session.get_prompt, rest[0], strings))
         elif command == "ping":
             await self.interruptible(session.ping)
@@ -458,17 +503,28 @@ class App:
             # the arguments are checked against the schema the server lists (see call()).
             args.arguments = load_argument_files(args.arguments)
             parse_arguments(args.arguments, None)
+        if args.command is None:
+            return await self._interactive()
         async with self.connect() as session:
-            if args.command is None:
-                from ._repl import Repl
-
-                return await Repl(self, session).run()
             rest: list[str] = []
             if args.command == "call" or args.command == "prompt":
                 rest = [args.name, *args.arguments]
             elif args.command == "read":
                 rest = [args.uri]
             return await self.run_command(session, args.command, rest)
+
+    async def _interactive(self) -> int:
+        """The interactive mode: a new connection each time the user types ``reconnect``."""
+        from ._repl import RECONNECT, Repl
+
+        while True:
+            async with self.connect() as session:
+                status = await Repl(self, session).run()
+                self.idle = False
+            if status != RECONNECT:
+                return status
+            self.tools = {}
+            self.out.note("reconnecting...", "yellow")
 
 
 def report(app: App | None, json_mode: bool, exc: BaseException) -> int:
@@ -496,9 +552,72 @@ def report(app: App | None, json_mode: bool, exc: BaseException) -> int:
     if isinstance(exc, Interrupted):
         out.error("interrupted")
         return code
-    out.error(f"{kind.replace('_', ' ')}: {message}" if kind != "usage" else message)
-    if app is not None and app.conn is not None and app.conn.stderr_tail and kind == "connection":
+    out.error(describe_error(exc, stderr_shown=app is not None and app.args.verbose))
+    if (
+        app is not None
+        and app.conn is not None
+        and app.conn.stderr_tail
+        and kind == "connection"
+        and not getattr(exc, "stderr_tail", "")  # the message has already said them
+        and not app.args.verbose  # -v printed each line as it came
+    ):
         out.note("the server's last stderr lines:")
         for line in app.conn.stderr_tail:
             out.note(f"  {line}")
     return code
+
+
+def prompt_arguments(words: list[str]) -> dict[str, str]:
+    """A prompt's arguments, exactly as typed: ``key=value`` words, or one JSON object.
+
+    Prompt arguments are strings (the protocol says so): nothing is coerced, so ``1.50``
+    stays ``"1.50"``, quotes and a leading ``@`` stay. In a JSON object every value must be
+    a string.
+
+    Raises:
+        UsageError: A word has neither form, or a JSON value is not a string.
+    """
+    out: dict[str, str] = {}
+    for word in words:
+        if word.lstrip().startswith("{"):
+            try:
+                value: Any = json.loads(word)
+            except ValueError as exc:
+                raise UsageError(f"arguments {word!r} are not valid JSON: {exc}") from None
+            if not isinstance(value, dict):
+                raise UsageError("JSON arguments must be an object")
+            for key, item in cast("dict[str, Any]", value).items():
+                if not isinstance(item, str):
+                    raise UsageError(
+                        f"prompt argument {key!r}: prompt arguments are strings, "
+                        f"got {json.dumps(item)}"
+                    )
+                out[key] = item
+            continue
+        key, sep, text = word.partition("=")
+        if not sep or not key or key.endswith(":"):
+            raise UsageError(
+                f"prompt argument {word!r}: use key=value (prompt arguments are strings, "
+                "sent as typed) or a JSON object of strings"
+            )
+        out[key] = text
+    return out
+
+
+def describe_error(exc: BaseException, *, stderr_shown: bool = False) -> str:
+    """What went wrong, its kind said once (``server error -32603 ...``).
+
+    Args:
+        exc: The failure.
+        stderr_shown: The server's stderr lines were printed as they came (``-v``): the
+            message does not repeat them.
+    """
+    kind = classify(exc)[1]
+    message = str(exc) or type(exc).__name__
+    tail: object = getattr(exc, "stderr_tail", "")
+    if stderr_shown and isinstance(tail, str) and tail:
+        message = message.replace(f"; last stderr output:\n{tail}", " (its stderr is above)")
+    if kind == "usage":
+        return message
+    prefix = kind.replace("_", " ")
+    return message if message.lower().startswith(prefix) else f"{prefix}: {message}"

@@ -1,11 +1,19 @@
-"""Answering the server's requests at the terminal: sampling replies and elicitation forms."""
+"""Answering the server's requests at the terminal: sampling replies and elicitation forms.
+
+Every question runs prompt_toolkit in a worker thread through :func:`run_prompt`, which never
+abandons it: when the question is cancelled (the server withdrew its request, the user left)
+the prompt is told to end, and the thread is waited for, so the terminal is back in its
+normal mode and nothing is left reading stdin before anything else happens.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+import threading
 import webbrowser
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any, cast
 
 import trio
@@ -13,10 +21,62 @@ import trio
 from .. import _types as t
 from .._exceptions import ElicitationContentError
 from .._handlers import HandlerError, RequestContext, validate_elicitation_content
+from .._terminal import for_terminal
 from ._args import UsageError, coerce, expectation
 from ._output import Output, describe_block
 
-__all__ = ["Terminal"]
+__all__ = ["Terminal", "run_prompt"]
+
+# How long a cancelled prompt may take to give the terminal back (it takes milliseconds).
+_STOP_GRACE = 5.0
+
+
+def _stop(app: Any) -> None:
+    """Ask a running prompt_toolkit application to end (from any thread)."""
+    loop = getattr(app, "loop", None)
+    if not getattr(app, "is_running", False) or loop is None:
+        return
+
+    def end() -> None:
+        future = getattr(app, "future", None)
+        if future is not None and not future.done():
+            app.exit(exception=EOFError)
+
+    with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: it has ended
+        loop.call_soon_threadsafe(end)
+
+
+async def run_prompt(app: Any, read: Callable[[], str]) -> str:
+    """Run ``read`` (a prompt_toolkit prompt of ``app``) in a worker thread, cancellably.
+
+    On cancellation the prompt is ended and its thread waited for (shielded, bounded), so
+    the terminal's mode is restored and no thread keeps reading stdin; then the
+    cancellation goes on.
+
+    Args:
+        app: The ``prompt_toolkit`` application ``read`` runs (``PromptSession.app``).
+        read: Runs the prompt; its answer is returned.
+
+    Returns:
+        What ``read`` returned (its ``EOFError``/``KeyboardInterrupt`` propagate).
+    """
+    finished = threading.Event()
+
+    def work() -> str:
+        try:
+            return read()
+        finally:
+            finished.set()
+
+    try:
+        return await trio.to_thread.run_sync(work, abandon_on_cancel=True)
+    except trio.Cancelled:
+        with trio.move_on_after(_STOP_GRACE) as scope:
+            scope.shield = True
+            while not finished.is_set():
+                _stop(app)
+                await trio.sleep(0.02)
+        raise
 
 
 class Terminal:
@@ -32,29 +92,49 @@ class Terminal:
         self._lock = trio.Lock()
         self._open_url = open_url or webbrowser.open
         self._prompt: Any = None
+        self._questions: set[trio.CancelScope] = set()
+        self._idle_prompt: trio.CancelScope | None = None
+        #: Entered while a person answers a request; the command line pauses its
+        #: ``--timeout`` there (time spent answering does not count).
+        self.answering: Callable[[], contextlib.AbstractContextManager[object]] = (
+            contextlib.nullcontext
+        )
 
-    def _read_line(self, message: str, default: str, choices: list[str] | None) -> str:
+    @staticmethod
+    def _read_plain(message: str, default: str) -> str:  # pragma: no cover - no cli extra
+        sys.stderr.write(message)
+        sys.stderr.flush()
+        line = sys.stdin.readline()
+        if not line:
+            raise EOFError from None
+        return line.rstrip("\n") or default
+
+    async def ask(self, message: str, default: str = "", choices: list[str] | None = None) -> str:
+        """Ask one line (Ctrl-C there declines, EOF too); the message is neutralised."""
+        message = for_terminal(message, newlines=False)
         try:
             from prompt_toolkit import PromptSession
             from prompt_toolkit.completion import WordCompleter
         except ImportError:  # pragma: no cover - the cli extra is missing
-            sys.stderr.write(message)
-            sys.stderr.flush()
-            line = sys.stdin.readline()
-            if not line:
-                raise EOFError from None
-            return line.rstrip("\n") or default
+            return await trio.to_thread.run_sync(
+                self._read_plain, message, default, abandon_on_cancel=True
+            )
         if self._prompt is None:
             self._prompt = PromptSession[str]()
-        completer = WordCompleter(choices) if choices else None
-        answer: str = self._prompt.prompt(message, default=default, completer=completer)
-        return answer
-
-    async def ask(self, message: str, default: str = "", choices: list[str] | None = None) -> str:
-        """Ask one line (in a worker thread; Ctrl-C there declines, EOF too)."""
-        return await trio.to_thread.run_sync(
-            self._read_line, message, default, choices, abandon_on_cancel=True
+        prompt = self._prompt
+        completer = (
+            WordCompleter(
+                choices, display_dict={c: for_terminal(c, newlines=False) for c in choices}
+            )
+            if choices
+            else None
         )
+
+        def read() -> str:
+            answer: str = prompt.prompt(message, default=default, completer=completer)
+            return answer
+
+        return await run_prompt(prompt.app, read)
 
     async def confirm(self, message: str, default: bool = False) -> bool:
         """Ask yes or no."""
@@ -62,13 +142,54 @@ class Terminal:
         answer = (await self.ask(f"{message} {hint} ")).strip().lower()
         return default if not answer else answer in ("y", "yes")
 
+    @contextlib.asynccontextmanager
+    async def _turn(self) -> AsyncGenerator[None]:
+        """One request at a time at the terminal, with ``--timeout`` paused meanwhile.
+
+        :meth:`withdraw` ends the turn: the body is cancelled (its prompt ended, the
+        terminal given back) and the code after the ``async with`` runs.
+        """
+        if self._idle_prompt is not None:
+            self._idle_prompt.cancel()  # the interactive prompt steps aside (prompt_turn)
+        async with self._lock:
+            with self.answering(), trio.CancelScope() as scope:
+                self._questions.add(scope)
+                try:
+                    yield
+                finally:
+                    self._questions.discard(scope)
+            if scope.cancelled_caught:
+                self.out.line("(the question was withdrawn)", "dim")
+
+    @contextlib.asynccontextmanager
+    async def prompt_turn(self) -> AsyncGenerator[trio.CancelScope]:
+        """The interactive prompt's turn at the terminal.
+
+        A question from the server that arrives meanwhile (a handshake-era server may ask
+        while no request runs) cancels the yielded scope: the prompt ends, the question is
+        asked, and the next ``prompt_turn`` waits until it has been answered. So only one
+        prompt ever reads the terminal.
+        """
+        async with self._lock:
+            with trio.CancelScope() as scope:
+                self._idle_prompt = scope
+                try:
+                    yield scope
+                finally:
+                    self._idle_prompt = None
+
+    def withdraw(self) -> None:
+        """End every question being asked (the request they belong to has ended)."""
+        for scope in self._questions:
+            scope.cancel()
+
     # -- sampling --------------------------------------------------------------------------
 
     async def sampling(
         self, params: t.CreateMessageRequestParams, ctx: RequestContext
     ) -> dict[str, Any]:
         """Show the sampling request; the user types (or approves) the reply."""
-        async with self._lock:
+        async with self._turn():
             who = ctx.server_name or "the server"
             self.out.line(
                 f"── {who} asks for a model reply (sampling, max {params.max_tokens} tokens)",
@@ -94,6 +215,7 @@ class Terminal:
                 "model": "human (trio-mcp)",
                 "stopReason": "endTurn",
             }
+        raise HandlerError(-1, "the sampling request was withdrawn")
 
     # -- elicitation -----------------------------------------------------------------------
 
@@ -101,7 +223,7 @@ class Terminal:
         self, params: t.ElicitRequestFormParams | t.ElicitRequestURLParams, ctx: RequestContext
     ) -> dict[str, Any]:
         """A form from the requested schema, or a checked URL to open with consent."""
-        async with self._lock:
+        async with self._turn():
             who = ctx.server_name or "the server"
             try:
                 if isinstance(params, t.ElicitRequestURLParams):
@@ -110,6 +232,7 @@ class Terminal:
             except (EOFError, KeyboardInterrupt):
                 self.out.line("cancelled", "dim")
                 return {"action": "cancel"}
+        return {"action": "cancel"}  # withdrawn
 
     async def _url(self, params: t.ElicitRequestURLParams, who: str) -> dict[str, Any]:
         from .._urls import check_url
@@ -176,7 +299,12 @@ class Terminal:
     async def _field(self, name: str, spec: Mapping[str, Any], required: bool) -> Any:
         title = spec.get("title") or name
         description = spec.get("description")
-        choices, labels = _choices(spec)
+        kind = spec.get("type")
+        items: object = spec.get("items")
+        # A multi-select (SEP-1330): an array whose items are choices.
+        multi = kind == "array" and isinstance(items, Mapping)
+        choices, labels = _choices(cast("Mapping[str, Any]", items) if multi else spec)
+        multi = multi and choices is not None
         default: Any = spec.get("default")
         mark = "*" if required else ""
         if description:
@@ -184,14 +312,16 @@ class Terminal:
         if choices is not None:
             for i, (choice, label) in enumerate(zip(choices, labels, strict=True), 1):
                 self.out.line(f"  {i}) {label}" + (f" [{choice}]" if label != str(choice) else ""))
-        kind = spec.get("type")
         while True:
-            shown = (
-                ""
-                if default is None
-                else (json.dumps(default) if not isinstance(default, str) else default)
-            )
+            shown = _shown(default)
             hint = f" ({expectation(spec)})" if choices is None else ""
+            if multi:
+                hint = " (numbers or values, separated by commas)"
+            if for_terminal(shown, newlines=False) != shown:
+                # A default a terminal would act on is not typed into the line: it is shown
+                # neutralised, and Enter keeps it all the same.
+                hint += f" [Enter: {shown}]"
+                shown = ""
             text = (
                 await self.ask(f"{title}{mark}{hint}: ", shown, [str(c) for c in choices or []])
             ).strip()
@@ -200,15 +330,24 @@ class Terminal:
                     self.out.line(f"  {name} is required", "red")
                     continue
                 return _SKIP if default is None else default
-            if choices is not None:
+            value: Any
+            if multi and choices is not None:
+                picks = [_pick(str(part), choices, labels) for part in _list_answer(text)]
+                if any(pick is _SKIP for pick in picks):
+                    self.out.line(
+                        f"  choose numbers from 1 to {len(choices)} or values, separated by commas",
+                        "red",
+                    )
+                    continue
+                value = picks
+            elif choices is not None:
                 picked = _pick(text, choices, labels)
                 if picked is _SKIP:
                     self.out.line(f"  choose a number from 1 to {len(choices)} or a value", "red")
                     continue
                 return picked
-            value: Any
-            if kind == "array":
-                value = [part.strip() for part in text.split(",") if part.strip()]
+            elif kind == "array":
+                value = _list_answer(text)
             else:
                 try:
                     value = coerce(name, spec, text)
@@ -227,8 +366,39 @@ class Terminal:
 _SKIP: Any = object()
 
 
+def _shown(default: Any) -> str:
+    """A default as pre-filled text: strings as they are, lists comma-separated."""
+    if default is None:
+        return ""
+    if isinstance(default, str):
+        return default
+    if isinstance(default, list) and all(
+        isinstance(v, str) and "," not in v and v.strip() == v and v
+        for v in cast("list[object]", default)
+    ):
+        return ", ".join(cast("list[str]", default))
+    return json.dumps(default)
+
+
+def _list_answer(text: str) -> list[Any]:
+    """An array answer: a JSON array as typed, or comma-separated values."""
+    if text.startswith("["):
+        try:
+            value: Any = json.loads(text)
+        except ValueError:
+            pass
+        else:
+            if isinstance(value, list):
+                return value  # pyright: ignore[reportUnknownVariableType]
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
 def _choices(spec: Mapping[str, Any]) -> tuple[list[Any] | None, list[str]]:
-    """The enum values of a property and their labels (every SEP-1330 shape, single select)."""
+    """The enum values of a property (or of a multi-select's ``items``) and their labels.
+
+    Every SEP-1330 shape: ``enum`` (with legacy ``enumNames``), titled ``oneOf`` (single
+    select) or ``anyOf`` (multi-select items) of ``const``, and booleans.
+    """
     enum: object = spec.get("enum")
     if isinstance(enum, list):
         values: list[Any] = list(cast("list[object]", enum))
@@ -239,7 +409,7 @@ def _choices(spec: Mapping[str, Any]) -> tuple[list[Any] | None, list[str]]:
             else [str(v) for v in values]
         )
         return values, labels
-    one_of: object = spec.get("oneOf")
+    one_of: object = spec.get("oneOf", spec.get("anyOf"))
     if isinstance(one_of, list):
         values = []
         labels = []

@@ -1,4 +1,10 @@
-"""Printing for people (tables and colour with rich on a terminal) and for scripts (``--json``)."""
+"""Printing for people (tables and colour with rich on a terminal) and for scripts (``--json``).
+
+Every line for a person goes through :class:`Output`, and :class:`Output` passes every string
+through :func:`trio_mcp.for_terminal` and never lets rich parse markup: the CLI's own words
+hold no control character, so neutralising the whole line costs nothing and no server text
+can slip past. ``--json`` documents are written exactly as they are.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +17,15 @@ from typing import Any, TextIO
 from msgspec import UNSET
 
 from .. import _types as t
+from .._terminal import for_terminal
 from ._args import as_mapping
 
-__all__ = ["Output", "to_plain"]
+__all__ = ["Output", "StdoutClosed", "to_plain"]
+
+
+class StdoutClosed(Exception):
+    """Whoever reads our output went away (``trio-mcp ... | head``): stop quietly."""
+
 
 _NOISE = frozenset({"_meta", "resultType", "nextCursor", "ttlMs", "cacheScope"})
 
@@ -92,14 +104,14 @@ class Output:
                 pass
             else:
                 self.rich = True
-                self._console = rich.console.Console(file=stream, highlight=False)
+                self._console = rich.console.Console(file=stream, highlight=False, emoji=False)
         if sys.stderr.isatty():
             try:
                 import rich.console
             except ImportError:  # pragma: no cover
                 pass
             else:
-                self.err_console = rich.console.Console(stderr=True, highlight=False)
+                self.err_console = rich.console.Console(stderr=True, highlight=False, emoji=False)
 
     @property
     def stream(self) -> TextIO:
@@ -108,46 +120,80 @@ class Output:
 
     # -- primitives ------------------------------------------------------------------------
 
-    def line(self, text: str = "", style: str | None = None) -> None:
-        """Print one line of human output (styled on a terminal)."""
-        if self._console is not None:
-            self._console.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
-        else:
+    def _write(self, text: str) -> None:
+        try:
             print(text, file=self.stream, flush=True)
+        except BrokenPipeError:
+            raise StdoutClosed from None
+
+    def line(self, text: str = "", style: str | None = None) -> None:
+        """Print one line of human output (styled on a terminal; server text neutralised)."""
+        text = for_terminal(text)
+        if self._console is not None:
+            try:
+                self._console.print(
+                    text, style=style, markup=False, highlight=False, soft_wrap=True
+                )
+            except BrokenPipeError:
+                raise StdoutClosed from None
+        else:
+            self._write(text)
 
     def note(self, text: str, style: str | None = "dim") -> None:
-        """Print a side note (notifications, progress text) to stderr."""
+        """Print a side note (notifications, progress text) to stderr (neutralised)."""
+        text = for_terminal(text)
         if self.err_console is not None:
             self.err_console.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
         else:
             print(text, file=sys.stderr, flush=True)
 
     def json(self, value: Any) -> None:
-        """Print one JSON document."""
-        print(json.dumps(value, indent=2, ensure_ascii=False), file=self.stream, flush=True)
+        """Print one JSON document, exactly (JSON escapes control characters itself)."""
+        self._write(json.dumps(value, indent=2, ensure_ascii=False))
 
     def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-        """Print a table (rich) or aligned columns (plain)."""
+        """Print a table (rich) or aligned columns (plain); every cell neutralised.
+
+        Cells are one line each (a line break shows as ``\\n``), except the last column
+        (descriptions), which keeps its line breaks on a terminal.
+        """
+        last = len(columns) - 1
+        safe = [
+            [
+                for_terminal(cell, newlines=i == last and self._console is not None)
+                for i, cell in enumerate(row)
+            ]
+            for row in rows
+        ]
         if self._console is not None:
             import rich.table
+            from rich.text import Text
 
-            table = rich.table.Table(title=title, title_justify="left", show_lines=False)
+            table = rich.table.Table(
+                title=Text(for_terminal(title, newlines=False)),
+                title_justify="left",
+                show_lines=False,
+            )
             for i, name in enumerate(columns):
-                table.add_column(name, style="bold cyan" if i == 0 else None, overflow="fold")
-            for row in rows:
-                table.add_row(*row)
-            self._console.print(table)
+                table.add_column(
+                    Text(for_terminal(name, newlines=False)),
+                    style="bold cyan" if i == 0 else None,
+                    overflow="fold",
+                )
+            for row in safe:
+                table.add_row(*(Text(cell) for cell in row))
+            try:
+                self._console.print(table)
+            except BrokenPipeError:
+                raise StdoutClosed from None
             return
-        if not rows:
+        if not safe:
             self.line(f"(no {title.lower()})")
             return
-        widths = [
-            max(len(c), *(len(r[i].splitlines()[0] if r[i] else "") for r in rows))
-            for i, c in enumerate(columns[:-1])
-        ]
-        for row in rows:
+        widths = [max(len(c), *(len(r[i]) for r in safe)) for i, c in enumerate(columns[:-1])]
+        for row in safe:
             cells = [row[i].ljust(widths[i]) for i in range(len(widths))]
-            self.line("  ".join([*cells, row[-1].replace("\n", " ")]).rstrip())
+            self.line("  ".join([*cells, row[-1]]).rstrip())
 
     # -- results ---------------------------------------------------------------------------
 
@@ -206,7 +252,8 @@ class Output:
             self.line(f"  {text}", style)
 
     def error(self, text: str) -> None:
-        """Print an error line for people to stderr."""
+        """Print an error line for people to stderr (server text neutralised)."""
+        text = for_terminal(text)
         if self.err_console is not None:
             self.err_console.print(
                 f"trio-mcp: {text}", style="bold red", markup=False, highlight=False

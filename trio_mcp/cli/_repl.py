@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Iterable
+from collections.abc import AsyncGenerator, Iterable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,8 +14,9 @@ from msgspec import UNSET
 
 from .. import _types as t
 from .._exceptions import MCPError
+from .._terminal import for_terminal
 from ._args import UsageError
-from ._connection import classify
+from ._connection import EXIT_CONNECTION, classify
 
 if TYPE_CHECKING:
     from prompt_toolkit.completion import CompleteEvent, Completion
@@ -23,7 +25,10 @@ if TYPE_CHECKING:
     from .._session import ClientSession
     from ._app import App
 
-__all__ = ["COMMANDS", "Repl"]
+__all__ = ["COMMANDS", "RECONNECT", "Repl"]
+
+#: What :meth:`Repl.run` returns when the user asks for a new connection.
+RECONNECT = -1
 
 COMMANDS = {
     "tools": "list the tools",
@@ -35,6 +40,7 @@ COMMANDS = {
     "prompt": "prompt NAME [key=value ...]: get a prompt",
     "info": "server name, era, capabilities",
     "ping": "check that the server answers",
+    "reconnect": "start the server (or connect) again, e.g. after it died",
     "help": "this list",
     "exit": "leave (Ctrl-D too)",
 }
@@ -60,6 +66,8 @@ class Repl:
         self.resources: list[str] = []
         self.prompts: dict[str, list[str]] = {}
         self.cancelled = False
+        self.gone = False  # the connection died: only reconnect, help and exit work
+        self.reconnect = False
 
     def _notify(self, text: str) -> None:
         self.app.out.note(text, "cyan")
@@ -74,25 +82,34 @@ class Repl:
         self.app._on_log(note)  # pyright: ignore[reportPrivateUsage]
 
     async def _prefetch(self) -> None:
+        from ._app import Interrupted
+
         caps = self.session.server_capabilities
         try:
+            run = self.app.interruptible
             if caps.tools is not UNSET:
                 await self.app.list_tools(self.session)
             if caps.resources is not UNSET:
-                self.resources = [r.uri for r in await self.session.list_resources()]
+                resources: list[t.Resource] = await run(self.session.list_resources)
+                self.resources = [r.uri for r in resources]
             if caps.prompts is not UNSET:
-                self.prompts = {
-                    p.name: [a.name for a in (p.arguments or [])]
-                    for p in await self.session.list_prompts()
-                }
-        except MCPError as exc:
+                prompts: list[t.Prompt] = await run(self.session.list_prompts)
+                self.prompts = {p.name: [a.name for a in (p.arguments or [])] for p in prompts}
+        except (MCPError, trio.TooSlowError, Interrupted) as exc:
             self.app.out.note(f"could not list everything: {exc}", "yellow")
 
     async def run(self) -> int:
-        """Read commands until ``exit`` or Ctrl-D; returns the exit status (0)."""
+        """Read commands until ``exit`` or Ctrl-D.
+
+        Returns:
+            The exit status: 0, or 3 when the connection died and the user left without
+            reconnecting; :data:`RECONNECT` when the user typed ``reconnect``.
+        """
         from prompt_toolkit import PromptSession
         from prompt_toolkit.history import FileHistory, InMemoryHistory
         from prompt_toolkit.patch_stdout import patch_stdout
+
+        from ._interact import run_prompt
 
         session = self.session
         session.on_list_changed(self._on_list_changed)
@@ -124,21 +141,34 @@ class Repl:
 
         if True:
             while True:
-                try:
-                    line = await trio.to_thread.run_sync(read_line, abandon_on_cancel=True)
-                except KeyboardInterrupt:
-                    if self.app.interrupted():
-                        return 0
-                    continue
-                except EOFError:
-                    return 0
+                self.app.idle = True
+                line = ""
+                async with self._prompt_turn() as turn:
+                    try:
+                        line = await run_prompt(prompt.app, read_line)
+                    except KeyboardInterrupt:
+                        if self.app.interrupted(at_prompt=True):
+                            return self._status()
+                        continue
+                    except EOFError:
+                        return self._status()
+                if turn.cancelled_caught:  # a question from the server took the terminal
+                    continue  # it has been answered: prompt again
+                self.app.idle = False
                 if line.strip():
                     self.app.reset_interrupts()
                 self.cancelled = False
                 if not await self.execute(line):
-                    return 0
+                    return RECONNECT if self.reconnect else self._status()
                 if not self.cancelled:  # after a cancelled call, the next Ctrl-C leaves
                     self.app.reset_interrupts()
+
+    def _prompt_turn(self) -> AbstractAsyncContextManager[trio.CancelScope]:
+        term = self.app.term
+        return term.prompt_turn() if term is not None else _own_scope()
+
+    def _status(self) -> int:
+        return EXIT_CONNECTION if self.gone else 0
 
     async def execute(self, line: str) -> bool:
         """Run one line; False when the user leaves."""
@@ -159,18 +189,34 @@ class Repl:
             for name, text in COMMANDS.items():
                 out.line(f"  {name:<10} {text}")
             return True
+        if command == "reconnect":
+            self.reconnect = True
+            return False
+        if self.gone:
+            out.error("not connected: type 'reconnect' to connect again, or 'exit'")
+            return True
+        from ._app import describe_error
+
         try:
             await self.app.run_command(self.session, command, rest)
         except Interrupted:
             self.cancelled = True
             out.note("cancelled (Ctrl-C again to leave)", "yellow")
         except (MCPError, UsageError, trio.TooSlowError) as exc:
-            kind = classify(exc)[1]
-            out.error(str(exc) if kind == "usage" else f"{kind.replace('_', ' ')}: {exc}")
-            if self.session.closed:
-                out.error("the connection is gone; leaving")
-                return False
+            out.error(describe_error(exc, stderr_shown=self.app.args.verbose))
+            if self.session.closed or classify(exc)[1] == "connection":
+                self.gone = True
+                out.error(
+                    "the connection is gone: type 'reconnect' to connect again, "
+                    "or 'exit' (status 3)"
+                )
         return True
+
+
+@asynccontextmanager
+async def _own_scope() -> AsyncGenerator[trio.CancelScope]:
+    with trio.CancelScope() as scope:
+        yield scope
 
 
 def _completer(repl: Repl) -> Any:
@@ -204,6 +250,11 @@ def _completer(repl: Repl) -> Any:
                 candidates = [f"{name}=" for name in repl.prompts[words[1]]]
             for candidate in candidates:
                 if candidate.startswith(current):
-                    yield Completion(candidate, start_position=-len(current))
+                    # The menu shows server names neutralised (plain text, no markup).
+                    yield Completion(
+                        candidate,
+                        start_position=-len(current),
+                        display=for_terminal(candidate, newlines=False),
+                    )
 
     return ReplCompleter()
