@@ -221,11 +221,31 @@ def test_server_everything_form_defaults_all_accepted(env: dict[str, str]) -> No
 # -- 4. Ctrl-C while connecting --------------------------------------------------------------
 
 
+def _wait_for_server_process(pid: int, name: str, limit: float = 60.0) -> None:
+    """Wait until process ``pid`` has a child called ``name`` (the server it is connecting to)."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            comm = stat[stat.index("(") + 1 : stat.rindex(")")]
+            parent = int(stat[stat.rindex(")") + 2 :].split()[1])
+            if parent == pid and comm == name:
+                time.sleep(0.2)  # the CLI waits for the handshake now
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"no {name!r} child of {pid} after {limit} s")
+
+
 @pytest.mark.parametrize("command", [["tools"], []])
 def test_first_ctrl_c_while_connecting_exits_130(env: dict[str, str], command: list[str]) -> None:
     # A server that never answers the handshake; no --timeout.
     child = spawn(env, "--timeout", "0", "sleep 60", *command, timeout=10)
-    time.sleep(1.5)  # connecting
+    _wait_for_server_process(child.pid, "sleep")  # the CLI is connecting now
     child.sendintr()
     assert finish(child) == 130
     assert "interrupted" in child.before

@@ -212,7 +212,7 @@ def test_json_output_stays_exact(env: dict[str, str]) -> None:
 
 
 async def test_authorization_server_text_is_neutralised(capsys: pytest.CaptureFixture[str]) -> None:
-    from trio_mcp._auth._browser import _LoopbackRedirect  # pyright: ignore[reportPrivateUsage]
+    from trio_mcp._auth._browser import _print_url  # pyright: ignore[reportPrivateUsage]
     from trio_mcp._auth._device import DeviceCode, print_device_code
 
     print_device_code(
@@ -224,9 +224,7 @@ async def test_authorization_server_text_is_neutralised(capsys: pytest.CaptureFi
             interval=5,
         )
     )
-    redirect = _LoopbackRedirect("http://127.0.0.1:1/callback", "/callback", None)
-    redirect.send.send_nowait("http://127.0.0.1:1/callback?code=x")
-    await redirect.authorize(f"https://as.example/authorize?x={EVIL}")
+    _print_url(f"https://as.example/authorize?x={EVIL}")  # what the loopback browser prints
     err = capsys.readouterr().err.encode()
     assert_safe(err)
     assert b"CODE<" in err and b"authorize?x=<" in err

@@ -502,7 +502,8 @@ class App:
             # server starts. The schema cache never refuses on its own: it may be stale, so
             # the arguments are checked against the schema the server lists (see call()).
             args.arguments = load_argument_files(args.arguments)
-            parse_arguments(args.arguments, None)
+            if args.command == "call":  # prompt arguments are strings, sent as typed
+                parse_arguments(args.arguments, None)
         if args.command is None:
             return await self._interactive()
         async with self.connect() as session:
