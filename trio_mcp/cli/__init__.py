@@ -24,26 +24,14 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from ._args import VALUE_OPTIONS as _VALUE_OPTIONS
+
 __all__ = ["main"]
 
 _COMMANDS = frozenset(
     {"info", "tools", "call", "resources", "templates", "read", "prompts", "prompt", "ping", "repl"}
 )
 _LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
-_VALUE_OPTIONS = frozenset(
-    {
-        "--protocol",
-        "--timeout",
-        "--config",
-        "--env",
-        "-e",
-        "--cwd",
-        "--header",
-        "-H",
-        "--log-level",
-        "--output",
-    }
-)
 
 _EPILOG = """\
 arguments of call: key=value (coerced by the tool's input schema), key:=<json>,

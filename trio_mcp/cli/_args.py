@@ -28,6 +28,23 @@ __all__ = [
     "parse_arguments",
 ]
 
+#: The command line's options that take a value (the word after them is that value): the
+#: parser and shell completion both skip over it.
+VALUE_OPTIONS = frozenset(
+    {
+        "--protocol",
+        "--timeout",
+        "--config",
+        "--env",
+        "-e",
+        "--cwd",
+        "--header",
+        "-H",
+        "--log-level",
+        "--output",
+    }
+)
+
 _TYPE_WORDS = {
     "string": "a string",
     "integer": "an integer",

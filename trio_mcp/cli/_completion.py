@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
 from .._terminal import for_terminal
+from ._args import VALUE_OPTIONS as _TAKES_VALUE
 
 __all__ = [
     "complete",
@@ -60,20 +61,6 @@ _VALUES = {
     ),
     "--protocol": ("auto", "legacy", "2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"),
 }
-_TAKES_VALUE = frozenset(
-    {
-        "--protocol",
-        "--timeout",
-        "--config",
-        "--env",
-        "-e",
-        "--cwd",
-        "--header",
-        "-H",
-        "--log-level",
-        "--output",
-    }
-)
 _OPTIONS = (
     "--json",
     "--verbose",
