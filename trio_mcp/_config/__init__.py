@@ -43,10 +43,14 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, cast
 import msgspec
 import trio
 
-from ._exceptions import ConfigError
+from .._exceptions import ConfigError
+from ._jsonc import BYTE_POSITION as _BYTE_POSITION
+from ._jsonc import MAX_DEPTH as MAX_DEPTH
+from ._jsonc import line_col as _line_col
+from ._jsonc import strip_jsonc as strip_jsonc
 
 if TYPE_CHECKING:
-    from ._connect import Target
+    from .._connect import Target
 
 if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup
@@ -72,121 +76,6 @@ logger = logging.getLogger("trio_mcp")
 
 Dialect = Literal["mcpServers", "vscode"]
 TransportKind = Literal["stdio", "http", "sse", "websocket"]
-
-# -- JSONC ------------------------------------------------------------------------------
-
-# Two linear passes over the bytes. The first blanks comments (a comment becomes spaces,
-# its newlines stay, so every byte offset and line number of the result is the input's);
-# the second drops trailing commas and bounds the nesting depth. Each pass jumps from one
-# interesting byte to the next with a compiled search and never looks back, so a hostile
-# file costs time in proportion to its size (the old regular expression was quadratic on
-# unterminated strings full of escaped quotes: hours for a mebibyte).
-_BYTE_POSITION: Final = re.compile(r"\(byte (\d+)\)")
-_SPECIAL: Final = re.compile(rb'["/]')
-_IN_STRING: Final = re.compile(rb'["\\\n]')
-_STRUCTURE: Final = re.compile(rb'["\[\]{},]')
-_NOT_SPACE: Final = re.compile(rb"[^ \t\r\n]")
-_NOT_NEWLINE: Final = re.compile(rb"[^\n]")
-
-#: The deepest nesting of arrays and objects a config file may have.
-MAX_DEPTH: Final = 64
-
-
-def _string_end(data: bytes | bytearray, start: int) -> int:
-    """The offset just past the string opening at ``start`` (at a newline if unclosed)."""
-    position = start + 1
-    while True:
-        found = _IN_STRING.search(data, position)
-        if found is None:
-            return len(data)
-        char = data[found.start()]
-        if char == 0x5C:  # backslash: skip the escaped byte
-            position = found.start() + 2
-            continue
-        if char == 0x22:
-            return found.start() + 1
-        return found.start()  # a raw newline: JSON strings have none; msgspec will say so
-
-
-def _blank_comments(data: bytes) -> bytearray:
-    out = bytearray(data)
-    position = 0
-    while True:
-        found = _SPECIAL.search(data, position)
-        if found is None:
-            return out
-        start = found.start()
-        if data[start] == 0x22:
-            position = _string_end(data, start)
-            continue
-        follower = data[start + 1 : start + 2]
-        if follower == b"/":
-            end = data.find(b"\n", start)
-            end = len(data) if end < 0 else end
-        elif follower == b"*":
-            close = data.find(b"*/", start + 2)
-            if close < 0:
-                raise ValueError(f"unterminated /* comment (byte {start})")
-            end = close + 2
-        else:
-            position = start + 1
-            continue
-        out[start:end] = _NOT_NEWLINE.sub(b" ", data[start:end])
-        position = end
-
-
-def _drop_trailing_commas(out: bytearray, max_depth: int) -> None:
-    depth = 0
-    position = 0
-    while True:
-        found = _STRUCTURE.search(out, position)
-        if found is None:
-            return
-        start = found.start()
-        char = out[start]
-        position = start + 1
-        if char == 0x22:
-            position = _string_end(out, start)
-        elif char in b"[{":
-            depth += 1
-            if depth > max_depth:
-                raise ValueError(f"nested deeper than {max_depth} levels (byte {start})")
-        elif char in b"]}":
-            depth -= 1
-        else:  # a comma: drop it when only space separates it from a closing bracket
-            following = _NOT_SPACE.search(out, position)
-            if following is not None and out[following.start()] in b"]}":
-                out[start] = 0x20
-
-
-def strip_jsonc(data: bytes, *, max_depth: int = MAX_DEPTH) -> bytes:
-    """Turn JSONC (JSON with comments and trailing commas) into plain JSON.
-
-    Comments and trailing commas become spaces (newlines stay), so byte offsets and line
-    numbers in the result are those of the input. Strings are never touched, URLs with
-    ``//`` inside them included. The work is linear in the size of the input.
-
-    Args:
-        data: The document, UTF-8.
-        max_depth: The deepest nesting of arrays and objects accepted.
-
-    Returns:
-        The same document as strict JSON (if it was valid JSONC).
-
-    Raises:
-        ValueError: A ``/*`` comment is never closed, or the document is nested deeper
-            than ``max_depth`` (the message gives the byte offset).
-    """
-    out = _blank_comments(bytes(data))
-    _drop_trailing_commas(out, max_depth)
-    return bytes(out)
-
-
-def _line_col(data: bytes, offset: int) -> tuple[int, int]:
-    offset = max(0, min(offset, len(data)))
-    line = data.count(b"\n", 0, offset) + 1
-    column = offset - (data.rfind(b"\n", 0, offset) + 1) + 1
-    return line, column
 
 
 # -- typed structs ------------------------------------------------------------------------
@@ -338,7 +227,7 @@ class ServerConfig(msgspec.Struct, kw_only=True, frozen=True, weakref=True):
             return [self.command, *self.args], options
         assert self.url is not None
         if self.transport == "sse":
-            from ._transports._sse import SSEParameters
+            from .._transports._sse import SSEParameters
 
             return SSEParameters(self.url, headers=dict(self.headers) or None), {}
         return self.url, ({"headers": dict(self.headers)} if self.headers else {})
