@@ -34,7 +34,6 @@ import os
 import re
 import sys
 import tempfile
-import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,12 +47,12 @@ from ._jsonc import BYTE_POSITION as _BYTE_POSITION
 from ._jsonc import MAX_DEPTH as MAX_DEPTH
 from ._jsonc import line_col as _line_col
 from ._jsonc import strip_jsonc as strip_jsonc
+from ._redaction import _LOGGERS as _LOGGERS  # pyright: ignore[reportPrivateUsage]
+from ._redaction import redact_exception as redact_exception
+from ._redaction import track as _track
 
 if TYPE_CHECKING:
     from .._connect import Target
-
-if sys.version_info < (3, 11):  # pragma: no cover
-    from exceptiongroup import BaseExceptionGroup
 
 __all__ = [
     "ConfigInput",
@@ -173,7 +172,7 @@ class ServerConfig(msgspec.Struct, kw_only=True, frozen=True, weakref=True):
 
     def __post_init__(self) -> None:
         if self.interpolated:
-            _LIVE_CONFIGS[id(self)] = self  # the log filter hides its values while it lives
+            _track(self)  # the log filter hides its values while it lives
 
     def redact(self, text: str) -> str:
         """Put the ``${...}`` variable back in place of each value interpolated from one.
@@ -231,76 +230,6 @@ class ServerConfig(msgspec.Struct, kw_only=True, frozen=True, weakref=True):
 
             return SSEParameters(self.url, headers=dict(self.headers) or None), {}
         return self.url, ({"headers": dict(self.headers)} if self.headers else {})
-
-
-# by id (a ServerConfig holds dicts: unhashable); an entry goes when its config dies
-_LIVE_CONFIGS: weakref.WeakValueDictionary[int, ServerConfig] = weakref.WeakValueDictionary()
-
-#: Every logger trio_mcp logs through (tests/test_config_security.py checks the list).
-_LOGGERS: Final = (
-    "trio_mcp",
-    "trio_mcp.auth",
-    "trio_mcp.http",
-    "trio_mcp.server",
-    "trio_mcp.server_stderr",
-    "trio_mcp.sse",
-    "trio_mcp.stdio",
-    "trio_mcp.websocket",
-)
-
-
-class _RedactSecrets(logging.Filter):
-    """Puts ``${env:NAME}`` back in place of interpolated values in trio_mcp's log lines.
-
-    A transport may quote its URL or a server's stderr may echo its arguments; while a
-    config entry with interpolated values is alive, no trio_mcp log line shows them.
-    """
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        configs = list(_LIVE_CONFIGS.values())
-        if not configs:
-            return True
-        try:
-            message = record.getMessage()
-        except Exception:  # a malformed record: let logging report it as usual
-            return True
-        redacted = message
-        for config in configs:
-            redacted = config.redact(redacted)
-        if redacted != message:
-            record.msg, record.args = redacted, None
-        if record.exc_info and record.exc_info[1] is not None:
-            for config in configs:
-                redact_exception(record.exc_info[1], config.redact)
-        return True
-
-
-_FILTER: Final = _RedactSecrets()
-for _name in _LOGGERS:
-    logging.getLogger(_name).addFilter(_FILTER)
-
-
-def redact_exception(exc: BaseException, redact: Callable[[str], str]) -> BaseException:
-    """Take interpolated secrets out of an exception, its causes and contexts, in place."""
-    seen: set[int] = set()
-    pending: list[BaseException] = [exc]
-    while pending:
-        current = pending.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        current.args = tuple(redact(arg) if isinstance(arg, str) else arg for arg in current.args)
-        for attribute in ("filename", "filename2", "url", "stderr_tail", "message"):
-            value = getattr(current, attribute, None)
-            if isinstance(value, str):
-                try:
-                    setattr(current, attribute, redact(value))
-                except (AttributeError, TypeError):  # read-only: leave it
-                    pass
-        if isinstance(current, BaseExceptionGroup):
-            pending.extend(cast("BaseExceptionGroup[BaseException]", current).exceptions)
-        pending.extend(e for e in (current.__cause__, current.__context__) if e is not None)
-    return exc
 
 
 class MCPConfig(msgspec.Struct, kw_only=True, frozen=True):
