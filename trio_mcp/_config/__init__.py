@@ -43,6 +43,7 @@ import msgspec
 import trio
 
 from .._exceptions import ConfigError
+from ._envfile import read_env_file as _read_env_file
 from ._jsonc import BYTE_POSITION as _BYTE_POSITION
 from ._jsonc import MAX_DEPTH as MAX_DEPTH
 from ._jsonc import line_col as _line_col
@@ -422,24 +423,6 @@ _TYPES: Final[dict[str, TransportKind]] = {
     "ws": "websocket",
     "websocket": "websocket",
 }
-
-
-def _read_env_file(path: str, source: str, key_path: str) -> dict[str, str]:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(source, key_path, f"cannot read the envFile: {exc.strerror}") from None
-    values: dict[str, str] = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        key, _, value = line.removeprefix("export ").partition("=")
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-            value = value[1:-1]
-        values[key.strip()] = value
-    return values
 
 
 async def _server(
