@@ -17,43 +17,50 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import inspect
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 import trio
 
 from .._exceptions import MCPError, ServerError, ToolError
 from ._registry import JSONDict, ServerState, match_uri_template
+from ._results import (
+    decode_cursor,
+    encode_cursor,
+    prompt_result,
+    read_result,
+    text_block,
+    tool_result,
+)
 from ._tasks import RELATED_TASK, TASKS_EXTENSION, TERMINAL, MockTask
+from ._wire import (
+    CLIENT_CAPABILITIES,
+    CLIENT_INFO,
+    LEVEL_RANK,
+    LOG_LEVEL,
+    LOG_LEVELS,
+    PROTOCOL_VERSION,
+    SERVER_INFO,
+    SUBSCRIPTION_ID,
+    ClientRequestError,
+    Era,
+    RequestId,
+    RpcError,
+    ServerCrash,
+    ServerStream,
+    as_dict,
+    as_list,
+    exception_leaves,
+    maybe_await,
+)
 
 if TYPE_CHECKING:
     from ._server import MockServer
 
-__all__ = [
-    "ClientRequestError",
-    "Connection",
-    "Era",
-    "RequestId",
-    "ServerCrash",
-    "ServerStream",
-    "ToolContext",
-]
+__all__ = ["Connection", "ToolContext"]
 
-RequestId = int | str
-Era = Literal["legacy", "modern"]
-
-PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
-CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
-CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
-LOG_LEVEL = "io.modelcontextprotocol/logLevel"
-SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
-SERVER_INFO = "io.modelcontextprotocol/serverInfo"
-
-LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
-_LEVEL_RANK = {level: rank for rank, level in enumerate(LOG_LEVELS)}
 
 #: Results that carry ``ttlMs``/``cacheScope`` in the modern era.
 CACHEABLE_METHODS = frozenset(
@@ -114,84 +121,6 @@ _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder()
 
 
-class ServerStream(Protocol):
-    """The server end of a connection: whole JSON-RPC messages as bytes.
-
-    :class:`~trio_mcp._transports._memory.MemoryServerStream` is one; so is the stdio stream
-    behind :meth:`MockServer.serve_stdio`.
-    """
-
-    async def send(self, data: bytes) -> None:
-        """Deliver one whole message to the client.
-
-        Args:
-            data: The encoded JSON-RPC message, without framing.
-        """
-        ...
-
-    async def receive(self) -> bytes:
-        """Return the next whole message; raise :class:`trio.EndOfChannel` at end of stream."""
-        ...
-
-    async def aclose(self) -> None:
-        """End the stream; the client sees end of stream."""
-        ...
-
-
-class ServerCrash(Exception):
-    """Raise inside a tool (or any handler) to make the server die abruptly.
-
-    The connection's stream is closed at once and every in-flight request is abandoned
-    without a response: the client sees end of stream, as if the server process had died.
-    Under ``python -m trio_mcp.testing`` the process then exits with status 1.
-
-    Attributes:
-        exit_code: The exit code an in-memory client is told (``None``: unknown).
-        stderr: The stderr tail an in-memory client is told.
-    """
-
-    def __init__(self, *args: object, exit_code: int | None = None, stderr: str = "") -> None:
-        """Create the crash.
-
-        Args:
-            *args: The exception's message.
-            exit_code: The exit code the client's :class:`~trio_mcp.ConnectionClosed` shows.
-            stderr: The stderr tail it shows.
-        """
-        super().__init__(*args)
-        self.exit_code = exit_code
-        self.stderr = stderr
-
-
-class ClientRequestError(Exception):
-    """The client answered a server-to-client request (legacy era) with a JSON-RPC error.
-
-    Raised by :meth:`ToolContext.sample`, :meth:`ToolContext.elicit`,
-    :meth:`ToolContext.list_roots` and :meth:`MockServer.request_client`.
-
-    Attributes:
-        code: The JSON-RPC error code the client sent.
-        message: The client's error message.
-        data: The optional ``data`` member of the error.
-    """
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        self.code = code
-        self.message = message
-        self.data = data
-        super().__init__(f"client error {code}: {message}")
-
-
-class _RpcError(Exception):
-    """Answer the current request with a JSON-RPC error."""
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        self.code = code
-        self.message = message
-        self.data = data
-        super().__init__(message)
-
-
 class _InputRequired(BaseException):
     """Unwinds a modern handler that needs input the client has not provided yet."""
 
@@ -202,7 +131,7 @@ class _Inputs:
     __slots__ = ("counter", "missing", "responses", "round")
 
     def __init__(self, params: JSONDict, round_number: int) -> None:
-        self.responses: JSONDict = _as_dict(params.get("inputResponses")) or {}
+        self.responses: JSONDict = as_dict(params.get("inputResponses")) or {}
         self.missing: dict[str, JSONDict] = {}
         self.counter: int = 0
         self.round: int = round_number
@@ -217,97 +146,6 @@ class _Pending:
         self.event = trio.Event()
         self.result: JSONDict = {}
         self.error: JSONDict | None = None
-
-
-def _as_dict(value: Any) -> JSONDict | None:
-    return cast(JSONDict, value) if isinstance(value, dict) else None
-
-
-def _as_list(value: Any) -> list[Any] | None:
-    if not isinstance(value, list):
-        return None
-    return value  # pyright: ignore[reportUnknownVariableType]  # list[Any] to mypy
-
-
-def _leaves(exc: BaseException) -> list[BaseException]:
-    """The leaf exceptions of a (possibly nested) exception group."""
-    children: Any = getattr(exc, "exceptions", None)
-    if isinstance(children, tuple):
-        out: list[BaseException] = []
-        for child in cast(tuple[BaseException, ...], children):
-            out.extend(_leaves(child))
-        return out
-    return [exc]
-
-
-def _text(text: str) -> JSONDict:
-    return {"type": "text", "text": text}
-
-
-def _tool_result(value: Any) -> JSONDict:
-    """Turn what a tool function returned into a ``CallToolResult`` body."""
-    if value is None:
-        return {"content": []}
-    if isinstance(value, str):
-        return {"content": [_text(value)]}
-    items = _as_list(value)
-    if items is not None:
-        return {"content": list(items)}
-    mapping = _as_dict(value)
-    if mapping is not None:
-        if "content" in mapping:
-            return dict(mapping)
-        return {"content": [_text(json.dumps(mapping))], "structuredContent": dict(mapping)}
-    return {"content": [_text(str(value))]}
-
-
-def _prompt_result(value: Any) -> JSONDict:
-    """Turn static prompt messages or a handler's return value into a ``GetPromptResult``."""
-    if isinstance(value, str):
-        return {"messages": [{"role": "user", "content": _text(value)}]}
-    mapping = _as_dict(value)
-    if mapping is not None:
-        if "messages" in mapping:
-            return dict(mapping)
-        return {"messages": [dict(mapping)]}
-    items = _as_list(value)
-    if items is not None:
-        messages: list[Any] = []
-        for item in items:
-            if isinstance(item, str):
-                messages.append({"role": "user", "content": _text(item)})
-            else:
-                messages.append(item)
-        return {"messages": messages}
-    raise TypeError(f"a prompt handler returned {type(value).__name__}, not messages")
-
-
-def _read_result(uri: str, value: Any, mime_type: str | None) -> JSONDict:
-    """Turn a template handler's return value into a ``ReadResourceResult``."""
-    if isinstance(value, (str, bytes)):
-        contents: JSONDict = {"uri": uri}
-        if mime_type is not None:
-            contents["mimeType"] = mime_type
-        if isinstance(value, bytes):
-            contents["blob"] = base64.b64encode(value).decode("ascii")
-        else:
-            contents["text"] = value
-        return {"contents": [contents]}
-    mapping = _as_dict(value)
-    if mapping is not None:
-        if "contents" in mapping:
-            return dict(mapping)
-        return {"contents": [dict(mapping)]}
-    items = _as_list(value)
-    if items is not None:
-        return {"contents": list(items)}
-    raise TypeError(f"a resource template handler returned {type(value).__name__}")
-
-
-async def _maybe_await(value: Any) -> Any:
-    if inspect.isawaitable(value):
-        return await value
-    return value
 
 
 class ToolContext:
@@ -340,7 +178,7 @@ class ToolContext:
         self._request_id = request_id
         self._method = method
         self._params = params
-        self._meta: JSONDict = _as_dict(params.get("_meta")) or {}
+        self._meta: JSONDict = as_dict(params.get("_meta")) or {}
         self._era: Era = era
         self._scope = scope
         self._inputs = inputs
@@ -439,7 +277,7 @@ class ToolContext:
         Raises:
             ValueError: ``level`` is not a syslog level name.
         """
-        rank = _LEVEL_RANK.get(level)
+        rank = LEVEL_RANK.get(level)
         if rank is None:
             raise ValueError(f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}")
         if self._era == "legacy":
@@ -449,7 +287,7 @@ class ToolContext:
             if not isinstance(requested, str):
                 return
             threshold = requested
-        if threshold is not None and rank < _LEVEL_RANK.get(threshold, 0):
+        if threshold is not None and rank < LEVEL_RANK.get(threshold, 0):
             return
         params: JSONDict = {"level": level, "data": data}
         if logger is not None:
@@ -527,7 +365,7 @@ class ToolContext:
             results: dict[str, JSONDict] = {}
 
             async def one(key: str, request: JSONDict) -> None:
-                params = _as_dict(request.get("params"))
+                params = as_dict(request.get("params"))
                 results[key] = await self._connection.client_request(
                     str(request.get("method")), params
                 )
@@ -547,8 +385,8 @@ class ToolContext:
         results: dict[str, JSONDict] = {}
         if task.era == "legacy":
             for key, request in requests.items():
-                params = dict(_as_dict(request.get("params")) or {})
-                meta = dict(_as_dict(params.get("_meta")) or {})
+                params = dict(as_dict(request.get("params")) or {})
+                meta = dict(as_dict(params.get("_meta")) or {})
                 meta[RELATED_TASK] = {"taskId": task.task_id}
                 params["_meta"] = meta
                 results[key] = await self._connection.client_request(
@@ -560,7 +398,7 @@ class ToolContext:
                 task.answered = trio.Event()
                 await task.answered.wait()
             for key in requests:
-                results[key] = _as_dict(task.responses.pop(key)) or {}
+                results[key] = as_dict(task.responses.pop(key)) or {}
             task.input_requests = {}
         task.set_status("working")
         await self._connection.task_status_changed(task)
@@ -590,11 +428,11 @@ class ToolContext:
         return self._modern_inputs({key: request})[key]
 
     def _modern_inputs(self, requests: dict[str, JSONDict]) -> dict[str, JSONDict]:
-        capabilities = _as_dict(self._meta.get(CLIENT_CAPABILITIES)) or {}
+        capabilities = as_dict(self._meta.get(CLIENT_CAPABILITIES)) or {}
         for request in requests.values():
             capability = _INPUT_CAPABILITIES.get(str(request.get("method")))
             if capability is not None and capability not in capabilities:
-                raise _RpcError(
+                raise RpcError(
                     -32021,
                     f"Server requires the {capability} capability for this request",
                     {"requiredCapabilities": {capability: {}}},
@@ -602,7 +440,7 @@ class ToolContext:
         results: dict[str, JSONDict] = {}
         missing: dict[str, JSONDict] = {}
         for key, request in requests.items():
-            response = _as_dict(self._inputs.responses.get(key))
+            response = as_dict(self._inputs.responses.get(key))
             if response is None:
                 missing[key] = request
             else:
@@ -744,7 +582,7 @@ class Connection:
     def _complete(self, method: str, body: JSONDict) -> JSONDict:
         """Decorate a modern result: ``resultType``, ``serverInfo``, cache hints."""
         body["resultType"] = "complete"
-        meta = dict(_as_dict(body.get("_meta")) or {})
+        meta = dict(as_dict(body.get("_meta")) or {})
         meta[SERVER_INFO] = self._server_info()
         body["_meta"] = meta
         if method in CACHEABLE_METHODS:
@@ -841,7 +679,7 @@ class Connection:
         except msgspec.DecodeError:
             await self._send_error(None, -32700, "Parse error")
             return
-        message = _as_dict(decoded)
+        message = as_dict(decoded)
         if message is None:
             await self._send_error(None, -32600, "Invalid request: expected one JSON object")
             return
@@ -867,16 +705,16 @@ class Connection:
             await self._send_error(None, -32600, "Invalid request")
             return
         raw_params = message.get("params")
-        params = {} if raw_params is None else _as_dict(raw_params)
+        params = {} if raw_params is None else as_dict(raw_params)
         if request_id is None:
             await self._on_notification(method, params or {})
             return
         request_id = cast(RequestId, request_id)
         try:
             if params is None:
-                raise _RpcError(-32602, "Invalid params: params must be an object")
+                raise RpcError(-32602, "Invalid params: params must be an object")
             await self._on_request(request_id, method, params)
-        except _RpcError as error:
+        except RpcError as error:
             await self._send_error(request_id, error.code, error.message, error.data)
 
     def _on_response(self, message: JSONDict) -> None:
@@ -886,11 +724,11 @@ class Connection:
         pending = self.pending.get(request_id)
         if pending is None or pending.event.is_set():
             return
-        error = _as_dict(message.get("error"))
+        error = as_dict(message.get("error"))
         if error is not None:
             pending.error = error
         else:
-            pending.result = _as_dict(message.get("result")) or {}
+            pending.result = as_dict(message.get("result")) or {}
         pending.event.set()
 
     async def _on_notification(self, method: str, params: JSONDict) -> None:
@@ -914,7 +752,7 @@ class Connection:
             return "modern"
         if method == "initialize":
             return "legacy"
-        meta = _as_dict(params.get("_meta"))
+        meta = as_dict(params.get("_meta"))
         if (meta is not None and PROTOCOL_VERSION in meta) or method == "server/discover":
             return "modern"
         return "legacy"
@@ -935,9 +773,9 @@ class Connection:
             if method == "server/discover":
                 await self._scripted_discover(request_id, params)
                 return
-            raise _RpcError(-32600, f"Invalid request: {method} received before initialize")
+            raise RpcError(-32600, f"Invalid request: {method} received before initialize")
         if method in self.server.methods:
-            answer = await _maybe_await(self.server.methods[method](params))
+            answer = await maybe_await(self.server.methods[method](params))
             await self._send_result(request_id, dict(answer))
             return
         if method in ("tasks/get", "tasks/result", "tasks/list", "tasks/cancel"):
@@ -948,7 +786,7 @@ class Connection:
             await self._send_result(request_id, self._task_request("legacy", method, params))
             return
         if method not in _LEGACY_METHODS:
-            raise _RpcError(-32601, f"Method not found: {method}")
+            raise RpcError(-32601, f"Method not found: {method}")
         if method in _HANDLER_METHODS:
             self._spawn(request_id, "legacy", method, params)
             return
@@ -958,14 +796,14 @@ class Connection:
             result = self._list(method, params)
         elif method == "logging/setLevel":
             level = params.get("level")
-            if not isinstance(level, str) or level not in _LEVEL_RANK:
-                raise _RpcError(-32602, f"Invalid params: unknown log level {level!r}")
+            if not isinstance(level, str) or level not in LEVEL_RANK:
+                raise RpcError(-32602, f"Invalid params: unknown log level {level!r}")
             self.log_level = level
             result = {}
         else:  # resources/subscribe, resources/unsubscribe
             uri = params.get("uri")
             if not isinstance(uri, str):
-                raise _RpcError(-32602, "Invalid params: uri must be a string")
+                raise RpcError(-32602, "Invalid params: uri must be a string")
             if method == "resources/subscribe":
                 self.resource_subscriptions.add(uri)
             else:
@@ -976,14 +814,14 @@ class Connection:
     async def _initialize(self, request_id: RequestId, params: JSONDict) -> None:
         server = self.server
         if self.legacy:
-            raise _RpcError(-32600, "Invalid request: initialize was already received")
+            raise RpcError(-32600, "Invalid request: initialize was already received")
         requested = params.get("protocolVersion")
         if not isinstance(requested, str):
-            raise _RpcError(-32602, "Invalid params: initialize needs a protocolVersion")
+            raise RpcError(-32602, "Invalid params: initialize needs a protocolVersion")
         version = requested if requested in server.legacy_versions else server.legacy_versions[0]
         server.protocol_version = version
-        server.client_info = _as_dict(params.get("clientInfo"))
-        server.client_capabilities = _as_dict(params.get("capabilities")) or {}
+        server.client_info = as_dict(params.get("clientInfo"))
+        server.client_capabilities = as_dict(params.get("capabilities")) or {}
         self.legacy = True
         result: JSONDict = {
             "protocolVersion": version,
@@ -1000,7 +838,7 @@ class Connection:
         server = self.server
         if method == "initialize":
             supported = ", ".join(server.supported_versions)
-            raise _RpcError(
+            raise RpcError(
                 -32601,
                 "Method not found: initialize. This server only speaks modern MCP "
                 f"(protocol versions {supported}); send per-request _meta instead.",
@@ -1009,43 +847,43 @@ class Connection:
         if method == "server/discover" and server.respond_to_discover != "result":
             await self._scripted_discover(request_id, params)
             return
-        meta = _as_dict(params.get("_meta"))
+        meta = as_dict(params.get("_meta"))
         if meta is None:
-            raise _RpcError(
+            raise RpcError(
                 -32602,
                 f"Invalid params: {method} has no _meta; modern requests must carry "
                 f"{PROTOCOL_VERSION} and {CLIENT_CAPABILITIES}",
             )
         version = meta.get(PROTOCOL_VERSION)
         if not isinstance(version, str):
-            raise _RpcError(-32602, f"Invalid params: _meta lacks {PROTOCOL_VERSION}")
-        capabilities = _as_dict(meta.get(CLIENT_CAPABILITIES))
+            raise RpcError(-32602, f"Invalid params: _meta lacks {PROTOCOL_VERSION}")
+        capabilities = as_dict(meta.get(CLIENT_CAPABILITIES))
         if capabilities is None:
-            raise _RpcError(-32602, f"Invalid params: _meta lacks {CLIENT_CAPABILITIES}")
+            raise RpcError(-32602, f"Invalid params: _meta lacks {CLIENT_CAPABILITIES}")
         if version not in server.supported_versions:
-            raise _RpcError(
+            raise RpcError(
                 -32022,
                 "Unsupported protocol version",
                 {"supported": self._advertised_versions(), "requested": version},
             )
         level = meta.get(LOG_LEVEL)
-        if level is not None and level not in _LEVEL_RANK:
-            raise _RpcError(-32602, f"Invalid params: unknown log level {level!r}")
+        if level is not None and level not in LEVEL_RANK:
+            raise RpcError(-32602, f"Invalid params: unknown log level {level!r}")
         server.protocol_version = version
         server.client_capabilities = capabilities
-        client_info = _as_dict(meta.get(CLIENT_INFO))
+        client_info = as_dict(meta.get(CLIENT_INFO))
         if client_info is not None:
             server.client_info = client_info
         if method in server.methods:
-            result = dict(await _maybe_await(server.methods[method](params)))
+            result = dict(await maybe_await(server.methods[method](params)))
             kind = result.get("resultType", "complete")
             result = self._complete(method, result)
             result["resultType"] = kind
             await self._send_result(request_id, result)
             return
         if method in ("tasks/get", "tasks/update", "tasks/cancel"):
-            if TASKS_EXTENSION not in (_as_dict(capabilities.get("extensions")) or {}):
-                raise _RpcError(
+            if TASKS_EXTENSION not in (as_dict(capabilities.get("extensions")) or {}):
+                raise RpcError(
                     -32021,
                     f"Server requires the {TASKS_EXTENSION} extension for {method}",
                     {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
@@ -1054,7 +892,7 @@ class Connection:
             await self._send_result(request_id, self._complete(method, result))
             return
         if method not in _MODERN_METHODS:
-            raise _RpcError(-32601, f"Method not found: {method}")
+            raise RpcError(-32601, f"Method not found: {method}")
         if method in _HANDLER_METHODS:
             self._spawn(request_id, "modern", method, params)
             return
@@ -1085,9 +923,9 @@ class Connection:
             await self._send_result(request_id, result)
             return
         if mode == "unsupported_version":
-            meta = _as_dict(params.get("_meta")) or {}
+            meta = as_dict(params.get("_meta")) or {}
             requested = meta.get(PROTOCOL_VERSION)
-            raise _RpcError(
+            raise RpcError(
                 -32022,
                 "Unsupported protocol version",
                 {
@@ -1096,15 +934,15 @@ class Connection:
                 },
             )
         if mode == "invalid_params":
-            raise _RpcError(-32602, "Invalid params")
+            raise RpcError(-32602, "Invalid params")
         if mode == "invalid_request":
-            raise _RpcError(-32600, "Invalid request: server/discover received before initialize")
-        raise _RpcError(-32601, "Method not found: server/discover")
+            raise RpcError(-32600, "Invalid request: server/discover received before initialize")
+        raise RpcError(-32601, "Method not found: server/discover")
 
     async def _listen(self, request_id: RequestId, params: JSONDict) -> None:
-        wanted = _as_dict(params.get("notifications"))
+        wanted = as_dict(params.get("notifications"))
         if wanted is None:
-            raise _RpcError(-32602, "Invalid params: subscriptions/listen needs notifications")
+            raise RpcError(-32602, "Invalid params: subscriptions/listen needs notifications")
         capabilities = self._capabilities()
         honoured: JSONDict = {}
         for key, capability in (
@@ -1114,7 +952,7 @@ class Connection:
         ):
             if wanted.get(key) is True and capability in capabilities:
                 honoured[key] = True
-        uris = _as_list(wanted.get("resourceSubscriptions"))
+        uris = as_list(wanted.get("resourceSubscriptions"))
         if uris is not None and "resources" in capabilities:
             honoured["resourceSubscriptions"] = [uri for uri in uris if isinstance(uri, str)]
         # Registered before the acknowledgement goes out: sending waits when the client's
@@ -1144,13 +982,13 @@ class Connection:
         start = 0
         cursor = params.get("cursor")
         if cursor is not None:
-            start = _decode_cursor(key, cursor)
+            start = decode_cursor(key, cursor)
             if start > len(items):
-                raise _RpcError(-32602, "Invalid cursor")
+                raise RpcError(-32602, "Invalid cursor")
         end = len(items) if server.page_size is None else start + max(1, server.page_size)
         result: JSONDict = {key: [dict(item) for item in items[start:end]]}
         if end < len(items):
-            result["nextCursor"] = _encode_cursor(key, end)
+            result["nextCursor"] = encode_cursor(key, end)
         return result
 
     def _spawn(self, request_id: RequestId, era: Era, method: str, params: JSONDict) -> None:
@@ -1172,7 +1010,7 @@ class Connection:
                 try:
                     modern = era == "modern" and method in _MRTR_METHODS
                     round_number = self._check_mrtr(method, params) if modern else 0
-                except _RpcError as error:
+                except RpcError as error:
                     await self._send_error(request_id, error.code, error.message, error.data)
                     return
                 if method == "tools/call":
@@ -1214,11 +1052,11 @@ class Connection:
         if entry is None or entry.task is None:
             return None
         if era == "legacy":
-            if _as_dict(params.get("task")) is None:
+            if as_dict(params.get("task")) is None:
                 return None
         else:
-            meta = _as_dict(params.get("_meta")) or {}
-            extensions = _as_dict((_as_dict(meta.get(CLIENT_CAPABILITIES)) or {}).get("extensions"))
+            meta = as_dict(params.get("_meta")) or {}
+            extensions = as_dict((as_dict(meta.get(CLIENT_CAPABILITIES)) or {}).get("extensions"))
             if extensions is None or TASKS_EXTENSION not in extensions:
                 return None
         server = self.server
@@ -1268,12 +1106,12 @@ class Connection:
             try:
                 result: JSONDict = await self._call_tool(ctx, params)
             except ToolError as error:
-                custom = _as_dict(error.result)
-                result = {"content": [_text(str(error))]}
+                custom = as_dict(error.result)
+                result = {"content": [text_block(str(error))]}
                 if custom is not None and "content" in custom:
                     result = dict(custom)
                 result["isError"] = True
-            except _RpcError as error:
+            except RpcError as error:
                 task.error = {"code": error.code, "message": error.message}
                 if error.data is not None:
                     task.error["data"] = error.data
@@ -1294,7 +1132,7 @@ class Connection:
         task_id = params.get("taskId")
         task = self.server.tasks.get(task_id) if isinstance(task_id, str) else None
         if task is None:
-            raise _RpcError(-32602, f"Invalid params: unknown task {task_id!r}")
+            raise RpcError(-32602, f"Invalid params: unknown task {task_id!r}")
         return task
 
     def _task_request(self, era: Era, method: str, params: JSONDict) -> JSONDict:
@@ -1304,15 +1142,15 @@ class Connection:
         task = self._known_task(params)
         if method == "tasks/cancel":
             if task.status in TERMINAL:
-                raise _RpcError(-32602, f"Invalid params: task {task.task_id} already ended")
+                raise RpcError(-32602, f"Invalid params: task {task.task_id} already ended")
             task.cancel_requested = True
             task.set_status("cancelled", "cancelled by the client")
             task.scope.cancel()
             return self._task_wire(task) if era == "legacy" else {}
         if method == "tasks/update":
-            responses = _as_dict(params.get("inputResponses"))
+            responses = as_dict(params.get("inputResponses"))
             if responses is None:
-                raise _RpcError(-32602, "Invalid params: tasks/update needs inputResponses")
+                raise RpcError(-32602, "Invalid params: tasks/update needs inputResponses")
             task.updates.append(dict(responses))
             task.responses.update(responses)
             task.answered.set()
@@ -1331,13 +1169,13 @@ class Connection:
         """2025-11-25 ``tasks/result``: wait for the end, answer what tools/call would."""
         try:
             task = self._known_task(params)
-        except _RpcError as error:
+        except RpcError as error:
             await self._send_error(request_id, error.code, error.message, error.data)
             return
         await task.done.wait()
         if task.status == "completed" and task.result is not None:
             result = dict(task.result)
-            meta = dict(_as_dict(result.get("_meta")) or {})
+            meta = dict(as_dict(result.get("_meta")) or {})
             meta[RELATED_TASK] = {"taskId": task.task_id}
             result["_meta"] = meta
             await self._send_result(request_id, result)
@@ -1347,7 +1185,7 @@ class Connection:
 
     async def _failed(self, ctx: ToolContext, inputs: _Inputs, exc: BaseException) -> None:
         """Answer a request whose handler raised ``exc`` (or re-raise it)."""
-        leaves = _leaves(exc)
+        leaves = exception_leaves(exc)
         if all(isinstance(leaf, trio.Cancelled) for leaf in leaves):
             raise exc
         crashes = [leaf for leaf in leaves if isinstance(leaf, ServerCrash)]
@@ -1358,7 +1196,7 @@ class Connection:
             await self._send_input_required(ctx, inputs)
             return
         errors = [leaf for leaf in leaves if not isinstance(leaf, trio.Cancelled)]
-        if len(errors) == 1 and isinstance(errors[0], _RpcError):
+        if len(errors) == 1 and isinstance(errors[0], RpcError):
             error = errors[0]
             await self._send_error(ctx.request_id, error.code, error.message, error.data)
             return
@@ -1376,12 +1214,12 @@ class Connection:
         )
 
     async def _send_tool_error(self, ctx: ToolContext, error: ToolError) -> None:
-        custom = _as_dict(error.result)
+        custom = as_dict(error.result)
         result: JSONDict | None = (
             dict(custom) if custom is not None and "content" in custom else None
         )
         if result is None:
-            result = {"content": [_text(str(error))]}
+            result = {"content": [text_block(str(error))]}
         result["isError"] = True
         if ctx.era == "modern":
             result = self._complete(ctx.method, result)
@@ -1389,18 +1227,18 @@ class Connection:
 
     def _check_mrtr(self, method: str, params: JSONDict) -> int:
         """Validate ``inputResponses``/``requestState``; return the round number."""
-        if "inputResponses" in params and _as_dict(params["inputResponses"]) is None:
-            raise _RpcError(-32602, "Invalid params: inputResponses must be an object")
+        if "inputResponses" in params and as_dict(params["inputResponses"]) is None:
+            raise RpcError(-32602, "Invalid params: inputResponses must be an object")
         if "requestState" not in params:
             return 0
         state = params["requestState"]
         if not isinstance(state, str):
-            raise _RpcError(-32602, "Invalid params: requestState must be a string")
+            raise RpcError(-32602, "Invalid params: requestState must be a string")
         server = self.server
         server.request_states_seen.append(state)
         issued = self.state.issued_states.get(state)
         if issued is None or issued[:2] != (method, _target(params)):
-            raise _RpcError(
+            raise RpcError(
                 -32602,
                 "Invalid params: requestState was not issued by this server for this request "
                 "(clients must echo it byte for byte, on a retry of the same request)",
@@ -1436,50 +1274,50 @@ class Connection:
     async def _call_tool(self, ctx: ToolContext, params: JSONDict) -> JSONDict:
         name = params.get("name")
         if not isinstance(name, str):
-            raise _RpcError(-32602, "Invalid params: tools/call needs a tool name")
+            raise RpcError(-32602, "Invalid params: tools/call needs a tool name")
         entry = self.state.tools.get(name)
         if entry is None:
-            raise _RpcError(-32602, f"Unknown tool: {name}")
+            raise RpcError(-32602, f"Unknown tool: {name}")
         raw = params.get("arguments")
-        arguments = {} if raw is None else _as_dict(raw)
+        arguments = {} if raw is None else as_dict(raw)
         if arguments is None:
-            raise _RpcError(-32602, f"Invalid arguments for tool {name}: expected an object")
+            raise RpcError(-32602, f"Invalid arguments for tool {name}: expected an object")
         for required in entry.required:
             if required not in arguments:
-                raise _RpcError(
+                raise RpcError(
                     -32602,
                     f"Invalid arguments for tool {name}: Missing required property '{required}'",
                 )
         if entry.accepted is not None:
             for argument in arguments:
                 if argument not in entry.accepted:
-                    raise _RpcError(
+                    raise RpcError(
                         -32602,
                         f"Invalid arguments for tool {name}: Unexpected property '{argument}'",
                     )
-        value = await _maybe_await(entry.function(ctx, **arguments))
-        return _tool_result(value)
+        value = await maybe_await(entry.function(ctx, **arguments))
+        return tool_result(value)
 
     async def _get_prompt(self, ctx: ToolContext, params: JSONDict) -> JSONDict:
         name = params.get("name")
         if not isinstance(name, str):
-            raise _RpcError(-32602, "Invalid params: prompts/get needs a prompt name")
+            raise RpcError(-32602, "Invalid params: prompts/get needs a prompt name")
         entry = self.state.prompts.get(name)
         if entry is None:
-            raise _RpcError(-32602, f"Unknown prompt: {name}")
+            raise RpcError(-32602, f"Unknown prompt: {name}")
         raw = params.get("arguments")
-        arguments = {} if raw is None else _as_dict(raw)
+        arguments = {} if raw is None else as_dict(raw)
         if arguments is None:
-            raise _RpcError(-32602, f"Invalid arguments for prompt {name}: expected an object")
+            raise RpcError(-32602, f"Invalid arguments for prompt {name}: expected an object")
         for required in entry.required:
             if required not in arguments:
-                raise _RpcError(
+                raise RpcError(
                     -32602, f"Invalid arguments for prompt {name}: Missing argument '{required}'"
                 )
         if entry.handler is None:
-            result = _prompt_result(entry.messages)
+            result = prompt_result(entry.messages)
         else:
-            result = _prompt_result(await _maybe_await(entry.handler(ctx, **arguments)))
+            result = prompt_result(await maybe_await(entry.handler(ctx, **arguments)))
         description = entry.definition.get("description")
         if description is not None and "description" not in result:
             result["description"] = description
@@ -1488,7 +1326,7 @@ class Connection:
     async def _read_resource(self, ctx: ToolContext, params: JSONDict) -> JSONDict:
         uri = params.get("uri")
         if not isinstance(uri, str):
-            raise _RpcError(-32602, "Invalid params: resources/read needs a uri")
+            raise RpcError(-32602, "Invalid params: resources/read needs a uri")
         resource = self.state.resources.get(uri)
         if resource is not None:
             return {"contents": [dict(resource.contents)]}
@@ -1497,22 +1335,22 @@ class Connection:
                 continue
             variables = match_uri_template(template.pattern, uri)
             if variables is not None:
-                value = await _maybe_await(template.handler(ctx, uri, **variables))
+                value = await maybe_await(template.handler(ctx, uri, **variables))
                 mime_type = template.definition.get("mimeType")
-                return _read_result(uri, value, mime_type if isinstance(mime_type, str) else None)
+                return read_result(uri, value, mime_type if isinstance(mime_type, str) else None)
         code = -32602 if ctx.era == "modern" else -32002
-        raise _RpcError(code, "Resource not found", {"uri": uri})
+        raise RpcError(code, "Resource not found", {"uri": uri})
 
     async def _complete_argument(self, params: JSONDict) -> JSONDict:
         handler = self.state.completion
         if handler is None:
-            raise _RpcError(-32601, "Method not found: completion/complete (no completions)")
-        ref = _as_dict(params.get("ref"))
-        argument = _as_dict(params.get("argument"))
+            raise RpcError(-32601, "Method not found: completion/complete (no completions)")
+        ref = as_dict(params.get("ref"))
+        argument = as_dict(params.get("argument"))
         if ref is None or argument is None:
-            raise _RpcError(-32602, "Invalid params: completion/complete needs ref and argument")
-        value = await _maybe_await(handler(ref, argument, _as_dict(params.get("context"))))
-        items = _as_list(value)
+            raise RpcError(-32602, "Invalid params: completion/complete needs ref and argument")
+        value = await maybe_await(handler(ref, argument, as_dict(params.get("context"))))
+        items = as_list(value)
         if items is not None:
             values = [str(v) for v in items]
             return {
@@ -1522,7 +1360,7 @@ class Connection:
                     "hasMore": len(values) > 100,
                 }
             }
-        mapping = _as_dict(value)
+        mapping = as_dict(value)
         if mapping is None:
             raise TypeError("a completion handler must return a list of strings or a dict")
         return dict(mapping) if "completion" in mapping else {"completion": dict(mapping)}
@@ -1532,20 +1370,3 @@ def _target(params: JSONDict) -> str:
     """What an MRTR request is about: the tool/prompt name or resource URI."""
     value = params.get("name", params.get("uri"))
     return value if isinstance(value, str) else ""
-
-
-def _encode_cursor(kind: str, offset: int) -> str:
-    return base64.urlsafe_b64encode(f"{kind}:{offset}".encode()).decode("ascii")
-
-
-def _decode_cursor(kind: str, cursor: Any) -> int:
-    if not isinstance(cursor, str):
-        raise _RpcError(-32602, "Invalid cursor")
-    try:
-        decoded = base64.urlsafe_b64decode(cursor.encode("ascii")).decode()
-        prefix, _, offset = decoded.partition(":")
-        if prefix != kind:
-            raise ValueError(prefix)
-        return int(offset)
-    except (ValueError, UnicodeError) as exc:
-        raise _RpcError(-32602, "Invalid cursor") from exc

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, cast
 import msgspec
 import trio
 
-from ._connection import SUBSCRIPTION_ID
 from ._faults import FaultyStream
+from ._wire import SUBSCRIPTION_ID
 
 if TYPE_CHECKING:
     import httpx

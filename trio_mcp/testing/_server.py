@@ -13,7 +13,7 @@ import trio
 
 from .._transports._base import Transport
 from .._transports._memory import MEMORY_BUFFER_SIZE, MemoryServerStream
-from ._connection import Connection, RequestId, ServerStream
+from ._connection import Connection
 from ._faults import Faults, FaultyStream, MockClientTransport
 from ._registry import (
     JSONDict,
@@ -29,6 +29,7 @@ from ._registry import (
     resource_contents,
 )
 from ._tasks import MockTask
+from ._wire import RequestId, ServerStream
 
 if TYPE_CHECKING:
     from ._http import MockHTTPServer
