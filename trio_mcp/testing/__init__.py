@@ -32,7 +32,7 @@ from ._checker import CHECKS as CHECKS
 from ._checker import TransportContractError as TransportContractError
 from ._checker import check_transport as check_transport
 from ._checker import echo_server as echo_server
-from ._connection import ToolContext as ToolContext
+from ._context import ToolContext as ToolContext
 from ._demo import demo_server as demo_server
 from ._faults import DEFAULT_CRASH_STDERR as DEFAULT_CRASH_STDERR
 from ._faults import Faults as Faults

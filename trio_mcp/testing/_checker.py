@@ -16,7 +16,7 @@ import trio
 
 from .._exceptions import TransportError
 from .._session import ClientSession
-from ._connection import ToolContext
+from ._context import ToolContext
 from ._server import MockServer
 
 __all__ = ["CHECKS", "Check", "Kill", "Opener", "TransportContractError", "check_transport"]

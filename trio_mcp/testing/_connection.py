@@ -15,16 +15,15 @@ scope, so many run at once and ``notifications/cancelled`` cancels exactly one o
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import json
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 import trio
 
 from .._exceptions import MCPError, ServerError, ToolError
+from ._context import ToolContext
+from ._mrtr import Inputs, check_round, input_required_result
 from ._registry import JSONDict, ServerState, match_uri_template
 from ._results import (
     decode_cursor,
@@ -40,7 +39,6 @@ from ._wire import (
     CLIENT_INFO,
     LEVEL_RANK,
     LOG_LEVEL,
-    LOG_LEVELS,
     PROTOCOL_VERSION,
     SERVER_INFO,
     SUBSCRIPTION_ID,
@@ -59,7 +57,7 @@ from ._wire import (
 if TYPE_CHECKING:
     from ._server import MockServer
 
-__all__ = ["Connection", "ToolContext"]
+__all__ = ["Connection"]
 
 
 #: Results that carry ``ttlMs``/``cacheScope`` in the modern era.
@@ -111,30 +109,8 @@ _MODERN_METHODS = frozenset(
         "completion/complete",
     }
 )
-_INPUT_CAPABILITIES = {
-    "sampling/createMessage": "sampling",
-    "elicitation/create": "elicitation",
-    "roots/list": "roots",
-}
-
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder()
-
-
-class _InputRequired(BaseException):
-    """Unwinds a modern handler that needs input the client has not provided yet."""
-
-
-class _Inputs:
-    """The multi round-trip bookkeeping of one execution of a modern handler."""
-
-    __slots__ = ("counter", "missing", "responses", "round")
-
-    def __init__(self, params: JSONDict, round_number: int) -> None:
-        self.responses: JSONDict = as_dict(params.get("inputResponses")) or {}
-        self.missing: dict[str, JSONDict] = {}
-        self.counter: int = 0
-        self.round: int = round_number
 
 
 class _Pending:
@@ -146,309 +122,6 @@ class _Pending:
         self.event = trio.Event()
         self.result: JSONDict = {}
         self.error: JSONDict | None = None
-
-
-class ToolContext:
-    """What a tool (or prompt, resource template) handler can do while it runs.
-
-    Passed as the first argument to every handler. In the legacy era, :meth:`sample`,
-    :meth:`elicit` and :meth:`list_roots` send real JSON-RPC requests to the client and wait
-    for its answer. In the modern era they follow the multi round-trip pattern: the handler
-    is **re-executed from the start** on every round; when it asks for an input whose key
-    (``"input-1"``, ``"input-2"``, ... in call order) is missing from the request's
-    ``inputResponses``, the handler is unwound and the server answers with an
-    ``input_required`` result instead.
-
-    A handler is cancelled (:class:`trio.Cancelled`) when the client sends
-    ``notifications/cancelled`` for its request; no response is sent then.
-    """
-
-    def __init__(
-        self,
-        connection: Connection,
-        *,
-        request_id: RequestId,
-        method: str,
-        params: JSONDict,
-        era: Era,
-        scope: trio.CancelScope,
-        inputs: _Inputs,
-    ) -> None:
-        self._connection = connection
-        self._request_id = request_id
-        self._method = method
-        self._params = params
-        self._meta: JSONDict = as_dict(params.get("_meta")) or {}
-        self._era: Era = era
-        self._scope = scope
-        self._inputs = inputs
-        self._task: MockTask | None = None
-
-    @property
-    def task(self) -> MockTask | None:
-        """The task this call runs as, or None (see ``MockServer.tasks``)."""
-        return self._task
-
-    @property
-    def request_id(self) -> RequestId:
-        """The JSON-RPC id of the request being served."""
-        return self._request_id
-
-    @property
-    def method(self) -> str:
-        """The method being served (``tools/call``, ``prompts/get``, ...)."""
-        return self._method
-
-    @property
-    def params(self) -> JSONDict:
-        """The request's ``params``, decoded."""
-        return self._params
-
-    @property
-    def meta(self) -> JSONDict:
-        """The request's ``_meta`` (empty if it had none)."""
-        return self._meta
-
-    @property
-    def era(self) -> Era:
-        """``"legacy"`` or ``"modern"``: the era this request is served in."""
-        return self._era
-
-    @property
-    def server(self) -> MockServer:
-        """The server this request was sent to."""
-        return self._connection.server
-
-    @property
-    def cancelled(self) -> bool:
-        """Whether the client cancelled this request (useful inside a shielded scope)."""
-        return self._scope.cancel_called
-
-    @property
-    def round(self) -> int:
-        """Modern era: how many ``input_required`` rounds came before this execution."""
-        return self._inputs.round
-
-    @property
-    def input_responses(self) -> JSONDict:
-        """Modern era: the ``inputResponses`` the client sent with this request."""
-        return self._inputs.responses
-
-    @property
-    def request_state(self) -> str | None:
-        """Modern era: the ``requestState`` the client echoed, if any."""
-        state = self._params.get("requestState")
-        return state if isinstance(state, str) else None
-
-    async def progress(
-        self, progress: float, total: float | None = None, message: str | None = None
-    ) -> None:
-        """Send ``notifications/progress``, if the request carried a ``progressToken``.
-
-        Args:
-            progress: The progress so far; should increase on every call.
-            total: The total, if known.
-            message: A human-readable status line.
-        """
-        token = self._meta.get("progressToken")
-        if token is None:
-            return
-        params: JSONDict = {"progressToken": token, "progress": progress}
-        if total is not None:
-            params["total"] = total
-        if message is not None:
-            params["message"] = message
-        await self._connection.send(
-            {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
-        )
-
-    async def log(self, level: str, data: Any, logger: str | None = None) -> None:
-        """Send ``notifications/message`` if the client asked for this level.
-
-        Legacy: honours the level set with ``logging/setLevel`` (everything until then).
-        Modern: sent only if the request's ``_meta`` has ``io.modelcontextprotocol/logLevel``
-        at or below ``level``.
-
-        Args:
-            level: The syslog level: ``debug``, ``info``, ... ``emergency``.
-            data: The message: any JSON-serialisable value.
-            logger: An optional logger name.
-
-        Raises:
-            ValueError: ``level`` is not a syslog level name.
-        """
-        rank = LEVEL_RANK.get(level)
-        if rank is None:
-            raise ValueError(f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}")
-        if self._era == "legacy":
-            threshold = self._connection.log_level
-        else:
-            requested = self._meta.get(LOG_LEVEL)
-            if not isinstance(requested, str):
-                return
-            threshold = requested
-        if threshold is not None and rank < LEVEL_RANK.get(threshold, 0):
-            return
-        params: JSONDict = {"level": level, "data": data}
-        if logger is not None:
-            params["logger"] = logger
-        await self._connection.send(
-            {"jsonrpc": "2.0", "method": "notifications/message", "params": params}
-        )
-
-    async def sample(self, params: Mapping[str, Any], *, key: str | None = None) -> JSONDict:
-        """Ask the client to sample its LLM (``sampling/createMessage``).
-
-        Args:
-            params: The ``CreateMessageRequest`` params.
-            key: Modern era: the ``inputRequests`` key (default ``input-N``, numbered in
-                call order; pass explicit keys when asking for inputs concurrently).
-
-        Returns:
-            The client's ``CreateMessageResult``, decoded.
-
-        Raises:
-            ClientRequestError: (legacy) the client answered with an error.
-        """
-        return await self._single("sampling/createMessage", params, key)
-
-    async def elicit(self, params: Mapping[str, Any], *, key: str | None = None) -> JSONDict:
-        """Ask the client to elicit input from its user (``elicitation/create``).
-
-        Args:
-            params: The ``ElicitRequest`` params.
-            key: Modern era: the ``inputRequests`` key (see :meth:`sample`).
-
-        Returns:
-            The client's ``ElicitResult``, decoded.
-
-        Raises:
-            ClientRequestError: (legacy) the client answered with an error.
-        """
-        return await self._single("elicitation/create", params, key)
-
-    async def list_roots(self, *, key: str | None = None) -> JSONDict:
-        """Ask the client for its roots (``roots/list``).
-
-        Args:
-            key: Modern era: the ``inputRequests`` key (see :meth:`sample`).
-
-        Returns:
-            The client's ``ListRootsResult``, decoded.
-
-        Raises:
-            ClientRequestError: (legacy) the client answered with an error.
-        """
-        return await self._single("roots/list", None, key)
-
-    async def input_many(self, requests: Mapping[str, Mapping[str, Any]]) -> dict[str, JSONDict]:
-        """Ask for several inputs at once, under keys of your choosing.
-
-        Args:
-            requests: Maps each key to a request object ``{"method": ..., "params": ...}``.
-                Don't use keys of the form ``input-N``: those name single requests.
-
-        Returns:
-            The client's result for each key. In the modern era, every missing key is
-            requested in one ``input_required`` round. In the legacy era, the requests are
-            sent to the client concurrently.
-
-        Raises:
-            ClientRequestError: (legacy) the client answered one of them with an error.
-        """
-        wanted: dict[str, JSONDict] = {}
-        for key, request in requests.items():
-            wanted[key] = dict(request)
-        if self._task is not None:
-            return await self._task_inputs(wanted)
-        if self._era == "legacy":
-            results: dict[str, JSONDict] = {}
-
-            async def one(key: str, request: JSONDict) -> None:
-                params = as_dict(request.get("params"))
-                results[key] = await self._connection.client_request(
-                    str(request.get("method")), params
-                )
-
-            async with trio.open_nursery() as nursery:
-                for key, request in wanted.items():
-                    nursery.start_soon(one, key, request)
-            return results
-        return self._modern_inputs(wanted)
-
-    async def _task_inputs(self, requests: dict[str, JSONDict]) -> dict[str, JSONDict]:
-        """Input for a task: ``input_required`` until the client answers."""
-        task = self._task
-        assert task is not None
-        task.set_status("input_required", "waiting for input")
-        await self._connection.task_status_changed(task)
-        results: dict[str, JSONDict] = {}
-        if task.era == "legacy":
-            for key, request in requests.items():
-                params = dict(as_dict(request.get("params")) or {})
-                meta = dict(as_dict(params.get("_meta")) or {})
-                meta[RELATED_TASK] = {"taskId": task.task_id}
-                params["_meta"] = meta
-                results[key] = await self._connection.client_request(
-                    str(request.get("method")), params
-                )
-        else:
-            task.input_requests = dict(requests)
-            while not all(key in task.responses for key in requests):
-                task.answered = trio.Event()
-                await task.answered.wait()
-            for key in requests:
-                results[key] = as_dict(task.responses.pop(key)) or {}
-            task.input_requests = {}
-        task.set_status("working")
-        await self._connection.task_status_changed(task)
-        return results
-
-    async def _single(
-        self, method: str, params: Mapping[str, Any] | None, key: str | None
-    ) -> JSONDict:
-        if self._task is not None:
-            if key is None:
-                self._inputs.counter += 1
-                key = f"input-{self._inputs.counter}"
-            wanted: JSONDict = {"method": method}
-            if params is not None:
-                wanted["params"] = dict(params)
-            return (await self._task_inputs({key: wanted}))[key]
-        if self._era == "legacy":
-            return await self._connection.client_request(
-                method, dict(params) if params is not None else None
-            )
-        if key is None:
-            self._inputs.counter += 1
-            key = f"input-{self._inputs.counter}"
-        request: JSONDict = {"method": method}
-        if params is not None:
-            request["params"] = dict(params)
-        return self._modern_inputs({key: request})[key]
-
-    def _modern_inputs(self, requests: dict[str, JSONDict]) -> dict[str, JSONDict]:
-        capabilities = as_dict(self._meta.get(CLIENT_CAPABILITIES)) or {}
-        for request in requests.values():
-            capability = _INPUT_CAPABILITIES.get(str(request.get("method")))
-            if capability is not None and capability not in capabilities:
-                raise RpcError(
-                    -32021,
-                    f"Server requires the {capability} capability for this request",
-                    {"requiredCapabilities": {capability: {}}},
-                )
-        results: dict[str, JSONDict] = {}
-        missing: dict[str, JSONDict] = {}
-        for key, request in requests.items():
-            response = as_dict(self._inputs.responses.get(key))
-            if response is None:
-                missing[key] = request
-            else:
-                results[key] = response
-        if missing:
-            self._inputs.missing.update(missing)
-            raise _InputRequired
-        return results
 
 
 class Connection:
@@ -1009,7 +682,11 @@ class Connection:
             with scope:
                 try:
                     modern = era == "modern" and method in _MRTR_METHODS
-                    round_number = self._check_mrtr(method, params) if modern else 0
+                    round_number = (
+                        check_round(self.state, self.server.request_states_seen, method, params)
+                        if modern
+                        else 0
+                    )
                 except RpcError as error:
                     await self._send_error(request_id, error.code, error.message, error.data)
                     return
@@ -1019,7 +696,7 @@ class Connection:
                         del self.inflight[request_id]
                         await self._run_task(task, request_id, params)
                         return
-                inputs = _Inputs(params, round_number)
+                inputs = Inputs(params, round_number)
                 ctx = ToolContext(
                     self,
                     request_id=request_id,
@@ -1099,7 +776,7 @@ class Connection:
             params=params,
             era=task.era,
             scope=task.scope,
-            inputs=_Inputs(params, 0),
+            inputs=Inputs(params, 0),
         )
         ctx._task = task  # pyright: ignore[reportPrivateUsage]
         with task.scope:
@@ -1183,7 +860,7 @@ class Connection:
         failure = task.error or {"code": -32603, "message": f"task {task.task_id} {task.status}"}
         await self._send_error(request_id, failure["code"], failure["message"], failure.get("data"))
 
-    async def _failed(self, ctx: ToolContext, inputs: _Inputs, exc: BaseException) -> None:
+    async def _failed(self, ctx: ToolContext, inputs: Inputs, exc: BaseException) -> None:
         """Answer a request whose handler raised ``exc`` (or re-raise it)."""
         leaves = exception_leaves(exc)
         if all(isinstance(leaf, trio.Cancelled) for leaf in leaves):
@@ -1225,41 +902,10 @@ class Connection:
             result = self._complete(ctx.method, result)
         await self._send_result(ctx.request_id, result)
 
-    def _check_mrtr(self, method: str, params: JSONDict) -> int:
-        """Validate ``inputResponses``/``requestState``; return the round number."""
-        if "inputResponses" in params and as_dict(params["inputResponses"]) is None:
-            raise RpcError(-32602, "Invalid params: inputResponses must be an object")
-        if "requestState" not in params:
-            return 0
-        state = params["requestState"]
-        if not isinstance(state, str):
-            raise RpcError(-32602, "Invalid params: requestState must be a string")
-        server = self.server
-        server.request_states_seen.append(state)
-        issued = self.state.issued_states.get(state)
-        if issued is None or issued[:2] != (method, _target(params)):
-            raise RpcError(
-                -32602,
-                "Invalid params: requestState was not issued by this server for this request "
-                "(clients must echo it byte for byte, on a retry of the same request)",
-            )
-        return issued[2] + 1
-
-    async def _send_input_required(self, ctx: ToolContext, inputs: _Inputs) -> None:
-        self.state.state_serial += 1
-        target = _target(ctx.params)
-        payload = json.dumps(
-            {"m": ctx.method, "t": target, "r": ctx.round, "s": self.state.state_serial},
-            separators=(",", ":"),
+    async def _send_input_required(self, ctx: ToolContext, inputs: Inputs) -> None:
+        result = input_required_result(
+            self.state, ctx.method, ctx.params, ctx.round, inputs, self._server_info()
         )
-        state = base64.b64encode(payload.encode()).decode("ascii")
-        self.state.issued_states[state] = (ctx.method, target, ctx.round)
-        result: JSONDict = {
-            "resultType": "input_required",
-            "inputRequests": dict(inputs.missing),
-            "requestState": state,
-            "_meta": {SERVER_INFO: self._server_info()},
-        }
         await self._send_result(ctx.request_id, result)
 
     async def _execute(self, ctx: ToolContext, method: str, params: JSONDict) -> JSONDict:
@@ -1364,9 +1010,3 @@ class Connection:
         if mapping is None:
             raise TypeError("a completion handler must return a list of strings or a dict")
         return dict(mapping) if "completion" in mapping else {"completion": dict(mapping)}
-
-
-def _target(params: JSONDict) -> str:
-    """What an MRTR request is about: the tool/prompt name or resource URI."""
-    value = params.get("name", params.get("uri"))
-    return value if isinstance(value, str) else ""

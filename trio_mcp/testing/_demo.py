@@ -6,7 +6,7 @@ from typing import Any
 
 import trio
 
-from ._connection import ToolContext
+from ._context import ToolContext
 from ._server import Eras, MockServer
 from ._wire import ServerCrash
 
