@@ -23,15 +23,11 @@ import trio
 
 from .._exceptions import MCPError, ServerError, ToolError
 from ._context import ToolContext
+from ._methods import LIST_KEYS, call_tool, execute, list_page
 from ._mrtr import Inputs, check_round, input_required_result
-from ._registry import JSONDict, ServerState, match_uri_template
+from ._registry import JSONDict, ServerState
 from ._results import (
-    decode_cursor,
-    encode_cursor,
-    prompt_result,
-    read_result,
     text_block,
-    tool_result,
 )
 from ._tasks import RELATED_TASK, TASKS_EXTENSION, TERMINAL, MockTask
 from ._wire import (
@@ -71,12 +67,6 @@ CACHEABLE_METHODS = frozenset(
         "resources/read",
     }
 )
-_LIST_KEYS = {
-    "tools/list": "tools",
-    "prompts/list": "prompts",
-    "resources/list": "resources",
-    "resources/templates/list": "resourceTemplates",
-}
 _HANDLER_METHODS = frozenset({"tools/call", "prompts/get", "resources/read", "completion/complete"})
 _MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 _LEGACY_METHODS = frozenset(
@@ -465,8 +455,8 @@ class Connection:
             return
         if method == "ping":
             result: JSONDict = {}
-        elif method in _LIST_KEYS:
-            result = self._list(method, params)
+        elif method in LIST_KEYS:
+            result = list_page(self.state, self.server.page_size, method, params)
         elif method == "logging/setLevel":
             level = params.get("level")
             if not isinstance(level, str) or level not in LEVEL_RANK:
@@ -575,7 +565,7 @@ class Connection:
         if method == "server/discover":
             result = self._discover_result()
         else:
-            result = self._list(method, params)
+            result = list_page(self.state, self.server.page_size, method, params)
         await self._send_result(request_id, self._complete(method, result))
 
     def _discover_result(self) -> JSONDict:
@@ -639,31 +629,6 @@ class Connection:
             }
         )
 
-    # -- shared handlers -------------------------------------------------------------------
-
-    def _list(self, method: str, params: JSONDict) -> JSONDict:
-        server = self.server
-        key = _LIST_KEYS[method]
-        if method == "tools/list":
-            items = [entry.definition for entry in self.state.tools.values()]
-        elif method == "prompts/list":
-            items = [entry.definition for entry in self.state.prompts.values()]
-        elif method == "resources/list":
-            items = [entry.definition for entry in self.state.resources.values()]
-        else:
-            items = [entry.definition for entry in self.state.templates.values()]
-        start = 0
-        cursor = params.get("cursor")
-        if cursor is not None:
-            start = decode_cursor(key, cursor)
-            if start > len(items):
-                raise RpcError(-32602, "Invalid cursor")
-        end = len(items) if server.page_size is None else start + max(1, server.page_size)
-        result: JSONDict = {key: [dict(item) for item in items[start:end]]}
-        if end < len(items):
-            result["nextCursor"] = encode_cursor(key, end)
-        return result
-
     def _spawn(self, request_id: RequestId, era: Era, method: str, params: JSONDict) -> None:
         assert self._nursery is not None
         scope = trio.CancelScope()
@@ -707,7 +672,7 @@ class Connection:
                     inputs=inputs,
                 )
                 try:
-                    result = await self._execute(ctx, method, params)
+                    result = await execute(self.state, ctx, method, params)
                 except BaseException as exc:
                     await self._failed(ctx, inputs, exc)
                     return
@@ -781,7 +746,7 @@ class Connection:
         ctx._task = task  # pyright: ignore[reportPrivateUsage]
         with task.scope:
             try:
-                result: JSONDict = await self._call_tool(ctx, params)
+                result: JSONDict = await call_tool(self.state, ctx, params)
             except ToolError as error:
                 custom = as_dict(error.result)
                 result = {"content": [text_block(str(error))]}
@@ -907,106 +872,3 @@ class Connection:
             self.state, ctx.method, ctx.params, ctx.round, inputs, self._server_info()
         )
         await self._send_result(ctx.request_id, result)
-
-    async def _execute(self, ctx: ToolContext, method: str, params: JSONDict) -> JSONDict:
-        if method == "tools/call":
-            return await self._call_tool(ctx, params)
-        if method == "prompts/get":
-            return await self._get_prompt(ctx, params)
-        if method == "resources/read":
-            return await self._read_resource(ctx, params)
-        return await self._complete_argument(params)
-
-    async def _call_tool(self, ctx: ToolContext, params: JSONDict) -> JSONDict:
-        name = params.get("name")
-        if not isinstance(name, str):
-            raise RpcError(-32602, "Invalid params: tools/call needs a tool name")
-        entry = self.state.tools.get(name)
-        if entry is None:
-            raise RpcError(-32602, f"Unknown tool: {name}")
-        raw = params.get("arguments")
-        arguments = {} if raw is None else as_dict(raw)
-        if arguments is None:
-            raise RpcError(-32602, f"Invalid arguments for tool {name}: expected an object")
-        for required in entry.required:
-            if required not in arguments:
-                raise RpcError(
-                    -32602,
-                    f"Invalid arguments for tool {name}: Missing required property '{required}'",
-                )
-        if entry.accepted is not None:
-            for argument in arguments:
-                if argument not in entry.accepted:
-                    raise RpcError(
-                        -32602,
-                        f"Invalid arguments for tool {name}: Unexpected property '{argument}'",
-                    )
-        value = await maybe_await(entry.function(ctx, **arguments))
-        return tool_result(value)
-
-    async def _get_prompt(self, ctx: ToolContext, params: JSONDict) -> JSONDict:
-        name = params.get("name")
-        if not isinstance(name, str):
-            raise RpcError(-32602, "Invalid params: prompts/get needs a prompt name")
-        entry = self.state.prompts.get(name)
-        if entry is None:
-            raise RpcError(-32602, f"Unknown prompt: {name}")
-        raw = params.get("arguments")
-        arguments = {} if raw is None else as_dict(raw)
-        if arguments is None:
-            raise RpcError(-32602, f"Invalid arguments for prompt {name}: expected an object")
-        for required in entry.required:
-            if required not in arguments:
-                raise RpcError(
-                    -32602, f"Invalid arguments for prompt {name}: Missing argument '{required}'"
-                )
-        if entry.handler is None:
-            result = prompt_result(entry.messages)
-        else:
-            result = prompt_result(await maybe_await(entry.handler(ctx, **arguments)))
-        description = entry.definition.get("description")
-        if description is not None and "description" not in result:
-            result["description"] = description
-        return result
-
-    async def _read_resource(self, ctx: ToolContext, params: JSONDict) -> JSONDict:
-        uri = params.get("uri")
-        if not isinstance(uri, str):
-            raise RpcError(-32602, "Invalid params: resources/read needs a uri")
-        resource = self.state.resources.get(uri)
-        if resource is not None:
-            return {"contents": [dict(resource.contents)]}
-        for template in self.state.templates.values():
-            if template.handler is None:
-                continue
-            variables = match_uri_template(template.pattern, uri)
-            if variables is not None:
-                value = await maybe_await(template.handler(ctx, uri, **variables))
-                mime_type = template.definition.get("mimeType")
-                return read_result(uri, value, mime_type if isinstance(mime_type, str) else None)
-        code = -32602 if ctx.era == "modern" else -32002
-        raise RpcError(code, "Resource not found", {"uri": uri})
-
-    async def _complete_argument(self, params: JSONDict) -> JSONDict:
-        handler = self.state.completion
-        if handler is None:
-            raise RpcError(-32601, "Method not found: completion/complete (no completions)")
-        ref = as_dict(params.get("ref"))
-        argument = as_dict(params.get("argument"))
-        if ref is None or argument is None:
-            raise RpcError(-32602, "Invalid params: completion/complete needs ref and argument")
-        value = await maybe_await(handler(ref, argument, as_dict(params.get("context"))))
-        items = as_list(value)
-        if items is not None:
-            values = [str(v) for v in items]
-            return {
-                "completion": {
-                    "values": values[:100],
-                    "total": len(values),
-                    "hasMore": len(values) > 100,
-                }
-            }
-        mapping = as_dict(value)
-        if mapping is None:
-            raise TypeError("a completion handler must return a list of strings or a dict")
-        return dict(mapping) if "completion" in mapping else {"completion": dict(mapping)}
