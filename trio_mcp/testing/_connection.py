@@ -23,13 +23,14 @@ import trio
 
 from .._exceptions import MCPError, ServerError, ToolError
 from ._context import ToolContext
-from ._methods import LIST_KEYS, call_tool, execute, list_page
+from ._methods import LIST_KEYS, execute, list_page
 from ._mrtr import Inputs, check_round, input_required_result
 from ._registry import JSONDict, ServerState
 from ._results import (
     text_block,
 )
-from ._tasks import RELATED_TASK, TASKS_EXTENSION, TERMINAL, MockTask
+from ._task_requests import new_task, run_task, task_request, task_result, task_wire
+from ._tasks import TASKS_EXTENSION, MockTask
 from ._wire import (
     CLIENT_CAPABILITIES,
     CLIENT_INFO,
@@ -203,10 +204,10 @@ class Connection:
             ):
                 await self.stream.send(data)
 
-    async def _send_result(self, request_id: RequestId, result: JSONDict) -> None:
+    async def send_result(self, request_id: RequestId, result: JSONDict) -> None:
         await self.send({"jsonrpc": "2.0", "id": request_id, "result": result})
 
-    async def _send_error(
+    async def send_error(
         self, request_id: RequestId | None, code: int, message: str, data: Any = None
     ) -> None:
         error: JSONDict = {"code": code, "message": message}
@@ -242,7 +243,7 @@ class Connection:
             return list(server.supported_versions)
         return [*server.supported_versions, *server.legacy_versions]
 
-    def _complete(self, method: str, body: JSONDict) -> JSONDict:
+    def complete(self, method: str, body: JSONDict) -> JSONDict:
         """Decorate a modern result: ``resultType``, ``serverInfo``, cache hints."""
         body["resultType"] = "complete"
         meta = dict(as_dict(body.get("_meta")) or {})
@@ -326,7 +327,7 @@ class Connection:
         subscriptions = list(self.subscriptions)
         self.subscriptions.clear()
         for subscription_id in subscriptions:
-            await self._send_result(
+            await self.send_result(
                 subscription_id,
                 {
                     "resultType": "complete",
@@ -340,11 +341,11 @@ class Connection:
         try:
             decoded: Any = _decoder.decode(data)
         except msgspec.DecodeError:
-            await self._send_error(None, -32700, "Parse error")
+            await self.send_error(None, -32700, "Parse error")
             return
         message = as_dict(decoded)
         if message is None:
-            await self._send_error(None, -32600, "Invalid request: expected one JSON object")
+            await self.send_error(None, -32600, "Invalid request: expected one JSON object")
             return
         try:
             await self._dispatch(message)
@@ -358,14 +359,14 @@ class Connection:
             if "id" in message and ("result" in message or "error" in message):
                 self._on_response(message)
             else:
-                await self._send_error(None, -32600, "Invalid request: no method")
+                await self.send_error(None, -32600, "Invalid request: no method")
             return
         request_id = message.get("id")
         if not isinstance(method, str) or (
             "id" in message
             and (isinstance(request_id, bool) or not isinstance(request_id, (int, str)))
         ):
-            await self._send_error(None, -32600, "Invalid request")
+            await self.send_error(None, -32600, "Invalid request")
             return
         raw_params = message.get("params")
         params = {} if raw_params is None else as_dict(raw_params)
@@ -378,7 +379,7 @@ class Connection:
                 raise RpcError(-32602, "Invalid params: params must be an object")
             await self._on_request(request_id, method, params)
         except RpcError as error:
-            await self._send_error(request_id, error.code, error.message, error.data)
+            await self.send_error(request_id, error.code, error.message, error.data)
 
     def _on_response(self, message: JSONDict) -> None:
         request_id = message.get("id")
@@ -439,14 +440,14 @@ class Connection:
             raise RpcError(-32600, f"Invalid request: {method} received before initialize")
         if method in self.server.methods:
             answer = await maybe_await(self.server.methods[method](params))
-            await self._send_result(request_id, dict(answer))
+            await self.send_result(request_id, dict(answer))
             return
         if method in ("tasks/get", "tasks/result", "tasks/list", "tasks/cancel"):
             if method == "tasks/result":
                 assert self._nursery is not None
-                self._nursery.start_soon(self._task_result, request_id, params)
+                self._nursery.start_soon(task_result, self, request_id, params)
                 return
-            await self._send_result(request_id, self._task_request("legacy", method, params))
+            await self.send_result(request_id, task_request(self, "legacy", method, params))
             return
         if method not in _LEGACY_METHODS:
             raise RpcError(-32601, f"Method not found: {method}")
@@ -472,7 +473,7 @@ class Connection:
             else:
                 self.resource_subscriptions.discard(uri)
             result = {}
-        await self._send_result(request_id, result)
+        await self.send_result(request_id, result)
 
     async def _initialize(self, request_id: RequestId, params: JSONDict) -> None:
         server = self.server
@@ -493,7 +494,7 @@ class Connection:
         }
         if server.instructions is not None:
             result["instructions"] = server.instructions
-        await self._send_result(request_id, result)
+        await self.send_result(request_id, result)
 
     # -- modern era ------------------------------------------------------------------------
 
@@ -540,9 +541,9 @@ class Connection:
         if method in server.methods:
             result = dict(await maybe_await(server.methods[method](params)))
             kind = result.get("resultType", "complete")
-            result = self._complete(method, result)
+            result = self.complete(method, result)
             result["resultType"] = kind
-            await self._send_result(request_id, result)
+            await self.send_result(request_id, result)
             return
         if method in ("tasks/get", "tasks/update", "tasks/cancel"):
             if TASKS_EXTENSION not in (as_dict(capabilities.get("extensions")) or {}):
@@ -551,8 +552,8 @@ class Connection:
                     f"Server requires the {TASKS_EXTENSION} extension for {method}",
                     {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
                 )
-            result = self._task_request("modern", method, params)
-            await self._send_result(request_id, self._complete(method, result))
+            result = task_request(self, "modern", method, params)
+            await self.send_result(request_id, self.complete(method, result))
             return
         if method not in _MODERN_METHODS:
             raise RpcError(-32601, f"Method not found: {method}")
@@ -566,7 +567,7 @@ class Connection:
             result = self._discover_result()
         else:
             result = list_page(self.state, self.server.page_size, method, params)
-        await self._send_result(request_id, self._complete(method, result))
+        await self.send_result(request_id, self.complete(method, result))
 
     def _discover_result(self) -> JSONDict:
         result: JSONDict = {
@@ -582,8 +583,8 @@ class Connection:
         if mode == "silent":
             return
         if mode == "result":
-            result = self._complete("server/discover", self._discover_result())
-            await self._send_result(request_id, result)
+            result = self.complete("server/discover", self._discover_result())
+            await self.send_result(request_id, result)
             return
         if mode == "unsupported_version":
             meta = as_dict(params.get("_meta")) or {}
@@ -653,13 +654,13 @@ class Connection:
                         else 0
                     )
                 except RpcError as error:
-                    await self._send_error(request_id, error.code, error.message, error.data)
+                    await self.send_error(request_id, error.code, error.message, error.data)
                     return
                 if method == "tools/call":
-                    task = self._task_for(era, params)
+                    task = new_task(self, era, params)
                     if task is not None:
                         del self.inflight[request_id]
-                        await self._run_task(task, request_id, params)
+                        await run_task(self, task, request_id, params)
                         return
                 inputs = Inputs(params, round_number)
                 ctx = ToolContext(
@@ -680,40 +681,11 @@ class Connection:
                     await self._send_input_required(ctx, inputs)
                     return
                 if era == "modern":
-                    result = self._complete(method, result)
-                await self._send_result(request_id, result)
+                    result = self.complete(method, result)
+                await self.send_result(request_id, result)
         finally:
             if self.inflight.get(request_id) is scope:
                 del self.inflight[request_id]
-
-    # -- tasks -----------------------------------------------------------------------------
-
-    def _task_for(self, era: Era, params: JSONDict) -> MockTask | None:
-        """A new task when this ``tools/call`` is to run as one, else None."""
-        entry = self.state.tools.get(str(params.get("name")))
-        if entry is None or entry.task is None:
-            return None
-        if era == "legacy":
-            if as_dict(params.get("task")) is None:
-                return None
-        else:
-            meta = as_dict(params.get("_meta")) or {}
-            extensions = as_dict((as_dict(meta.get(CLIENT_CAPABILITIES)) or {}).get("extensions"))
-            if extensions is None or TASKS_EXTENSION not in extensions:
-                return None
-        server = self.server
-        server.task_serial += 1
-        task = MockTask(task_id=f"task-{server.task_serial}", tool=entry.name, era=era)
-        server.tasks[task.task_id] = task
-        return task
-
-    def _task_wire(self, task: MockTask) -> JSONDict:
-        server = self.server
-        return task.wire(
-            ttl_ms=server.task_ttl_ms,
-            poll_ms=server.task_poll_interval_ms,
-            spelling=server.task_field_spelling,
-        )
 
     async def task_status_changed(self, task: MockTask) -> None:
         """2025-11-25: ``notifications/tasks/status`` with the whole task."""
@@ -722,108 +694,9 @@ class Connection:
                 {
                     "jsonrpc": "2.0",
                     "method": "notifications/tasks/status",
-                    "params": self._task_wire(task),
+                    "params": task_wire(self.server, task),
                 }
             )
-
-    async def _run_task(self, task: MockTask, request_id: RequestId, params: JSONDict) -> None:
-        """Answer with the task at once, then run the tool in this handler's task."""
-        if task.era == "legacy":
-            await self._send_result(request_id, {"task": self._task_wire(task)})
-        else:
-            created = self._complete("tools/call", self._task_wire(task))
-            created["resultType"] = "task"
-            await self._send_result(request_id, created)
-        ctx = ToolContext(
-            self,
-            request_id=request_id,
-            method="tools/call",
-            params=params,
-            era=task.era,
-            scope=task.scope,
-            inputs=Inputs(params, 0),
-        )
-        ctx._task = task  # pyright: ignore[reportPrivateUsage]
-        with task.scope:
-            try:
-                result: JSONDict = await call_tool(self.state, ctx, params)
-            except ToolError as error:
-                custom = as_dict(error.result)
-                result = {"content": [text_block(str(error))]}
-                if custom is not None and "content" in custom:
-                    result = dict(custom)
-                result["isError"] = True
-            except RpcError as error:
-                task.error = {"code": error.code, "message": error.message}
-                if error.data is not None:
-                    task.error["data"] = error.data
-                task.set_status("failed", error.message)
-                await self.task_status_changed(task)
-                return
-            except Exception as exc:
-                message = f"Internal error: {type(exc).__name__}: {exc}"
-                task.error = {"code": -32603, "message": message}
-                task.set_status("failed", message)
-                await self.task_status_changed(task)
-                return
-            task.result = result
-            task.set_status("completed")
-            await self.task_status_changed(task)
-
-    def _known_task(self, params: JSONDict) -> MockTask:
-        task_id = params.get("taskId")
-        task = self.server.tasks.get(task_id) if isinstance(task_id, str) else None
-        if task is None:
-            raise RpcError(-32602, f"Invalid params: unknown task {task_id!r}")
-        return task
-
-    def _task_request(self, era: Era, method: str, params: JSONDict) -> JSONDict:
-        """``tasks/get``, ``tasks/update``, ``tasks/cancel`` (both eras), ``tasks/list``."""
-        if method == "tasks/list":
-            return {"tasks": [self._task_wire(task) for task in self.server.tasks.values()]}
-        task = self._known_task(params)
-        if method == "tasks/cancel":
-            if task.status in TERMINAL:
-                raise RpcError(-32602, f"Invalid params: task {task.task_id} already ended")
-            task.cancel_requested = True
-            task.set_status("cancelled", "cancelled by the client")
-            task.scope.cancel()
-            return self._task_wire(task) if era == "legacy" else {}
-        if method == "tasks/update":
-            responses = as_dict(params.get("inputResponses"))
-            if responses is None:
-                raise RpcError(-32602, "Invalid params: tasks/update needs inputResponses")
-            task.updates.append(dict(responses))
-            task.responses.update(responses)
-            task.answered.set()
-            return {}
-        body = self._task_wire(task)
-        if era == "modern":
-            if task.status == "completed" and task.result is not None:
-                body["result"] = self._complete("tools/call", dict(task.result))
-            elif task.status == "failed" and task.error is not None:
-                body["error"] = dict(task.error)
-            elif task.status == "input_required" and task.input_requests:
-                body["inputRequests"] = dict(task.input_requests)
-        return body
-
-    async def _task_result(self, request_id: RequestId, params: JSONDict) -> None:
-        """2025-11-25 ``tasks/result``: wait for the end, answer what tools/call would."""
-        try:
-            task = self._known_task(params)
-        except RpcError as error:
-            await self._send_error(request_id, error.code, error.message, error.data)
-            return
-        await task.done.wait()
-        if task.status == "completed" and task.result is not None:
-            result = dict(task.result)
-            meta = dict(as_dict(result.get("_meta")) or {})
-            meta[RELATED_TASK] = {"taskId": task.task_id}
-            result["_meta"] = meta
-            await self._send_result(request_id, result)
-            return
-        failure = task.error or {"code": -32603, "message": f"task {task.task_id} {task.status}"}
-        await self._send_error(request_id, failure["code"], failure["message"], failure.get("data"))
 
     async def _failed(self, ctx: ToolContext, inputs: Inputs, exc: BaseException) -> None:
         """Answer a request whose handler raised ``exc`` (or re-raise it)."""
@@ -840,18 +713,18 @@ class Connection:
         errors = [leaf for leaf in leaves if not isinstance(leaf, trio.Cancelled)]
         if len(errors) == 1 and isinstance(errors[0], RpcError):
             error = errors[0]
-            await self._send_error(ctx.request_id, error.code, error.message, error.data)
+            await self.send_error(ctx.request_id, error.code, error.message, error.data)
             return
         if len(errors) == 1 and isinstance(errors[0], ServerError):
             chosen = errors[0]  # a JSON-RPC error the script chose, sent as it is
-            await self._send_error(ctx.request_id, chosen.code, chosen.message, chosen.data)
+            await self.send_error(ctx.request_id, chosen.code, chosen.message, chosen.data)
             return
         if len(errors) == 1 and isinstance(errors[0], ToolError) and ctx.method == "tools/call":
             await self._send_tool_error(ctx, errors[0])
             return
         if not isinstance(exc, Exception):
             raise exc
-        await self._send_error(
+        await self.send_error(
             ctx.request_id, -32603, f"Internal error: {type(exc).__name__}: {exc}"
         )
 
@@ -864,11 +737,11 @@ class Connection:
             result = {"content": [text_block(str(error))]}
         result["isError"] = True
         if ctx.era == "modern":
-            result = self._complete(ctx.method, result)
-        await self._send_result(ctx.request_id, result)
+            result = self.complete(ctx.method, result)
+        await self.send_result(ctx.request_id, result)
 
     async def _send_input_required(self, ctx: ToolContext, inputs: Inputs) -> None:
         result = input_required_result(
             self.state, ctx.method, ctx.params, ctx.round, inputs, self._server_info()
         )
-        await self._send_result(ctx.request_id, result)
+        await self.send_result(ctx.request_id, result)
