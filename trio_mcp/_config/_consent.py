@@ -148,7 +148,7 @@ class FileConsentStore:
         lock_path = self.path.with_name(self.path.name + ".lock")
         with open(lock_path, "ab") as lock:
             if sys.platform != "win32":
-                import fcntl
+                import fcntl  # POSIX only: imported where the platform has it
 
                 fcntl.flock(lock.fileno(), fcntl.LOCK_EX)  # released when the file closes
             approved = self._read()

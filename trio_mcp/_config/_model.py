@@ -152,6 +152,7 @@ class ServerConfig(msgspec.Struct, kw_only=True, frozen=True, weakref=True):
             return [self.command, *self.args], options
         assert self.url is not None
         if self.transport == "sse":
+            # on first use (import cost): importing trio_mcp does not load the SSE transport
             from .._transports._sse import SSEParameters
 
             return SSEParameters(self.url, headers=dict(self.headers) or None), {}

@@ -51,7 +51,7 @@ from ._wire import (
     maybe_await,
 )
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # annotation only (Link.server): the server's module imports this one
     from ._server import MockServer
 
 __all__ = ["Connection"]
@@ -694,7 +694,7 @@ class Connection:
                 {
                     "jsonrpc": "2.0",
                     "method": "notifications/tasks/status",
-                    "params": task_wire(self.server, task),
+                    "params": task_wire(self, task),
                 }
             )
 

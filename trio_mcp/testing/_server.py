@@ -7,7 +7,7 @@ import inspect
 import sys
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+from typing import Any, Literal, TypeVar, overload
 
 import trio
 
@@ -15,6 +15,7 @@ from .._transports._base import Transport
 from .._transports._memory import MEMORY_BUFFER_SIZE, MemoryServerStream
 from ._connection import Connection
 from ._faults import Faults, FaultyStream, MockClientTransport
+from ._http import MockHTTPServer
 from ._registry import (
     JSONDict,
     PromptEntry,
@@ -28,11 +29,9 @@ from ._registry import (
     infer_input_schema,
     resource_contents,
 )
+from ._stdio import StdioStream
 from ._tasks import MockTask
 from ._wire import RequestId, ServerStream
-
-if TYPE_CHECKING:
-    from ._http import MockHTTPServer
 
 __all__ = ["DiscoverResponse", "Eras", "MockServer"]
 
@@ -535,8 +534,6 @@ class MockServer:
             The :class:`MockHTTPServer`; leaving the block ends its sessions and closes
             its client.
         """
-        from ._http import MockHTTPServer
-
         http = MockHTTPServer(self, nursery)
         try:
             yield http
@@ -558,8 +555,6 @@ class MockServer:
         Returns when stdin reaches end of file or the server crashes. Nothing else may
         write to stdout meanwhile.
         """
-        from ._stdio import StdioStream
-
         stream = StdioStream(sys.stdin.fileno(), sys.stdout.fileno())
         async with trio.open_nursery() as nursery:
             nursery.start_soon(stream.pump_output)

@@ -9,7 +9,7 @@ itself lives in ``_tasks``; the connection is reached through :class:`TaskLink`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from .._exceptions import ToolError
 from ._context import Link, ToolContext
@@ -19,9 +19,6 @@ from ._registry import JSONDict, ServerState
 from ._results import text_block
 from ._tasks import RELATED_TASK, TASKS_EXTENSION, TERMINAL, MockTask
 from ._wire import CLIENT_CAPABILITIES, Era, RequestId, RpcError, as_dict
-
-if TYPE_CHECKING:  # annotation only: the server's module imports this one at run time
-    from ._server import MockServer
 
 __all__ = [
     "TaskLink",
@@ -77,8 +74,9 @@ def new_task(link: TaskLink, era: Era, params: JSONDict) -> MockTask | None:
     return task
 
 
-def task_wire(server: MockServer, task: MockTask) -> JSONDict:
+def task_wire(link: Link, task: MockTask) -> JSONDict:
     """``task`` as the wire shows it, with the server's ttl, poll interval and spelling."""
+    server = link.server
     return task.wire(
         ttl_ms=server.task_ttl_ms,
         poll_ms=server.task_poll_interval_ms,
@@ -89,9 +87,9 @@ def task_wire(server: MockServer, task: MockTask) -> JSONDict:
 async def run_task(link: TaskLink, task: MockTask, request_id: RequestId, params: JSONDict) -> None:
     """Answer with the task at once, then run the tool in this handler's task."""
     if task.era == "legacy":
-        await link.send_result(request_id, {"task": task_wire(link.server, task)})
+        await link.send_result(request_id, {"task": task_wire(link, task)})
     else:
-        created = link.complete("tools/call", task_wire(link.server, task))
+        created = link.complete("tools/call", task_wire(link, task))
         created["resultType"] = "task"
         await link.send_result(request_id, created)
     ctx = ToolContext(
@@ -131,10 +129,10 @@ async def run_task(link: TaskLink, task: MockTask, request_id: RequestId, params
         await link.task_status_changed(task)
 
 
-def known_task(server: MockServer, params: JSONDict) -> MockTask:
+def known_task(link: Link, params: JSONDict) -> MockTask:
     """The task ``params["taskId"]`` names (``-32602`` when the server has none such)."""
     task_id = params.get("taskId")
-    task = server.tasks.get(task_id) if isinstance(task_id, str) else None
+    task = link.server.tasks.get(task_id) if isinstance(task_id, str) else None
     if task is None:
         raise RpcError(-32602, f"Invalid params: unknown task {task_id!r}")
     return task
@@ -143,15 +141,15 @@ def known_task(server: MockServer, params: JSONDict) -> MockTask:
 def task_request(link: TaskLink, era: Era, method: str, params: JSONDict) -> JSONDict:
     """``tasks/get``, ``tasks/update``, ``tasks/cancel`` (both eras), ``tasks/list``."""
     if method == "tasks/list":
-        return {"tasks": [task_wire(link.server, task) for task in link.server.tasks.values()]}
-    task = known_task(link.server, params)
+        return {"tasks": [task_wire(link, task) for task in link.server.tasks.values()]}
+    task = known_task(link, params)
     if method == "tasks/cancel":
         if task.status in TERMINAL:
             raise RpcError(-32602, f"Invalid params: task {task.task_id} already ended")
         task.cancel_requested = True
         task.set_status("cancelled", "cancelled by the client")
         task.scope.cancel()
-        return task_wire(link.server, task) if era == "legacy" else {}
+        return task_wire(link, task) if era == "legacy" else {}
     if method == "tasks/update":
         responses = as_dict(params.get("inputResponses"))
         if responses is None:
@@ -160,7 +158,7 @@ def task_request(link: TaskLink, era: Era, method: str, params: JSONDict) -> JSO
         task.responses.update(responses)
         task.answered.set()
         return {}
-    body = task_wire(link.server, task)
+    body = task_wire(link, task)
     if era == "modern":
         if task.status == "completed" and task.result is not None:
             body["result"] = link.complete("tools/call", dict(task.result))
@@ -174,7 +172,7 @@ def task_request(link: TaskLink, era: Era, method: str, params: JSONDict) -> JSO
 async def task_result(link: TaskLink, request_id: RequestId, params: JSONDict) -> None:
     """2025-11-25 ``tasks/result``: wait for the end, answer what tools/call would."""
     try:
-        task = known_task(link.server, params)
+        task = known_task(link, params)
     except RpcError as error:
         await link.send_error(request_id, error.code, error.message, error.data)
         return
