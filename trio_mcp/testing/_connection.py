@@ -11,6 +11,11 @@ The engine reads whole JSON-RPC messages from a server stream and answers them:
 Cheap requests (lists, discovery, ping) are answered inline by the reader, in order; tool
 calls, prompt and resource handlers and completions each run in their own task and cancel
 scope, so many run at once and ``notifications/cancelled`` cancels exactly one of them.
+
+This module is the JSON-RPC connection and its dispatch by era; the rest of the engine
+lives beside it: ``_wire`` (shared names and errors), ``_methods`` (the handlers of each
+area), ``_results`` (result shaping), ``_context`` (``ToolContext``), ``_mrtr``
+(input rounds) and ``_task_requests`` (tasks).
 """
 
 from __future__ import annotations
@@ -100,6 +105,7 @@ _MODERN_METHODS = frozenset(
         "completion/complete",
     }
 )
+
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder()
 
