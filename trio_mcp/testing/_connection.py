@@ -15,7 +15,8 @@ scope, so many run at once and ``notifications/cancelled`` cancels exactly one o
 This module is the JSON-RPC connection and its dispatch by era; the rest of the engine
 lives beside it: ``_wire`` (shared names and errors), ``_methods`` (the handlers of each
 area), ``_results`` (result shaping), ``_context`` (``ToolContext``), ``_mrtr``
-(input rounds) and ``_task_requests`` (tasks).
+(input rounds), ``_task_requests`` (tasks) and ``_subscriptions`` (who gets which
+change notification).
 """
 
 from __future__ import annotations
@@ -34,6 +35,12 @@ from ._registry import JSONDict, ServerState
 from ._results import (
     text_block,
 )
+from ._subscriptions import (
+    end_subscriptions,
+    listen,
+    notify_list_changed,
+    notify_resource_updated,
+)
 from ._task_requests import new_task, run_task, task_request, task_result, task_wire
 from ._tasks import TASKS_EXTENSION, MockTask
 from ._wire import (
@@ -43,7 +50,6 @@ from ._wire import (
     LOG_LEVEL,
     PROTOCOL_VERSION,
     SERVER_INFO,
-    SUBSCRIPTION_ID,
     ClientRequestError,
     Era,
     RequestId,
@@ -51,7 +57,6 @@ from ._wire import (
     ServerCrash,
     ServerStream,
     as_dict,
-    as_list,
     exception_leaves,
     maybe_await,
 )
@@ -221,10 +226,12 @@ class Connection:
             error["data"] = data
         await self.send({"jsonrpc": "2.0", "id": request_id, "error": error})
 
-    def _server_info(self) -> JSONDict:
+    def server_info(self) -> JSONDict:
+        """The ``serverInfo`` this server reports."""
         return {"name": self.server.name, "version": self.server.version}
 
-    def _capabilities(self) -> JSONDict:
+    def capabilities(self) -> JSONDict:
+        """The capabilities this connection advertises (tasks differ by era)."""
         override = self.server.capabilities
         if override is not None:
             return dict(override)
@@ -253,7 +260,7 @@ class Connection:
         """Decorate a modern result: ``resultType``, ``serverInfo``, cache hints."""
         body["resultType"] = "complete"
         meta = dict(as_dict(body.get("_meta")) or {})
-        meta[SERVER_INFO] = self._server_info()
+        meta[SERVER_INFO] = self.server_info()
         body["_meta"] = meta
         if method in CACHEABLE_METHODS:
             ttl_ms, scope = self.server.cache_hints.get(method, (0, "public"))
@@ -298,48 +305,15 @@ class Connection:
 
     async def notify_list_changed(self, kind: str) -> None:
         """Send ``notifications/<kind>/list_changed`` where the client asked for it."""
-        method = f"notifications/{kind}/list_changed"
-        if self.legacy:
-            await self.send({"jsonrpc": "2.0", "method": method})
-        key = f"{kind}ListChanged"
-        for subscription_id, honoured in list(self.subscriptions.items()):
-            if honoured.get(key) is True:
-                await self.send(
-                    {
-                        "jsonrpc": "2.0",
-                        "method": method,
-                        "params": {"_meta": {SUBSCRIPTION_ID: subscription_id}},
-                    }
-                )
+        await notify_list_changed(self, kind)
 
     async def notify_resource_updated(self, uri: str) -> None:
         """Send ``notifications/resources/updated`` to clients subscribed to ``uri``."""
-        method = "notifications/resources/updated"
-        if self.legacy and uri in self.resource_subscriptions:
-            await self.send({"jsonrpc": "2.0", "method": method, "params": {"uri": uri}})
-        for subscription_id, honoured in list(self.subscriptions.items()):
-            uris: Any = honoured.get("resourceSubscriptions")
-            if isinstance(uris, list) and uri in uris:
-                await self.send(
-                    {
-                        "jsonrpc": "2.0",
-                        "method": method,
-                        "params": {"_meta": {SUBSCRIPTION_ID: subscription_id}, "uri": uri},
-                    }
-                )
+        await notify_resource_updated(self, uri)
 
     async def end_subscriptions(self) -> None:
         """Close every listen stream gracefully with its completion result."""
-        subscriptions = list(self.subscriptions)
-        self.subscriptions.clear()
-        for subscription_id in subscriptions:
-            await self.send_result(
-                subscription_id,
-                {
-                    "resultType": "complete",
-                    "_meta": {SUBSCRIPTION_ID: subscription_id, SERVER_INFO: self._server_info()},
-                },
-            )
+        await end_subscriptions(self)
 
     # -- receiving -------------------------------------------------------------------------
 
@@ -495,8 +469,8 @@ class Connection:
         self.legacy = True
         result: JSONDict = {
             "protocolVersion": version,
-            "capabilities": self._capabilities(),
-            "serverInfo": self._server_info(),
+            "capabilities": self.capabilities(),
+            "serverInfo": self.server_info(),
         }
         if server.instructions is not None:
             result["instructions"] = server.instructions
@@ -567,7 +541,7 @@ class Connection:
             self._spawn(request_id, "modern", method, params)
             return
         if method == "subscriptions/listen":
-            await self._listen(request_id, params)
+            await listen(self, request_id, params)
             return
         if method == "server/discover":
             result = self._discover_result()
@@ -578,7 +552,7 @@ class Connection:
     def _discover_result(self) -> JSONDict:
         result: JSONDict = {
             "supportedVersions": self._advertised_versions(),
-            "capabilities": self._capabilities(),
+            "capabilities": self.capabilities(),
         }
         if self.server.instructions is not None:
             result["instructions"] = self.server.instructions
@@ -608,33 +582,6 @@ class Connection:
         if mode == "invalid_request":
             raise RpcError(-32600, "Invalid request: server/discover received before initialize")
         raise RpcError(-32601, "Method not found: server/discover")
-
-    async def _listen(self, request_id: RequestId, params: JSONDict) -> None:
-        wanted = as_dict(params.get("notifications"))
-        if wanted is None:
-            raise RpcError(-32602, "Invalid params: subscriptions/listen needs notifications")
-        capabilities = self._capabilities()
-        honoured: JSONDict = {}
-        for key, capability in (
-            ("toolsListChanged", "tools"),
-            ("promptsListChanged", "prompts"),
-            ("resourcesListChanged", "resources"),
-        ):
-            if wanted.get(key) is True and capability in capabilities:
-                honoured[key] = True
-        uris = as_list(wanted.get("resourceSubscriptions"))
-        if uris is not None and "resources" in capabilities:
-            honoured["resourceSubscriptions"] = [uri for uri in uris if isinstance(uri, str)]
-        # Registered before the acknowledgement goes out: sending waits when the client's
-        # buffer is full, and a change in that window must not be lost.
-        self.subscriptions[request_id] = honoured
-        await self.send(
-            {
-                "jsonrpc": "2.0",
-                "method": "notifications/subscriptions/acknowledged",
-                "params": {"_meta": {SUBSCRIPTION_ID: request_id}, "notifications": honoured},
-            }
-        )
 
     def _spawn(self, request_id: RequestId, era: Era, method: str, params: JSONDict) -> None:
         assert self._nursery is not None
@@ -748,6 +695,6 @@ class Connection:
 
     async def _send_input_required(self, ctx: ToolContext, inputs: Inputs) -> None:
         result = input_required_result(
-            self.state, ctx.method, ctx.params, ctx.round, inputs, self._server_info()
+            self.state, ctx.method, ctx.params, ctx.round, inputs, self.server_info()
         )
         await self.send_result(ctx.request_id, result)
