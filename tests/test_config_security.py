@@ -258,18 +258,18 @@ class _ThreadRecordingStore(MemoryConsentStore):
 async def test_consent_store_and_env_file_io_run_in_worker_threads(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import trio_mcp._config as config_module
+    import trio_mcp._config._loading as config_module
 
     env_file = tmp_path / "x.env"
     env_file.write_text("A=1\n")
     readers: list[threading.Thread] = []
-    original = config_module._read_env_file  # pyright: ignore[reportPrivateUsage]
+    original = config_module.read_env_file
 
     def recording(*args: Any) -> dict[str, str]:
         readers.append(threading.current_thread())
         return original(*args)
 
-    monkeypatch.setattr(config_module, "_read_env_file", recording)
+    monkeypatch.setattr(config_module, "read_env_file", recording)
     text = json.dumps({"mcpServers": {"s": {"command": "x", "envFile": str(env_file)}}})
     config = await parse_config(text)
     assert readers and threading.main_thread() not in readers

@@ -32,10 +32,7 @@ from ._checker import CHECKS as CHECKS
 from ._checker import TransportContractError as TransportContractError
 from ._checker import check_transport as check_transport
 from ._checker import echo_server as echo_server
-from ._connection import ClientRequestError as ClientRequestError
-from ._connection import ServerCrash as ServerCrash
-from ._connection import ServerStream as ServerStream
-from ._connection import ToolContext as ToolContext
+from ._context import ToolContext as ToolContext
 from ._demo import demo_server as demo_server
 from ._faults import DEFAULT_CRASH_STDERR as DEFAULT_CRASH_STDERR
 from ._faults import Faults as Faults
@@ -45,6 +42,9 @@ from ._faults import MockClientTransport as MockClientTransport
 from ._http import MockHTTPServer as MockHTTPServer
 from ._server import MockServer as MockServer
 from ._tasks import MockTask as MockTask
+from ._wire import ClientRequestError as ClientRequestError
+from ._wire import ServerCrash as ServerCrash
+from ._wire import ServerStream as ServerStream
 
 __all__ = [
     "CHECKS",

@@ -37,6 +37,7 @@ from typing import Any, Literal, cast
 import msgspec
 import trio
 
+from .._connect import _resolve_target
 from .._exceptions import CassetteError, ConnectionClosed, MCPError
 from .._transports._base import MessageInfo, RequestFailure, RequestId, Transport, TransportFactory
 from .._transports._memory import MEMORY_BUFFER_SIZE, MemoryServerStream
@@ -285,8 +286,6 @@ class Recorder:
             **options: Transport options, as ``open_mcp_session`` takes them (``env=``,
                 ``headers=``...).
         """
-        from .._connect import _resolve_target
-
         self._factory = _resolve_target(target, dict(options))
         self.path: Path = Path(path)
         self._needles = _needles(

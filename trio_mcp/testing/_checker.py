@@ -14,9 +14,10 @@ from typing import Any, Literal
 
 import trio
 
+from .._connect import open_mcp_session
 from .._exceptions import TransportError
 from .._session import ClientSession
-from ._connection import ToolContext
+from ._context import ToolContext
 from ._server import MockServer
 
 __all__ = ["CHECKS", "Check", "Kill", "Opener", "TransportContractError", "check_transport"]
@@ -98,8 +99,6 @@ async def check_transport(
 
 
 async def _messages(opener: Opener) -> None:
-    from .._connect import open_mcp_session
-
     async with opener(echo_server()) as (target, _kill):
         async with trio.open_nursery() as nursery:
             async with open_mcp_session(nursery, target) as session:
@@ -123,8 +122,6 @@ async def _messages(opener: Opener) -> None:
 
 
 async def _server_gone(opener: Opener) -> None:
-    from .._connect import open_mcp_session
-
     async with opener(echo_server()) as (target, kill):
         async with trio.open_nursery() as nursery:
             async with open_mcp_session(nursery, target) as session:
@@ -144,8 +141,6 @@ async def _server_gone(opener: Opener) -> None:
 
 
 async def _close(opener: Opener) -> None:
-    from .._connect import open_mcp_session
-
     async with opener(echo_server()) as (target, _kill):
         async with trio.open_nursery() as nursery:
             session = None

@@ -11,49 +11,61 @@ The engine reads whole JSON-RPC messages from a server stream and answers them:
 Cheap requests (lists, discovery, ping) are answered inline by the reader, in order; tool
 calls, prompt and resource handlers and completions each run in their own task and cancel
 scope, so many run at once and ``notifications/cancelled`` cancels exactly one of them.
+
+This module is the JSON-RPC connection and its dispatch by era; the rest of the engine
+lives beside it: ``_wire`` (shared names and errors), ``_methods`` (the handlers of each
+area), ``_results`` (result shaping), ``_context`` (``ToolContext``), ``_mrtr``
+(input rounds), ``_task_requests`` (tasks) and ``_subscriptions`` (who gets which
+change notification).
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import inspect
-import json
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 import trio
 
 from .._exceptions import MCPError, ServerError, ToolError
-from ._registry import JSONDict, ServerState, match_uri_template
-from ._tasks import RELATED_TASK, TASKS_EXTENSION, TERMINAL, MockTask
+from ._context import ToolContext
+from ._methods import LIST_KEYS, execute, list_page
+from ._mrtr import Inputs, check_round, input_required_result
+from ._registry import JSONDict, ServerState
+from ._results import (
+    text_block,
+)
+from ._subscriptions import (
+    end_subscriptions,
+    listen,
+    notify_list_changed,
+    notify_resource_updated,
+)
+from ._task_requests import new_task, run_task, task_request, task_result, task_wire
+from ._tasks import TASKS_EXTENSION, MockTask
+from ._wire import (
+    CLIENT_CAPABILITIES,
+    CLIENT_INFO,
+    LEVEL_RANK,
+    LOG_LEVEL,
+    PROTOCOL_VERSION,
+    SERVER_INFO,
+    ClientRequestError,
+    Era,
+    RequestId,
+    RpcError,
+    ServerCrash,
+    ServerStream,
+    as_dict,
+    exception_leaves,
+    maybe_await,
+)
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # annotation only (Link.server): the server's module imports this one
     from ._server import MockServer
 
-__all__ = [
-    "ClientRequestError",
-    "Connection",
-    "Era",
-    "RequestId",
-    "ServerCrash",
-    "ServerStream",
-    "ToolContext",
-]
+__all__ = ["Connection"]
 
-RequestId = int | str
-Era = Literal["legacy", "modern"]
-
-PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
-CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
-CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
-LOG_LEVEL = "io.modelcontextprotocol/logLevel"
-SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
-SERVER_INFO = "io.modelcontextprotocol/serverInfo"
-
-LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
-_LEVEL_RANK = {level: rank for rank, level in enumerate(LOG_LEVELS)}
 
 #: Results that carry ``ttlMs``/``cacheScope`` in the modern era.
 CACHEABLE_METHODS = frozenset(
@@ -66,12 +78,6 @@ CACHEABLE_METHODS = frozenset(
         "resources/read",
     }
 )
-_LIST_KEYS = {
-    "tools/list": "tools",
-    "prompts/list": "prompts",
-    "resources/list": "resources",
-    "resources/templates/list": "resourceTemplates",
-}
 _HANDLER_METHODS = frozenset({"tools/call", "prompts/get", "resources/read", "completion/complete"})
 _MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 _LEGACY_METHODS = frozenset(
@@ -104,108 +110,9 @@ _MODERN_METHODS = frozenset(
         "completion/complete",
     }
 )
-_INPUT_CAPABILITIES = {
-    "sampling/createMessage": "sampling",
-    "elicitation/create": "elicitation",
-    "roots/list": "roots",
-}
 
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder()
-
-
-class ServerStream(Protocol):
-    """The server end of a connection: whole JSON-RPC messages as bytes.
-
-    :class:`~trio_mcp._transports._memory.MemoryServerStream` is one; so is the stdio stream
-    behind :meth:`MockServer.serve_stdio`.
-    """
-
-    async def send(self, data: bytes) -> None:
-        """Deliver one whole message to the client.
-
-        Args:
-            data: The encoded JSON-RPC message, without framing.
-        """
-        ...
-
-    async def receive(self) -> bytes:
-        """Return the next whole message; raise :class:`trio.EndOfChannel` at end of stream."""
-        ...
-
-    async def aclose(self) -> None:
-        """End the stream; the client sees end of stream."""
-        ...
-
-
-class ServerCrash(Exception):
-    """Raise inside a tool (or any handler) to make the server die abruptly.
-
-    The connection's stream is closed at once and every in-flight request is abandoned
-    without a response: the client sees end of stream, as if the server process had died.
-    Under ``python -m trio_mcp.testing`` the process then exits with status 1.
-
-    Attributes:
-        exit_code: The exit code an in-memory client is told (``None``: unknown).
-        stderr: The stderr tail an in-memory client is told.
-    """
-
-    def __init__(self, *args: object, exit_code: int | None = None, stderr: str = "") -> None:
-        """Create the crash.
-
-        Args:
-            *args: The exception's message.
-            exit_code: The exit code the client's :class:`~trio_mcp.ConnectionClosed` shows.
-            stderr: The stderr tail it shows.
-        """
-        super().__init__(*args)
-        self.exit_code = exit_code
-        self.stderr = stderr
-
-
-class ClientRequestError(Exception):
-    """The client answered a server-to-client request (legacy era) with a JSON-RPC error.
-
-    Raised by :meth:`ToolContext.sample`, :meth:`ToolContext.elicit`,
-    :meth:`ToolContext.list_roots` and :meth:`MockServer.request_client`.
-
-    Attributes:
-        code: The JSON-RPC error code the client sent.
-        message: The client's error message.
-        data: The optional ``data`` member of the error.
-    """
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        self.code = code
-        self.message = message
-        self.data = data
-        super().__init__(f"client error {code}: {message}")
-
-
-class _RpcError(Exception):
-    """Answer the current request with a JSON-RPC error."""
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        self.code = code
-        self.message = message
-        self.data = data
-        super().__init__(message)
-
-
-class _InputRequired(BaseException):
-    """Unwinds a modern handler that needs input the client has not provided yet."""
-
-
-class _Inputs:
-    """The multi round-trip bookkeeping of one execution of a modern handler."""
-
-    __slots__ = ("counter", "missing", "responses", "round")
-
-    def __init__(self, params: JSONDict, round_number: int) -> None:
-        self.responses: JSONDict = _as_dict(params.get("inputResponses")) or {}
-        self.missing: dict[str, JSONDict] = {}
-        self.counter: int = 0
-        self.round: int = round_number
 
 
 class _Pending:
@@ -217,400 +124,6 @@ class _Pending:
         self.event = trio.Event()
         self.result: JSONDict = {}
         self.error: JSONDict | None = None
-
-
-def _as_dict(value: Any) -> JSONDict | None:
-    return cast(JSONDict, value) if isinstance(value, dict) else None
-
-
-def _as_list(value: Any) -> list[Any] | None:
-    if not isinstance(value, list):
-        return None
-    return value  # pyright: ignore[reportUnknownVariableType]  # list[Any] to mypy
-
-
-def _leaves(exc: BaseException) -> list[BaseException]:
-    """The leaf exceptions of a (possibly nested) exception group."""
-    children: Any = getattr(exc, "exceptions", None)
-    if isinstance(children, tuple):
-        out: list[BaseException] = []
-        for child in cast(tuple[BaseException, ...], children):
-            out.extend(_leaves(child))
-        return out
-    return [exc]
-
-
-def _text(text: str) -> JSONDict:
-    return {"type": "text", "text": text}
-
-
-def _tool_result(value: Any) -> JSONDict:
-    """Turn what a tool function returned into a ``CallToolResult`` body."""
-    if value is None:
-        return {"content": []}
-    if isinstance(value, str):
-        return {"content": [_text(value)]}
-    items = _as_list(value)
-    if items is not None:
-        return {"content": list(items)}
-    mapping = _as_dict(value)
-    if mapping is not None:
-        if "content" in mapping:
-            return dict(mapping)
-        return {"content": [_text(json.dumps(mapping))], "structuredContent": dict(mapping)}
-    return {"content": [_text(str(value))]}
-
-
-def _prompt_result(value: Any) -> JSONDict:
-    """Turn static prompt messages or a handler's return value into a ``GetPromptResult``."""
-    if isinstance(value, str):
-        return {"messages": [{"role": "user", "content": _text(value)}]}
-    mapping = _as_dict(value)
-    if mapping is not None:
-        if "messages" in mapping:
-            return dict(mapping)
-        return {"messages": [dict(mapping)]}
-    items = _as_list(value)
-    if items is not None:
-        messages: list[Any] = []
-        for item in items:
-            if isinstance(item, str):
-                messages.append({"role": "user", "content": _text(item)})
-            else:
-                messages.append(item)
-        return {"messages": messages}
-    raise TypeError(f"a prompt handler returned {type(value).__name__}, not messages")
-
-
-def _read_result(uri: str, value: Any, mime_type: str | None) -> JSONDict:
-    """Turn a template handler's return value into a ``ReadResourceResult``."""
-    if isinstance(value, (str, bytes)):
-        contents: JSONDict = {"uri": uri}
-        if mime_type is not None:
-            contents["mimeType"] = mime_type
-        if isinstance(value, bytes):
-            contents["blob"] = base64.b64encode(value).decode("ascii")
-        else:
-            contents["text"] = value
-        return {"contents": [contents]}
-    mapping = _as_dict(value)
-    if mapping is not None:
-        if "contents" in mapping:
-            return dict(mapping)
-        return {"contents": [dict(mapping)]}
-    items = _as_list(value)
-    if items is not None:
-        return {"contents": list(items)}
-    raise TypeError(f"a resource template handler returned {type(value).__name__}")
-
-
-async def _maybe_await(value: Any) -> Any:
-    if inspect.isawaitable(value):
-        return await value
-    return value
-
-
-class ToolContext:
-    """What a tool (or prompt, resource template) handler can do while it runs.
-
-    Passed as the first argument to every handler. In the legacy era, :meth:`sample`,
-    :meth:`elicit` and :meth:`list_roots` send real JSON-RPC requests to the client and wait
-    for its answer. In the modern era they follow the multi round-trip pattern: the handler
-    is **re-executed from the start** on every round; when it asks for an input whose key
-    (``"input-1"``, ``"input-2"``, ... in call order) is missing from the request's
-    ``inputResponses``, the handler is unwound and the server answers with an
-    ``input_required`` result instead.
-
-    A handler is cancelled (:class:`trio.Cancelled`) when the client sends
-    ``notifications/cancelled`` for its request; no response is sent then.
-    """
-
-    def __init__(
-        self,
-        connection: Connection,
-        *,
-        request_id: RequestId,
-        method: str,
-        params: JSONDict,
-        era: Era,
-        scope: trio.CancelScope,
-        inputs: _Inputs,
-    ) -> None:
-        self._connection = connection
-        self._request_id = request_id
-        self._method = method
-        self._params = params
-        self._meta: JSONDict = _as_dict(params.get("_meta")) or {}
-        self._era: Era = era
-        self._scope = scope
-        self._inputs = inputs
-        self._task: MockTask | None = None
-
-    @property
-    def task(self) -> MockTask | None:
-        """The task this call runs as, or None (see ``MockServer.tasks``)."""
-        return self._task
-
-    @property
-    def request_id(self) -> RequestId:
-        """The JSON-RPC id of the request being served."""
-        return self._request_id
-
-    @property
-    def method(self) -> str:
-        """The method being served (``tools/call``, ``prompts/get``, ...)."""
-        return self._method
-
-    @property
-    def params(self) -> JSONDict:
-        """The request's ``params``, decoded."""
-        return self._params
-
-    @property
-    def meta(self) -> JSONDict:
-        """The request's ``_meta`` (empty if it had none)."""
-        return self._meta
-
-    @property
-    def era(self) -> Era:
-        """``"legacy"`` or ``"modern"``: the era this request is served in."""
-        return self._era
-
-    @property
-    def server(self) -> MockServer:
-        """The server this request was sent to."""
-        return self._connection.server
-
-    @property
-    def cancelled(self) -> bool:
-        """Whether the client cancelled this request (useful inside a shielded scope)."""
-        return self._scope.cancel_called
-
-    @property
-    def round(self) -> int:
-        """Modern era: how many ``input_required`` rounds came before this execution."""
-        return self._inputs.round
-
-    @property
-    def input_responses(self) -> JSONDict:
-        """Modern era: the ``inputResponses`` the client sent with this request."""
-        return self._inputs.responses
-
-    @property
-    def request_state(self) -> str | None:
-        """Modern era: the ``requestState`` the client echoed, if any."""
-        state = self._params.get("requestState")
-        return state if isinstance(state, str) else None
-
-    async def progress(
-        self, progress: float, total: float | None = None, message: str | None = None
-    ) -> None:
-        """Send ``notifications/progress``, if the request carried a ``progressToken``.
-
-        Args:
-            progress: The progress so far; should increase on every call.
-            total: The total, if known.
-            message: A human-readable status line.
-        """
-        token = self._meta.get("progressToken")
-        if token is None:
-            return
-        params: JSONDict = {"progressToken": token, "progress": progress}
-        if total is not None:
-            params["total"] = total
-        if message is not None:
-            params["message"] = message
-        await self._connection.send(
-            {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
-        )
-
-    async def log(self, level: str, data: Any, logger: str | None = None) -> None:
-        """Send ``notifications/message`` if the client asked for this level.
-
-        Legacy: honours the level set with ``logging/setLevel`` (everything until then).
-        Modern: sent only if the request's ``_meta`` has ``io.modelcontextprotocol/logLevel``
-        at or below ``level``.
-
-        Args:
-            level: The syslog level: ``debug``, ``info``, ... ``emergency``.
-            data: The message: any JSON-serialisable value.
-            logger: An optional logger name.
-
-        Raises:
-            ValueError: ``level`` is not a syslog level name.
-        """
-        rank = _LEVEL_RANK.get(level)
-        if rank is None:
-            raise ValueError(f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}")
-        if self._era == "legacy":
-            threshold = self._connection.log_level
-        else:
-            requested = self._meta.get(LOG_LEVEL)
-            if not isinstance(requested, str):
-                return
-            threshold = requested
-        if threshold is not None and rank < _LEVEL_RANK.get(threshold, 0):
-            return
-        params: JSONDict = {"level": level, "data": data}
-        if logger is not None:
-            params["logger"] = logger
-        await self._connection.send(
-            {"jsonrpc": "2.0", "method": "notifications/message", "params": params}
-        )
-
-    async def sample(self, params: Mapping[str, Any], *, key: str | None = None) -> JSONDict:
-        """Ask the client to sample its LLM (``sampling/createMessage``).
-
-        Args:
-            params: The ``CreateMessageRequest`` params.
-            key: Modern era: the ``inputRequests`` key (default ``input-N``, numbered in
-                call order; pass explicit keys when asking for inputs concurrently).
-
-        Returns:
-            The client's ``CreateMessageResult``, decoded.
-
-        Raises:
-            ClientRequestError: (legacy) the client answered with an error.
-        """
-        return await self._single("sampling/createMessage", params, key)
-
-    async def elicit(self, params: Mapping[str, Any], *, key: str | None = None) -> JSONDict:
-        """Ask the client to elicit input from its user (``elicitation/create``).
-
-        Args:
-            params: The ``ElicitRequest`` params.
-            key: Modern era: the ``inputRequests`` key (see :meth:`sample`).
-
-        Returns:
-            The client's ``ElicitResult``, decoded.
-
-        Raises:
-            ClientRequestError: (legacy) the client answered with an error.
-        """
-        return await self._single("elicitation/create", params, key)
-
-    async def list_roots(self, *, key: str | None = None) -> JSONDict:
-        """Ask the client for its roots (``roots/list``).
-
-        Args:
-            key: Modern era: the ``inputRequests`` key (see :meth:`sample`).
-
-        Returns:
-            The client's ``ListRootsResult``, decoded.
-
-        Raises:
-            ClientRequestError: (legacy) the client answered with an error.
-        """
-        return await self._single("roots/list", None, key)
-
-    async def input_many(self, requests: Mapping[str, Mapping[str, Any]]) -> dict[str, JSONDict]:
-        """Ask for several inputs at once, under keys of your choosing.
-
-        Args:
-            requests: Maps each key to a request object ``{"method": ..., "params": ...}``.
-                Don't use keys of the form ``input-N``: those name single requests.
-
-        Returns:
-            The client's result for each key. In the modern era, every missing key is
-            requested in one ``input_required`` round. In the legacy era, the requests are
-            sent to the client concurrently.
-
-        Raises:
-            ClientRequestError: (legacy) the client answered one of them with an error.
-        """
-        wanted: dict[str, JSONDict] = {}
-        for key, request in requests.items():
-            wanted[key] = dict(request)
-        if self._task is not None:
-            return await self._task_inputs(wanted)
-        if self._era == "legacy":
-            results: dict[str, JSONDict] = {}
-
-            async def one(key: str, request: JSONDict) -> None:
-                params = _as_dict(request.get("params"))
-                results[key] = await self._connection.client_request(
-                    str(request.get("method")), params
-                )
-
-            async with trio.open_nursery() as nursery:
-                for key, request in wanted.items():
-                    nursery.start_soon(one, key, request)
-            return results
-        return self._modern_inputs(wanted)
-
-    async def _task_inputs(self, requests: dict[str, JSONDict]) -> dict[str, JSONDict]:
-        """Input for a task: ``input_required`` until the client answers."""
-        task = self._task
-        assert task is not None
-        task.set_status("input_required", "waiting for input")
-        await self._connection.task_status_changed(task)
-        results: dict[str, JSONDict] = {}
-        if task.era == "legacy":
-            for key, request in requests.items():
-                params = dict(_as_dict(request.get("params")) or {})
-                meta = dict(_as_dict(params.get("_meta")) or {})
-                meta[RELATED_TASK] = {"taskId": task.task_id}
-                params["_meta"] = meta
-                results[key] = await self._connection.client_request(
-                    str(request.get("method")), params
-                )
-        else:
-            task.input_requests = dict(requests)
-            while not all(key in task.responses for key in requests):
-                task.answered = trio.Event()
-                await task.answered.wait()
-            for key in requests:
-                results[key] = _as_dict(task.responses.pop(key)) or {}
-            task.input_requests = {}
-        task.set_status("working")
-        await self._connection.task_status_changed(task)
-        return results
-
-    async def _single(
-        self, method: str, params: Mapping[str, Any] | None, key: str | None
-    ) -> JSONDict:
-        if self._task is not None:
-            if key is None:
-                self._inputs.counter += 1
-                key = f"input-{self._inputs.counter}"
-            wanted: JSONDict = {"method": method}
-            if params is not None:
-                wanted["params"] = dict(params)
-            return (await self._task_inputs({key: wanted}))[key]
-        if self._era == "legacy":
-            return await self._connection.client_request(
-                method, dict(params) if params is not None else None
-            )
-        if key is None:
-            self._inputs.counter += 1
-            key = f"input-{self._inputs.counter}"
-        request: JSONDict = {"method": method}
-        if params is not None:
-            request["params"] = dict(params)
-        return self._modern_inputs({key: request})[key]
-
-    def _modern_inputs(self, requests: dict[str, JSONDict]) -> dict[str, JSONDict]:
-        capabilities = _as_dict(self._meta.get(CLIENT_CAPABILITIES)) or {}
-        for request in requests.values():
-            capability = _INPUT_CAPABILITIES.get(str(request.get("method")))
-            if capability is not None and capability not in capabilities:
-                raise _RpcError(
-                    -32021,
-                    f"Server requires the {capability} capability for this request",
-                    {"requiredCapabilities": {capability: {}}},
-                )
-        results: dict[str, JSONDict] = {}
-        missing: dict[str, JSONDict] = {}
-        for key, request in requests.items():
-            response = _as_dict(self._inputs.responses.get(key))
-            if response is None:
-                missing[key] = request
-            else:
-                results[key] = response
-        if missing:
-            self._inputs.missing.update(missing)
-            raise _InputRequired
-        return results
 
 
 class Connection:
@@ -702,10 +215,10 @@ class Connection:
             ):
                 await self.stream.send(data)
 
-    async def _send_result(self, request_id: RequestId, result: JSONDict) -> None:
+    async def send_result(self, request_id: RequestId, result: JSONDict) -> None:
         await self.send({"jsonrpc": "2.0", "id": request_id, "result": result})
 
-    async def _send_error(
+    async def send_error(
         self, request_id: RequestId | None, code: int, message: str, data: Any = None
     ) -> None:
         error: JSONDict = {"code": code, "message": message}
@@ -713,10 +226,12 @@ class Connection:
             error["data"] = data
         await self.send({"jsonrpc": "2.0", "id": request_id, "error": error})
 
-    def _server_info(self) -> JSONDict:
+    def server_info(self) -> JSONDict:
+        """The ``serverInfo`` this server reports."""
         return {"name": self.server.name, "version": self.server.version}
 
-    def _capabilities(self) -> JSONDict:
+    def capabilities(self) -> JSONDict:
+        """The capabilities this connection advertises (tasks differ by era)."""
         override = self.server.capabilities
         if override is not None:
             return dict(override)
@@ -741,11 +256,11 @@ class Connection:
             return list(server.supported_versions)
         return [*server.supported_versions, *server.legacy_versions]
 
-    def _complete(self, method: str, body: JSONDict) -> JSONDict:
+    def complete(self, method: str, body: JSONDict) -> JSONDict:
         """Decorate a modern result: ``resultType``, ``serverInfo``, cache hints."""
         body["resultType"] = "complete"
-        meta = dict(_as_dict(body.get("_meta")) or {})
-        meta[SERVER_INFO] = self._server_info()
+        meta = dict(as_dict(body.get("_meta")) or {})
+        meta[SERVER_INFO] = self.server_info()
         body["_meta"] = meta
         if method in CACHEABLE_METHODS:
             ttl_ms, scope = self.server.cache_hints.get(method, (0, "public"))
@@ -790,48 +305,15 @@ class Connection:
 
     async def notify_list_changed(self, kind: str) -> None:
         """Send ``notifications/<kind>/list_changed`` where the client asked for it."""
-        method = f"notifications/{kind}/list_changed"
-        if self.legacy:
-            await self.send({"jsonrpc": "2.0", "method": method})
-        key = f"{kind}ListChanged"
-        for subscription_id, honoured in list(self.subscriptions.items()):
-            if honoured.get(key) is True:
-                await self.send(
-                    {
-                        "jsonrpc": "2.0",
-                        "method": method,
-                        "params": {"_meta": {SUBSCRIPTION_ID: subscription_id}},
-                    }
-                )
+        await notify_list_changed(self, kind)
 
     async def notify_resource_updated(self, uri: str) -> None:
         """Send ``notifications/resources/updated`` to clients subscribed to ``uri``."""
-        method = "notifications/resources/updated"
-        if self.legacy and uri in self.resource_subscriptions:
-            await self.send({"jsonrpc": "2.0", "method": method, "params": {"uri": uri}})
-        for subscription_id, honoured in list(self.subscriptions.items()):
-            uris: Any = honoured.get("resourceSubscriptions")
-            if isinstance(uris, list) and uri in uris:
-                await self.send(
-                    {
-                        "jsonrpc": "2.0",
-                        "method": method,
-                        "params": {"_meta": {SUBSCRIPTION_ID: subscription_id}, "uri": uri},
-                    }
-                )
+        await notify_resource_updated(self, uri)
 
     async def end_subscriptions(self) -> None:
         """Close every listen stream gracefully with its completion result."""
-        subscriptions = list(self.subscriptions)
-        self.subscriptions.clear()
-        for subscription_id in subscriptions:
-            await self._send_result(
-                subscription_id,
-                {
-                    "resultType": "complete",
-                    "_meta": {SUBSCRIPTION_ID: subscription_id, SERVER_INFO: self._server_info()},
-                },
-            )
+        await end_subscriptions(self)
 
     # -- receiving -------------------------------------------------------------------------
 
@@ -839,11 +321,11 @@ class Connection:
         try:
             decoded: Any = _decoder.decode(data)
         except msgspec.DecodeError:
-            await self._send_error(None, -32700, "Parse error")
+            await self.send_error(None, -32700, "Parse error")
             return
-        message = _as_dict(decoded)
+        message = as_dict(decoded)
         if message is None:
-            await self._send_error(None, -32600, "Invalid request: expected one JSON object")
+            await self.send_error(None, -32600, "Invalid request: expected one JSON object")
             return
         try:
             await self._dispatch(message)
@@ -857,27 +339,27 @@ class Connection:
             if "id" in message and ("result" in message or "error" in message):
                 self._on_response(message)
             else:
-                await self._send_error(None, -32600, "Invalid request: no method")
+                await self.send_error(None, -32600, "Invalid request: no method")
             return
         request_id = message.get("id")
         if not isinstance(method, str) or (
             "id" in message
             and (isinstance(request_id, bool) or not isinstance(request_id, (int, str)))
         ):
-            await self._send_error(None, -32600, "Invalid request")
+            await self.send_error(None, -32600, "Invalid request")
             return
         raw_params = message.get("params")
-        params = {} if raw_params is None else _as_dict(raw_params)
+        params = {} if raw_params is None else as_dict(raw_params)
         if request_id is None:
             await self._on_notification(method, params or {})
             return
         request_id = cast(RequestId, request_id)
         try:
             if params is None:
-                raise _RpcError(-32602, "Invalid params: params must be an object")
+                raise RpcError(-32602, "Invalid params: params must be an object")
             await self._on_request(request_id, method, params)
-        except _RpcError as error:
-            await self._send_error(request_id, error.code, error.message, error.data)
+        except RpcError as error:
+            await self.send_error(request_id, error.code, error.message, error.data)
 
     def _on_response(self, message: JSONDict) -> None:
         request_id = message.get("id")
@@ -886,11 +368,11 @@ class Connection:
         pending = self.pending.get(request_id)
         if pending is None or pending.event.is_set():
             return
-        error = _as_dict(message.get("error"))
+        error = as_dict(message.get("error"))
         if error is not None:
             pending.error = error
         else:
-            pending.result = _as_dict(message.get("result")) or {}
+            pending.result = as_dict(message.get("result")) or {}
         pending.event.set()
 
     async def _on_notification(self, method: str, params: JSONDict) -> None:
@@ -914,7 +396,7 @@ class Connection:
             return "modern"
         if method == "initialize":
             return "legacy"
-        meta = _as_dict(params.get("_meta"))
+        meta = as_dict(params.get("_meta"))
         if (meta is not None and PROTOCOL_VERSION in meta) or method == "server/discover":
             return "modern"
         return "legacy"
@@ -935,64 +417,64 @@ class Connection:
             if method == "server/discover":
                 await self._scripted_discover(request_id, params)
                 return
-            raise _RpcError(-32600, f"Invalid request: {method} received before initialize")
+            raise RpcError(-32600, f"Invalid request: {method} received before initialize")
         if method in self.server.methods:
-            answer = await _maybe_await(self.server.methods[method](params))
-            await self._send_result(request_id, dict(answer))
+            answer = await maybe_await(self.server.methods[method](params))
+            await self.send_result(request_id, dict(answer))
             return
         if method in ("tasks/get", "tasks/result", "tasks/list", "tasks/cancel"):
             if method == "tasks/result":
                 assert self._nursery is not None
-                self._nursery.start_soon(self._task_result, request_id, params)
+                self._nursery.start_soon(task_result, self, request_id, params)
                 return
-            await self._send_result(request_id, self._task_request("legacy", method, params))
+            await self.send_result(request_id, task_request(self, "legacy", method, params))
             return
         if method not in _LEGACY_METHODS:
-            raise _RpcError(-32601, f"Method not found: {method}")
+            raise RpcError(-32601, f"Method not found: {method}")
         if method in _HANDLER_METHODS:
             self._spawn(request_id, "legacy", method, params)
             return
         if method == "ping":
             result: JSONDict = {}
-        elif method in _LIST_KEYS:
-            result = self._list(method, params)
+        elif method in LIST_KEYS:
+            result = list_page(self.state, self.server.page_size, method, params)
         elif method == "logging/setLevel":
             level = params.get("level")
-            if not isinstance(level, str) or level not in _LEVEL_RANK:
-                raise _RpcError(-32602, f"Invalid params: unknown log level {level!r}")
+            if not isinstance(level, str) or level not in LEVEL_RANK:
+                raise RpcError(-32602, f"Invalid params: unknown log level {level!r}")
             self.log_level = level
             result = {}
         else:  # resources/subscribe, resources/unsubscribe
             uri = params.get("uri")
             if not isinstance(uri, str):
-                raise _RpcError(-32602, "Invalid params: uri must be a string")
+                raise RpcError(-32602, "Invalid params: uri must be a string")
             if method == "resources/subscribe":
                 self.resource_subscriptions.add(uri)
             else:
                 self.resource_subscriptions.discard(uri)
             result = {}
-        await self._send_result(request_id, result)
+        await self.send_result(request_id, result)
 
     async def _initialize(self, request_id: RequestId, params: JSONDict) -> None:
         server = self.server
         if self.legacy:
-            raise _RpcError(-32600, "Invalid request: initialize was already received")
+            raise RpcError(-32600, "Invalid request: initialize was already received")
         requested = params.get("protocolVersion")
         if not isinstance(requested, str):
-            raise _RpcError(-32602, "Invalid params: initialize needs a protocolVersion")
+            raise RpcError(-32602, "Invalid params: initialize needs a protocolVersion")
         version = requested if requested in server.legacy_versions else server.legacy_versions[0]
         server.protocol_version = version
-        server.client_info = _as_dict(params.get("clientInfo"))
-        server.client_capabilities = _as_dict(params.get("capabilities")) or {}
+        server.client_info = as_dict(params.get("clientInfo"))
+        server.client_capabilities = as_dict(params.get("capabilities")) or {}
         self.legacy = True
         result: JSONDict = {
             "protocolVersion": version,
-            "capabilities": self._capabilities(),
-            "serverInfo": self._server_info(),
+            "capabilities": self.capabilities(),
+            "serverInfo": self.server_info(),
         }
         if server.instructions is not None:
             result["instructions"] = server.instructions
-        await self._send_result(request_id, result)
+        await self.send_result(request_id, result)
 
     # -- modern era ------------------------------------------------------------------------
 
@@ -1000,7 +482,7 @@ class Connection:
         server = self.server
         if method == "initialize":
             supported = ", ".join(server.supported_versions)
-            raise _RpcError(
+            raise RpcError(
                 -32601,
                 "Method not found: initialize. This server only speaks modern MCP "
                 f"(protocol versions {supported}); send per-request _meta instead.",
@@ -1009,68 +491,68 @@ class Connection:
         if method == "server/discover" and server.respond_to_discover != "result":
             await self._scripted_discover(request_id, params)
             return
-        meta = _as_dict(params.get("_meta"))
+        meta = as_dict(params.get("_meta"))
         if meta is None:
-            raise _RpcError(
+            raise RpcError(
                 -32602,
                 f"Invalid params: {method} has no _meta; modern requests must carry "
                 f"{PROTOCOL_VERSION} and {CLIENT_CAPABILITIES}",
             )
         version = meta.get(PROTOCOL_VERSION)
         if not isinstance(version, str):
-            raise _RpcError(-32602, f"Invalid params: _meta lacks {PROTOCOL_VERSION}")
-        capabilities = _as_dict(meta.get(CLIENT_CAPABILITIES))
+            raise RpcError(-32602, f"Invalid params: _meta lacks {PROTOCOL_VERSION}")
+        capabilities = as_dict(meta.get(CLIENT_CAPABILITIES))
         if capabilities is None:
-            raise _RpcError(-32602, f"Invalid params: _meta lacks {CLIENT_CAPABILITIES}")
+            raise RpcError(-32602, f"Invalid params: _meta lacks {CLIENT_CAPABILITIES}")
         if version not in server.supported_versions:
-            raise _RpcError(
+            raise RpcError(
                 -32022,
                 "Unsupported protocol version",
                 {"supported": self._advertised_versions(), "requested": version},
             )
         level = meta.get(LOG_LEVEL)
-        if level is not None and level not in _LEVEL_RANK:
-            raise _RpcError(-32602, f"Invalid params: unknown log level {level!r}")
+        if level is not None and level not in LEVEL_RANK:
+            raise RpcError(-32602, f"Invalid params: unknown log level {level!r}")
         server.protocol_version = version
         server.client_capabilities = capabilities
-        client_info = _as_dict(meta.get(CLIENT_INFO))
+        client_info = as_dict(meta.get(CLIENT_INFO))
         if client_info is not None:
             server.client_info = client_info
         if method in server.methods:
-            result = dict(await _maybe_await(server.methods[method](params)))
+            result = dict(await maybe_await(server.methods[method](params)))
             kind = result.get("resultType", "complete")
-            result = self._complete(method, result)
+            result = self.complete(method, result)
             result["resultType"] = kind
-            await self._send_result(request_id, result)
+            await self.send_result(request_id, result)
             return
         if method in ("tasks/get", "tasks/update", "tasks/cancel"):
-            if TASKS_EXTENSION not in (_as_dict(capabilities.get("extensions")) or {}):
-                raise _RpcError(
+            if TASKS_EXTENSION not in (as_dict(capabilities.get("extensions")) or {}):
+                raise RpcError(
                     -32021,
                     f"Server requires the {TASKS_EXTENSION} extension for {method}",
                     {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
                 )
-            result = self._task_request("modern", method, params)
-            await self._send_result(request_id, self._complete(method, result))
+            result = task_request(self, "modern", method, params)
+            await self.send_result(request_id, self.complete(method, result))
             return
         if method not in _MODERN_METHODS:
-            raise _RpcError(-32601, f"Method not found: {method}")
+            raise RpcError(-32601, f"Method not found: {method}")
         if method in _HANDLER_METHODS:
             self._spawn(request_id, "modern", method, params)
             return
         if method == "subscriptions/listen":
-            await self._listen(request_id, params)
+            await listen(self, request_id, params)
             return
         if method == "server/discover":
             result = self._discover_result()
         else:
-            result = self._list(method, params)
-        await self._send_result(request_id, self._complete(method, result))
+            result = list_page(self.state, self.server.page_size, method, params)
+        await self.send_result(request_id, self.complete(method, result))
 
     def _discover_result(self) -> JSONDict:
         result: JSONDict = {
             "supportedVersions": self._advertised_versions(),
-            "capabilities": self._capabilities(),
+            "capabilities": self.capabilities(),
         }
         if self.server.instructions is not None:
             result["instructions"] = self.server.instructions
@@ -1081,13 +563,13 @@ class Connection:
         if mode == "silent":
             return
         if mode == "result":
-            result = self._complete("server/discover", self._discover_result())
-            await self._send_result(request_id, result)
+            result = self.complete("server/discover", self._discover_result())
+            await self.send_result(request_id, result)
             return
         if mode == "unsupported_version":
-            meta = _as_dict(params.get("_meta")) or {}
+            meta = as_dict(params.get("_meta")) or {}
             requested = meta.get(PROTOCOL_VERSION)
-            raise _RpcError(
+            raise RpcError(
                 -32022,
                 "Unsupported protocol version",
                 {
@@ -1096,62 +578,10 @@ class Connection:
                 },
             )
         if mode == "invalid_params":
-            raise _RpcError(-32602, "Invalid params")
+            raise RpcError(-32602, "Invalid params")
         if mode == "invalid_request":
-            raise _RpcError(-32600, "Invalid request: server/discover received before initialize")
-        raise _RpcError(-32601, "Method not found: server/discover")
-
-    async def _listen(self, request_id: RequestId, params: JSONDict) -> None:
-        wanted = _as_dict(params.get("notifications"))
-        if wanted is None:
-            raise _RpcError(-32602, "Invalid params: subscriptions/listen needs notifications")
-        capabilities = self._capabilities()
-        honoured: JSONDict = {}
-        for key, capability in (
-            ("toolsListChanged", "tools"),
-            ("promptsListChanged", "prompts"),
-            ("resourcesListChanged", "resources"),
-        ):
-            if wanted.get(key) is True and capability in capabilities:
-                honoured[key] = True
-        uris = _as_list(wanted.get("resourceSubscriptions"))
-        if uris is not None and "resources" in capabilities:
-            honoured["resourceSubscriptions"] = [uri for uri in uris if isinstance(uri, str)]
-        # Registered before the acknowledgement goes out: sending waits when the client's
-        # buffer is full, and a change in that window must not be lost.
-        self.subscriptions[request_id] = honoured
-        await self.send(
-            {
-                "jsonrpc": "2.0",
-                "method": "notifications/subscriptions/acknowledged",
-                "params": {"_meta": {SUBSCRIPTION_ID: request_id}, "notifications": honoured},
-            }
-        )
-
-    # -- shared handlers -------------------------------------------------------------------
-
-    def _list(self, method: str, params: JSONDict) -> JSONDict:
-        server = self.server
-        key = _LIST_KEYS[method]
-        if method == "tools/list":
-            items = [entry.definition for entry in self.state.tools.values()]
-        elif method == "prompts/list":
-            items = [entry.definition for entry in self.state.prompts.values()]
-        elif method == "resources/list":
-            items = [entry.definition for entry in self.state.resources.values()]
-        else:
-            items = [entry.definition for entry in self.state.templates.values()]
-        start = 0
-        cursor = params.get("cursor")
-        if cursor is not None:
-            start = _decode_cursor(key, cursor)
-            if start > len(items):
-                raise _RpcError(-32602, "Invalid cursor")
-        end = len(items) if server.page_size is None else start + max(1, server.page_size)
-        result: JSONDict = {key: [dict(item) for item in items[start:end]]}
-        if end < len(items):
-            result["nextCursor"] = _encode_cursor(key, end)
-        return result
+            raise RpcError(-32600, "Invalid request: server/discover received before initialize")
+        raise RpcError(-32601, "Method not found: server/discover")
 
     def _spawn(self, request_id: RequestId, era: Era, method: str, params: JSONDict) -> None:
         assert self._nursery is not None
@@ -1171,17 +601,21 @@ class Connection:
             with scope:
                 try:
                     modern = era == "modern" and method in _MRTR_METHODS
-                    round_number = self._check_mrtr(method, params) if modern else 0
-                except _RpcError as error:
-                    await self._send_error(request_id, error.code, error.message, error.data)
+                    round_number = (
+                        check_round(self.state, self.server.request_states_seen, method, params)
+                        if modern
+                        else 0
+                    )
+                except RpcError as error:
+                    await self.send_error(request_id, error.code, error.message, error.data)
                     return
                 if method == "tools/call":
-                    task = self._task_for(era, params)
+                    task = new_task(self, era, params)
                     if task is not None:
                         del self.inflight[request_id]
-                        await self._run_task(task, request_id, params)
+                        await run_task(self, task, request_id, params)
                         return
-                inputs = _Inputs(params, round_number)
+                inputs = Inputs(params, round_number)
                 ctx = ToolContext(
                     self,
                     request_id=request_id,
@@ -1192,7 +626,7 @@ class Connection:
                     inputs=inputs,
                 )
                 try:
-                    result = await self._execute(ctx, method, params)
+                    result = await execute(self.state, ctx, method, params)
                 except BaseException as exc:
                     await self._failed(ctx, inputs, exc)
                     return
@@ -1200,40 +634,11 @@ class Connection:
                     await self._send_input_required(ctx, inputs)
                     return
                 if era == "modern":
-                    result = self._complete(method, result)
-                await self._send_result(request_id, result)
+                    result = self.complete(method, result)
+                await self.send_result(request_id, result)
         finally:
             if self.inflight.get(request_id) is scope:
                 del self.inflight[request_id]
-
-    # -- tasks -----------------------------------------------------------------------------
-
-    def _task_for(self, era: Era, params: JSONDict) -> MockTask | None:
-        """A new task when this ``tools/call`` is to run as one, else None."""
-        entry = self.state.tools.get(str(params.get("name")))
-        if entry is None or entry.task is None:
-            return None
-        if era == "legacy":
-            if _as_dict(params.get("task")) is None:
-                return None
-        else:
-            meta = _as_dict(params.get("_meta")) or {}
-            extensions = _as_dict((_as_dict(meta.get(CLIENT_CAPABILITIES)) or {}).get("extensions"))
-            if extensions is None or TASKS_EXTENSION not in extensions:
-                return None
-        server = self.server
-        server.task_serial += 1
-        task = MockTask(task_id=f"task-{server.task_serial}", tool=entry.name, era=era)
-        server.tasks[task.task_id] = task
-        return task
-
-    def _task_wire(self, task: MockTask) -> JSONDict:
-        server = self.server
-        return task.wire(
-            ttl_ms=server.task_ttl_ms,
-            poll_ms=server.task_poll_interval_ms,
-            spelling=server.task_field_spelling,
-        )
 
     async def task_status_changed(self, task: MockTask) -> None:
         """2025-11-25: ``notifications/tasks/status`` with the whole task."""
@@ -1242,112 +647,13 @@ class Connection:
                 {
                     "jsonrpc": "2.0",
                     "method": "notifications/tasks/status",
-                    "params": self._task_wire(task),
+                    "params": task_wire(self, task),
                 }
             )
 
-    async def _run_task(self, task: MockTask, request_id: RequestId, params: JSONDict) -> None:
-        """Answer with the task at once, then run the tool in this handler's task."""
-        if task.era == "legacy":
-            await self._send_result(request_id, {"task": self._task_wire(task)})
-        else:
-            created = self._complete("tools/call", self._task_wire(task))
-            created["resultType"] = "task"
-            await self._send_result(request_id, created)
-        ctx = ToolContext(
-            self,
-            request_id=request_id,
-            method="tools/call",
-            params=params,
-            era=task.era,
-            scope=task.scope,
-            inputs=_Inputs(params, 0),
-        )
-        ctx._task = task  # pyright: ignore[reportPrivateUsage]
-        with task.scope:
-            try:
-                result: JSONDict = await self._call_tool(ctx, params)
-            except ToolError as error:
-                custom = _as_dict(error.result)
-                result = {"content": [_text(str(error))]}
-                if custom is not None and "content" in custom:
-                    result = dict(custom)
-                result["isError"] = True
-            except _RpcError as error:
-                task.error = {"code": error.code, "message": error.message}
-                if error.data is not None:
-                    task.error["data"] = error.data
-                task.set_status("failed", error.message)
-                await self.task_status_changed(task)
-                return
-            except Exception as exc:
-                message = f"Internal error: {type(exc).__name__}: {exc}"
-                task.error = {"code": -32603, "message": message}
-                task.set_status("failed", message)
-                await self.task_status_changed(task)
-                return
-            task.result = result
-            task.set_status("completed")
-            await self.task_status_changed(task)
-
-    def _known_task(self, params: JSONDict) -> MockTask:
-        task_id = params.get("taskId")
-        task = self.server.tasks.get(task_id) if isinstance(task_id, str) else None
-        if task is None:
-            raise _RpcError(-32602, f"Invalid params: unknown task {task_id!r}")
-        return task
-
-    def _task_request(self, era: Era, method: str, params: JSONDict) -> JSONDict:
-        """``tasks/get``, ``tasks/update``, ``tasks/cancel`` (both eras), ``tasks/list``."""
-        if method == "tasks/list":
-            return {"tasks": [self._task_wire(task) for task in self.server.tasks.values()]}
-        task = self._known_task(params)
-        if method == "tasks/cancel":
-            if task.status in TERMINAL:
-                raise _RpcError(-32602, f"Invalid params: task {task.task_id} already ended")
-            task.cancel_requested = True
-            task.set_status("cancelled", "cancelled by the client")
-            task.scope.cancel()
-            return self._task_wire(task) if era == "legacy" else {}
-        if method == "tasks/update":
-            responses = _as_dict(params.get("inputResponses"))
-            if responses is None:
-                raise _RpcError(-32602, "Invalid params: tasks/update needs inputResponses")
-            task.updates.append(dict(responses))
-            task.responses.update(responses)
-            task.answered.set()
-            return {}
-        body = self._task_wire(task)
-        if era == "modern":
-            if task.status == "completed" and task.result is not None:
-                body["result"] = self._complete("tools/call", dict(task.result))
-            elif task.status == "failed" and task.error is not None:
-                body["error"] = dict(task.error)
-            elif task.status == "input_required" and task.input_requests:
-                body["inputRequests"] = dict(task.input_requests)
-        return body
-
-    async def _task_result(self, request_id: RequestId, params: JSONDict) -> None:
-        """2025-11-25 ``tasks/result``: wait for the end, answer what tools/call would."""
-        try:
-            task = self._known_task(params)
-        except _RpcError as error:
-            await self._send_error(request_id, error.code, error.message, error.data)
-            return
-        await task.done.wait()
-        if task.status == "completed" and task.result is not None:
-            result = dict(task.result)
-            meta = dict(_as_dict(result.get("_meta")) or {})
-            meta[RELATED_TASK] = {"taskId": task.task_id}
-            result["_meta"] = meta
-            await self._send_result(request_id, result)
-            return
-        failure = task.error or {"code": -32603, "message": f"task {task.task_id} {task.status}"}
-        await self._send_error(request_id, failure["code"], failure["message"], failure.get("data"))
-
-    async def _failed(self, ctx: ToolContext, inputs: _Inputs, exc: BaseException) -> None:
+    async def _failed(self, ctx: ToolContext, inputs: Inputs, exc: BaseException) -> None:
         """Answer a request whose handler raised ``exc`` (or re-raise it)."""
-        leaves = _leaves(exc)
+        leaves = exception_leaves(exc)
         if all(isinstance(leaf, trio.Cancelled) for leaf in leaves):
             raise exc
         crashes = [leaf for leaf in leaves if isinstance(leaf, ServerCrash)]
@@ -1358,194 +664,37 @@ class Connection:
             await self._send_input_required(ctx, inputs)
             return
         errors = [leaf for leaf in leaves if not isinstance(leaf, trio.Cancelled)]
-        if len(errors) == 1 and isinstance(errors[0], _RpcError):
+        if len(errors) == 1 and isinstance(errors[0], RpcError):
             error = errors[0]
-            await self._send_error(ctx.request_id, error.code, error.message, error.data)
+            await self.send_error(ctx.request_id, error.code, error.message, error.data)
             return
         if len(errors) == 1 and isinstance(errors[0], ServerError):
             chosen = errors[0]  # a JSON-RPC error the script chose, sent as it is
-            await self._send_error(ctx.request_id, chosen.code, chosen.message, chosen.data)
+            await self.send_error(ctx.request_id, chosen.code, chosen.message, chosen.data)
             return
         if len(errors) == 1 and isinstance(errors[0], ToolError) and ctx.method == "tools/call":
             await self._send_tool_error(ctx, errors[0])
             return
         if not isinstance(exc, Exception):
             raise exc
-        await self._send_error(
+        await self.send_error(
             ctx.request_id, -32603, f"Internal error: {type(exc).__name__}: {exc}"
         )
 
     async def _send_tool_error(self, ctx: ToolContext, error: ToolError) -> None:
-        custom = _as_dict(error.result)
+        custom = as_dict(error.result)
         result: JSONDict | None = (
             dict(custom) if custom is not None and "content" in custom else None
         )
         if result is None:
-            result = {"content": [_text(str(error))]}
+            result = {"content": [text_block(str(error))]}
         result["isError"] = True
         if ctx.era == "modern":
-            result = self._complete(ctx.method, result)
-        await self._send_result(ctx.request_id, result)
+            result = self.complete(ctx.method, result)
+        await self.send_result(ctx.request_id, result)
 
-    def _check_mrtr(self, method: str, params: JSONDict) -> int:
-        """Validate ``inputResponses``/``requestState``; return the round number."""
-        if "inputResponses" in params and _as_dict(params["inputResponses"]) is None:
-            raise _RpcError(-32602, "Invalid params: inputResponses must be an object")
-        if "requestState" not in params:
-            return 0
-        state = params["requestState"]
-        if not isinstance(state, str):
-            raise _RpcError(-32602, "Invalid params: requestState must be a string")
-        server = self.server
-        server.request_states_seen.append(state)
-        issued = self.state.issued_states.get(state)
-        if issued is None or issued[:2] != (method, _target(params)):
-            raise _RpcError(
-                -32602,
-                "Invalid params: requestState was not issued by this server for this request "
-                "(clients must echo it byte for byte, on a retry of the same request)",
-            )
-        return issued[2] + 1
-
-    async def _send_input_required(self, ctx: ToolContext, inputs: _Inputs) -> None:
-        self.state.state_serial += 1
-        target = _target(ctx.params)
-        payload = json.dumps(
-            {"m": ctx.method, "t": target, "r": ctx.round, "s": self.state.state_serial},
-            separators=(",", ":"),
+    async def _send_input_required(self, ctx: ToolContext, inputs: Inputs) -> None:
+        result = input_required_result(
+            self.state, ctx.method, ctx.params, ctx.round, inputs, self.server_info()
         )
-        state = base64.b64encode(payload.encode()).decode("ascii")
-        self.state.issued_states[state] = (ctx.method, target, ctx.round)
-        result: JSONDict = {
-            "resultType": "input_required",
-            "inputRequests": dict(inputs.missing),
-            "requestState": state,
-            "_meta": {SERVER_INFO: self._server_info()},
-        }
-        await self._send_result(ctx.request_id, result)
-
-    async def _execute(self, ctx: ToolContext, method: str, params: JSONDict) -> JSONDict:
-        if method == "tools/call":
-            return await self._call_tool(ctx, params)
-        if method == "prompts/get":
-            return await self._get_prompt(ctx, params)
-        if method == "resources/read":
-            return await self._read_resource(ctx, params)
-        return await self._complete_argument(params)
-
-    async def _call_tool(self, ctx: ToolContext, params: JSONDict) -> JSONDict:
-        name = params.get("name")
-        if not isinstance(name, str):
-            raise _RpcError(-32602, "Invalid params: tools/call needs a tool name")
-        entry = self.state.tools.get(name)
-        if entry is None:
-            raise _RpcError(-32602, f"Unknown tool: {name}")
-        raw = params.get("arguments")
-        arguments = {} if raw is None else _as_dict(raw)
-        if arguments is None:
-            raise _RpcError(-32602, f"Invalid arguments for tool {name}: expected an object")
-        for required in entry.required:
-            if required not in arguments:
-                raise _RpcError(
-                    -32602,
-                    f"Invalid arguments for tool {name}: Missing required property '{required}'",
-                )
-        if entry.accepted is not None:
-            for argument in arguments:
-                if argument not in entry.accepted:
-                    raise _RpcError(
-                        -32602,
-                        f"Invalid arguments for tool {name}: Unexpected property '{argument}'",
-                    )
-        value = await _maybe_await(entry.function(ctx, **arguments))
-        return _tool_result(value)
-
-    async def _get_prompt(self, ctx: ToolContext, params: JSONDict) -> JSONDict:
-        name = params.get("name")
-        if not isinstance(name, str):
-            raise _RpcError(-32602, "Invalid params: prompts/get needs a prompt name")
-        entry = self.state.prompts.get(name)
-        if entry is None:
-            raise _RpcError(-32602, f"Unknown prompt: {name}")
-        raw = params.get("arguments")
-        arguments = {} if raw is None else _as_dict(raw)
-        if arguments is None:
-            raise _RpcError(-32602, f"Invalid arguments for prompt {name}: expected an object")
-        for required in entry.required:
-            if required not in arguments:
-                raise _RpcError(
-                    -32602, f"Invalid arguments for prompt {name}: Missing argument '{required}'"
-                )
-        if entry.handler is None:
-            result = _prompt_result(entry.messages)
-        else:
-            result = _prompt_result(await _maybe_await(entry.handler(ctx, **arguments)))
-        description = entry.definition.get("description")
-        if description is not None and "description" not in result:
-            result["description"] = description
-        return result
-
-    async def _read_resource(self, ctx: ToolContext, params: JSONDict) -> JSONDict:
-        uri = params.get("uri")
-        if not isinstance(uri, str):
-            raise _RpcError(-32602, "Invalid params: resources/read needs a uri")
-        resource = self.state.resources.get(uri)
-        if resource is not None:
-            return {"contents": [dict(resource.contents)]}
-        for template in self.state.templates.values():
-            if template.handler is None:
-                continue
-            variables = match_uri_template(template.pattern, uri)
-            if variables is not None:
-                value = await _maybe_await(template.handler(ctx, uri, **variables))
-                mime_type = template.definition.get("mimeType")
-                return _read_result(uri, value, mime_type if isinstance(mime_type, str) else None)
-        code = -32602 if ctx.era == "modern" else -32002
-        raise _RpcError(code, "Resource not found", {"uri": uri})
-
-    async def _complete_argument(self, params: JSONDict) -> JSONDict:
-        handler = self.state.completion
-        if handler is None:
-            raise _RpcError(-32601, "Method not found: completion/complete (no completions)")
-        ref = _as_dict(params.get("ref"))
-        argument = _as_dict(params.get("argument"))
-        if ref is None or argument is None:
-            raise _RpcError(-32602, "Invalid params: completion/complete needs ref and argument")
-        value = await _maybe_await(handler(ref, argument, _as_dict(params.get("context"))))
-        items = _as_list(value)
-        if items is not None:
-            values = [str(v) for v in items]
-            return {
-                "completion": {
-                    "values": values[:100],
-                    "total": len(values),
-                    "hasMore": len(values) > 100,
-                }
-            }
-        mapping = _as_dict(value)
-        if mapping is None:
-            raise TypeError("a completion handler must return a list of strings or a dict")
-        return dict(mapping) if "completion" in mapping else {"completion": dict(mapping)}
-
-
-def _target(params: JSONDict) -> str:
-    """What an MRTR request is about: the tool/prompt name or resource URI."""
-    value = params.get("name", params.get("uri"))
-    return value if isinstance(value, str) else ""
-
-
-def _encode_cursor(kind: str, offset: int) -> str:
-    return base64.urlsafe_b64encode(f"{kind}:{offset}".encode()).decode("ascii")
-
-
-def _decode_cursor(kind: str, cursor: Any) -> int:
-    if not isinstance(cursor, str):
-        raise _RpcError(-32602, "Invalid cursor")
-    try:
-        decoded = base64.urlsafe_b64decode(cursor.encode("ascii")).decode()
-        prefix, _, offset = decoded.partition(":")
-        if prefix != kind:
-            raise ValueError(prefix)
-        return int(offset)
-    except (ValueError, UnicodeError) as exc:
-        raise _RpcError(-32602, "Invalid cursor") from exc
+        await self.send_result(ctx.request_id, result)

@@ -6,8 +6,9 @@ from typing import Any
 
 import trio
 
-from ._connection import ServerCrash, ToolContext
+from ._context import ToolContext
 from ._server import Eras, MockServer
+from ._wire import ServerCrash
 
 __all__ = ["demo_server"]
 

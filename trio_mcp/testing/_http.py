@@ -21,12 +21,13 @@ from typing import TYPE_CHECKING, Any, cast
 import msgspec
 import trio
 
-from ._connection import SUBSCRIPTION_ID
 from ._faults import FaultyStream
+from ._wire import SUBSCRIPTION_ID
 
 if TYPE_CHECKING:
     import httpx
 
+    # annotation only (the public MockHTTPServer.server): the server's module imports this one
     from ._server import MockServer
 
 __all__ = ["MockHTTPServer"]
@@ -170,7 +171,7 @@ class MockHTTPServer:
             server: The server to serve.
             nursery: Where the server loops run.
         """
-        import httpx
+        import httpx  # on first use: importing trio_mcp.testing does not load httpx
 
         self.server = server
         self.client: httpx.AsyncClient = httpx.AsyncClient(
@@ -231,7 +232,7 @@ class MockHTTPServer:
         Raises:
             httpx.ConnectError: The server is down after an injected crash.
         """
-        import httpx
+        import httpx  # on first use: importing trio_mcp.testing does not load httpx
 
         await trio.lowlevel.checkpoint()
         self.requests.append((request.method, dict(request.headers)))
@@ -304,7 +305,7 @@ async def _deliver(stream: _RoutedStream, body: bytes, route: _Route | None) -> 
 def _sse_response(
     route: _Route, stream: _RoutedStream, headers: dict[str, str] | None = None
 ) -> httpx.Response:
-    import httpx
+    import httpx  # on first use: importing trio_mcp.testing does not load httpx
 
     class _Body(httpx.AsyncByteStream):
         def __init__(self) -> None:

@@ -13,15 +13,13 @@ import types
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Union
+from typing import Any, Literal, Protocol, Union
 
 import trio
 
-if TYPE_CHECKING:
-    from ._connection import Connection
-
 __all__ = [
     "JSONDict",
+    "OpenConnection",
     "PromptEntry",
     "ResourceEntry",
     "ServerState",
@@ -81,6 +79,35 @@ class PromptEntry:
     required: tuple[str, ...] = field(default_factory=tuple)
 
 
+class OpenConnection(Protocol):
+    """What the server asks of each of its open connections (``_connection.Connection``)."""
+
+    @property
+    def legacy(self) -> bool:
+        """Whether the connection was initialized (legacy era)."""
+        ...
+
+    async def notify_list_changed(self, kind: str) -> None:
+        """Send ``notifications/<kind>/list_changed`` where the client asked for it."""
+        ...
+
+    async def notify_resource_updated(self, uri: str) -> None:
+        """Send ``notifications/resources/updated`` to clients subscribed to ``uri``."""
+        ...
+
+    async def end_subscriptions(self) -> None:
+        """Close every listen stream gracefully."""
+        ...
+
+    async def crash(self, exit_code: int | None = None, stderr: str = "") -> None:
+        """End the connection abruptly."""
+        ...
+
+    async def client_request(self, method: str, params: JSONDict | None) -> JSONDict:
+        """Send a server-to-client request and return the client's result."""
+        ...
+
+
 class ServerState:
     """Everything a :class:`MockServer` serves, plus bookkeeping its connections share."""
 
@@ -90,7 +117,7 @@ class ServerState:
         self.templates: dict[str, TemplateEntry] = {}
         self.prompts: dict[str, PromptEntry] = {}
         self.completion: Callable[..., Any] | None = None
-        self.connections: list[Connection] = []
+        self.connections: list[OpenConnection] = []
         #: requestState issued -> (method, target, round).
         self.issued_states: dict[str, tuple[str, str, int]] = {}
         self.state_serial: int = 0

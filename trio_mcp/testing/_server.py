@@ -7,14 +7,15 @@ import inspect
 import sys
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+from typing import Any, Literal, TypeVar, overload
 
 import trio
 
 from .._transports._base import Transport
 from .._transports._memory import MEMORY_BUFFER_SIZE, MemoryServerStream
-from ._connection import Connection, RequestId, ServerStream
+from ._connection import Connection
 from ._faults import Faults, FaultyStream, MockClientTransport
+from ._http import MockHTTPServer
 from ._registry import (
     JSONDict,
     PromptEntry,
@@ -28,10 +29,9 @@ from ._registry import (
     infer_input_schema,
     resource_contents,
 )
+from ._stdio import StdioStream
 from ._tasks import MockTask
-
-if TYPE_CHECKING:
-    from ._http import MockHTTPServer
+from ._wire import RequestId, ServerStream
 
 __all__ = ["DiscoverResponse", "Eras", "MockServer"]
 
@@ -534,8 +534,6 @@ class MockServer:
             The :class:`MockHTTPServer`; leaving the block ends its sessions and closes
             its client.
         """
-        from ._http import MockHTTPServer
-
         http = MockHTTPServer(self, nursery)
         try:
             yield http
@@ -557,8 +555,6 @@ class MockServer:
         Returns when stdin reaches end of file or the server crashes. Nothing else may
         write to stdout meanwhile.
         """
-        from ._stdio import StdioStream
-
         stream = StdioStream(sys.stdin.fileno(), sys.stdout.fileno())
         async with trio.open_nursery() as nursery:
             nursery.start_soon(stream.pump_output)

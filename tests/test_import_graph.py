@@ -1,0 +1,148 @@
+"""The testing kit and the config package import each other in one direction only.
+
+Their modules' imports (``ast``, so nothing runs) form a graph with no cycle at run time,
+and no module hides an import of a sibling inside a function; an import kept inside a
+function for another reason (import cost, a platform) says why in a comment.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent / "trio_mcp"
+PACKAGES = ("testing", "_config")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    return "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+def _imports(
+    tree: ast.Module, package: str
+) -> list[tuple[ast.Import | ast.ImportFrom, str, list[str]]]:
+    """Each import of ``tree``: its node, where it sits, and the module names it may load.
+
+    Where: ``"module"`` (run at import), ``"function"`` (run on a call) or
+    ``"typing"`` (under ``if TYPE_CHECKING:``, never run).
+    """
+    found: list[tuple[ast.Import | ast.ImportFrom, str, list[str]]] = []
+
+    def visit(node: ast.AST, where: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            here = where
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                here = "function" if where == "module" else where
+            elif isinstance(child, ast.If) and _is_type_checking(child):
+                here = "typing"
+            if isinstance(child, ast.Import):
+                found.append((child, here, [alias.name for alias in child.names]))
+            elif isinstance(child, ast.ImportFrom):
+                if child.level:
+                    base = package.split(".")
+                    base = base[: len(base) - (child.level - 1)]
+                    name = ".".join([*base, *([child.module] if child.module else [])])
+                else:
+                    name = child.module or ""
+                found.append((child, here, [name, *(f"{name}.{a.name}" for a in child.names)]))
+            visit(child, here)
+
+    visit(tree, "module")
+    return found
+
+
+def _graph() -> tuple[dict[str, set[str]], dict[str, list[tuple[int, str, str]]], dict[str, Path]]:
+    files = {_module_name(p): p for p in ROOT.rglob("*.py")}
+    ours = {m for m in files if any(m.startswith(f"trio_mcp.{p}") for p in PACKAGES)}
+    runtime: dict[str, set[str]] = {m: set() for m in ours}
+    in_functions: dict[str, list[tuple[int, str, str]]] = {m: [] for m in ours}
+    for module in ours:
+        path = files[module]
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for node, where, names in _imports(ast.parse(path.read_text()), package):
+            targets = {n for n in names if n in ours and n != module}
+            if where != "typing":
+                runtime[module] |= targets
+            if where == "function":
+                in_functions[module].append((node.lineno, ast.unparse(node), ",".join(targets)))
+    return runtime, in_functions, files
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+
+    def connect(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                connect(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component: list[str] = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            connect(node)
+    return components
+
+
+def test_the_modules_are_found() -> None:
+    runtime, _, _ = _graph()
+    assert "trio_mcp.testing._server" in runtime
+    assert "trio_mcp._config._loading" in runtime
+
+
+def test_no_import_cycle_at_run_time() -> None:
+    runtime, _, _ = _graph()
+    assert _cycles(runtime) == []
+
+
+def test_the_cycle_check_sees_a_cycle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_sibling_is_imported_inside_a_function() -> None:
+    _, in_functions, _ = _graph()
+    hidden = {m: [i for i in found if i[2]] for m, found in in_functions.items()}
+    assert {m: found for m, found in hidden.items() if found} == {}
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_every_import_inside_a_function_says_why(package: str) -> None:
+    _, in_functions, files = _graph()
+    silent: list[str] = []
+    for module, found in in_functions.items():
+        if not module.startswith(f"trio_mcp.{package}"):
+            continue
+        lines = files[module].read_text().splitlines()
+        for lineno, text, _ in found:
+            line, above = lines[lineno - 1], lines[lineno - 2].strip()
+            if "#" not in line and not above.startswith("#"):
+                silent.append(f"{module}:{lineno}: {text}")
+    assert silent == []
