@@ -270,7 +270,7 @@ class _Bridge:
         self.host = host
         self.session: ClientSession | None = None
         self.closed: bool = False
-        self.stop = trio.Event()
+        self.stop: trio.Event = trio.Event()
         #: Resolved once the session's Trio task has ended (the session and server closed).
         self.ended: asyncio.Future[None] = host.loop.create_future()
 
