@@ -118,12 +118,12 @@ the async API: a server that dies mid-call fails the call with :class:`Connectio
         "and blocks the calling thread only for that."
     ),
     callback_note=(
-        "Callbacks may be plain functions, run in a worker thread (so they may block), or "
-        "async functions, run on the session's Trio thread."
+        "Callbacks ({names}) may be plain functions, run in a worker thread (so they may "
+        "block), or async functions, run on the session's Trio thread."
     ),
     listener_note=(
-        "Callbacks may be plain functions, run in a worker thread (so they may block), or "
-        "async functions, run on the session's Trio thread."
+        "Callbacks ({names}) may be plain functions, run in a worker thread (so they may "
+        "block), or async functions, run on the session's Trio thread."
     ),
     remover_note="The function returned may be called from any thread.",
     context_manager="AbstractContextManager",
@@ -154,15 +154,16 @@ coroutine functions.""",
         "code (``async with``); the Trio one is entered and left in the guest Trio run."
     ),
     sync_note=(
-        "Asyncio twin of :meth:`ClientSession.{name}`: called at once, on the asyncio thread "
-        "that also runs the guest Trio run."
+        "Asyncio twin of :meth:`ClientSession.{name}`: a plain (not async) method, run at "
+        "once on the asyncio thread, which also runs the guest Trio run."
     ),
     callback_note=(
-        "Callbacks may be plain functions or asyncio coroutine functions (awaited by asyncio)."
+        "Callbacks ({names}) may be plain functions or asyncio coroutine functions (awaited "
+        "by asyncio)."
     ),
     listener_note=(
-        "Callbacks may be plain functions (called at once: keep them quick) or asyncio "
-        "coroutine functions (run as asyncio tasks)."
+        "Callbacks ({names}) may be plain functions (called on the asyncio thread: keep "
+        "them quick) or asyncio coroutine functions (run as asyncio tasks)."
     ),
     remover_note="",
     context_manager="AbstractAsyncContextManager",
@@ -482,11 +483,10 @@ def _docstring(bridge: Bridge, member: Member) -> list[str]:
         "sync": bridge.sync_note,
         "property": "The same as :attr:`ClientSession.{name}`.",
     }[member.kind].format(name=member.name)
-    kinds = {_param_kind(p, member) for p in member.signature.params}
-    if "callback" in kinds:
-        notes += " " + bridge.callback_note
-    if "listener" in kinds:
-        notes += " " + bridge.listener_note
+    for kind, note in (("callback", bridge.callback_note), ("listener", bridge.listener_note)):
+        names = [f"``{p.name}``" for p in member.signature.params if _param_kind(p, member) == kind]
+        if names:
+            notes += " " + note.format(names=", ".join(names))
     if member.signature.returns == "Callable[[], None]" and bridge.remover_note:
         notes += " " + bridge.remover_note
     out = [*summary, "", *textwrap.wrap(notes, WIDTH - 12 - 8)]

@@ -45,8 +45,8 @@ class AsyncioSession(AsyncioSessionBase):
     ) -> Callable[[], None]:
         """Handle results of a new ``resultType`` (an extension's, SEP-2133) yourself.
 
-        Asyncio twin of :meth:`ClientSession.claim_result_type`: called at once, on the
-        asyncio thread that also runs the guest Trio run.
+        Asyncio twin of :meth:`ClientSession.claim_result_type`: a plain (not async)
+        method, run at once on the asyncio thread, which also runs the guest Trio run.
 
         Args:
             result_type: The ``resultType`` value to claim.
@@ -106,8 +106,8 @@ class AsyncioSession(AsyncioSessionBase):
 
         Asyncio twin of :meth:`ClientSession.request`: returns an asyncio awaitable; the
         call runs in the guest Trio run, and cancelling the awaiting asyncio task
-        cancels it (the server is told). Callbacks may be plain functions or asyncio
-        coroutine functions (awaited by asyncio).
+        cancels it (the server is told). Callbacks (``on_progress``) may be plain
+        functions or asyncio coroutine functions (awaited by asyncio).
 
         Args:
             method: The JSON-RPC method.
@@ -159,9 +159,10 @@ class AsyncioSession(AsyncioSessionBase):
     ) -> None:
         """Serve server-to-client requests of ``method`` with ``handler``.
 
-        Asyncio twin of :meth:`ClientSession.set_request_handler`: called at once, on
-        the asyncio thread that also runs the guest Trio run. Callbacks may be plain
-        functions or asyncio coroutine functions (awaited by asyncio).
+        Asyncio twin of :meth:`ClientSession.set_request_handler`: a plain (not async)
+        method, run at once on the asyncio thread, which also runs the guest Trio run.
+        Callbacks (``handler``) may be plain functions or asyncio coroutine functions
+        (awaited by asyncio).
 
         Args:
             method: The request method, e.g. ``"x-vendor/thing"``.
@@ -180,10 +181,10 @@ class AsyncioSession(AsyncioSessionBase):
     ) -> Callable[[], None]:
         """Call ``callback`` for each notification of ``method`` (``"*"`` for all).
 
-        Asyncio twin of :meth:`ClientSession.add_notification_handler`: called at once,
-        on the asyncio thread that also runs the guest Trio run. Callbacks may be plain
-        functions (called at once: keep them quick) or asyncio coroutine functions (run
-        as asyncio tasks).
+        Asyncio twin of :meth:`ClientSession.add_notification_handler`: a plain (not
+        async) method, run at once on the asyncio thread, which also runs the guest Trio
+        run. Callbacks (``callback``) may be plain functions (called on the asyncio
+        thread: keep them quick) or asyncio coroutine functions (run as asyncio tasks).
 
         Args:
             method: The notification method, or ``"*"`` for every notification.
@@ -204,10 +205,10 @@ class AsyncioSession(AsyncioSessionBase):
     ) -> Callable[[], None]:
         """Call ``callback`` with each log message (``notifications/message``), typed.
 
-        Asyncio twin of :meth:`ClientSession.on_log`: called at once, on the asyncio
-        thread that also runs the guest Trio run. Callbacks may be plain functions
-        (called at once: keep them quick) or asyncio coroutine functions (run as asyncio
-        tasks).
+        Asyncio twin of :meth:`ClientSession.on_log`: a plain (not async) method, run at
+        once on the asyncio thread, which also runs the guest Trio run. Callbacks
+        (``callback``) may be plain functions (called on the asyncio thread: keep them
+        quick) or asyncio coroutine functions (run as asyncio tasks).
 
         Args:
             callback: Called with a :class:`LoggingMessageNotificationParams`.
@@ -226,10 +227,10 @@ class AsyncioSession(AsyncioSessionBase):
     ) -> Callable[[], None]:
         """Call ``callback`` with every progress notification, of any request, typed.
 
-        Asyncio twin of :meth:`ClientSession.on_progress`: called at once, on the
-        asyncio thread that also runs the guest Trio run. Callbacks may be plain
-        functions (called at once: keep them quick) or asyncio coroutine functions (run
-        as asyncio tasks).
+        Asyncio twin of :meth:`ClientSession.on_progress`: a plain (not async) method,
+        run at once on the asyncio thread, which also runs the guest Trio run. Callbacks
+        (``callback``) may be plain functions (called on the asyncio thread: keep them
+        quick) or asyncio coroutine functions (run as asyncio tasks).
 
         Args:
             callback: Called with a :class:`ProgressNotificationParams`.
@@ -249,10 +250,10 @@ class AsyncioSession(AsyncioSessionBase):
     ) -> Callable[[], None]:
         """Call ``callback`` with ``"tools"``, ``"prompts"`` or ``"resources"`` on list changes.
 
-        Asyncio twin of :meth:`ClientSession.on_list_changed`: called at once, on the
-        asyncio thread that also runs the guest Trio run. Callbacks may be plain
-        functions (called at once: keep them quick) or asyncio coroutine functions (run
-        as asyncio tasks).
+        Asyncio twin of :meth:`ClientSession.on_list_changed`: a plain (not async)
+        method, run at once on the asyncio thread, which also runs the guest Trio run.
+        Callbacks (``callback``) may be plain functions (called on the asyncio thread:
+        keep them quick) or asyncio coroutine functions (run as asyncio tasks).
 
         Args:
             callback: Called with the kind of list that changed.
@@ -276,10 +277,10 @@ class AsyncioSession(AsyncioSessionBase):
     ) -> Callable[[], None]:
         """Call ``callback`` with each ``notifications/resources/updated``, typed.
 
-        Asyncio twin of :meth:`ClientSession.on_resource_updated`: called at once, on
-        the asyncio thread that also runs the guest Trio run. Callbacks may be plain
-        functions (called at once: keep them quick) or asyncio coroutine functions (run
-        as asyncio tasks).
+        Asyncio twin of :meth:`ClientSession.on_resource_updated`: a plain (not async)
+        method, run at once on the asyncio thread, which also runs the guest Trio run.
+        Callbacks (``callback``) may be plain functions (called on the asyncio thread:
+        keep them quick) or asyncio coroutine functions (run as asyncio tasks).
 
         Args:
             callback: Called with a :class:`ResourceUpdatedNotificationParams`.
@@ -472,8 +473,8 @@ class AsyncioSession(AsyncioSessionBase):
 
         Asyncio twin of :meth:`ClientSession.call_tool`: returns an asyncio awaitable;
         the call runs in the guest Trio run, and cancelling the awaiting asyncio task
-        cancels it (the server is told). Callbacks may be plain functions or asyncio
-        coroutine functions (awaited by asyncio).
+        cancels it (the server is told). Callbacks (``on_progress``) may be plain
+        functions or asyncio coroutine functions (awaited by asyncio).
 
         Args:
             name: The tool's name.
@@ -514,8 +515,8 @@ class AsyncioSession(AsyncioSessionBase):
 
         Asyncio twin of :meth:`ClientSession.start_tool_task`: an async context manager
         for asyncio code (``async with``); the Trio one is entered and left in the guest
-        Trio run. Callbacks may be plain functions or asyncio coroutine functions
-        (awaited by asyncio).
+        Trio run. Callbacks (``on_progress``) may be plain functions or asyncio
+        coroutine functions (awaited by asyncio).
 
         Args:
             name: The tool's name.

@@ -120,9 +120,9 @@ class BlockingSession(BlockingSessionBase):
 
         Blocking twin of :meth:`ClientSession.request`: blocks the calling thread while
         the session's Trio thread makes the call; Ctrl-C cancels it (the server is told)
-        and re-raises :class:`KeyboardInterrupt`. Callbacks may be plain functions, run
-        in a worker thread (so they may block), or async functions, run on the session's
-        Trio thread.
+        and re-raises :class:`KeyboardInterrupt`. Callbacks (``on_progress``) may be
+        plain functions, run in a worker thread (so they may block), or async functions,
+        run on the session's Trio thread.
 
         Args:
             method: The JSON-RPC method.
@@ -177,9 +177,9 @@ class BlockingSession(BlockingSessionBase):
         """Serve server-to-client requests of ``method`` with ``handler``.
 
         Blocking twin of :meth:`ClientSession.set_request_handler`: runs on the
-        session's Trio thread and blocks the calling thread only for that. Callbacks may
-        be plain functions, run in a worker thread (so they may block), or async
-        functions, run on the session's Trio thread.
+        session's Trio thread and blocks the calling thread only for that. Callbacks
+        (``handler``) may be plain functions, run in a worker thread (so they may
+        block), or async functions, run on the session's Trio thread.
 
         Args:
             method: The request method, e.g. ``"x-vendor/thing"``.
@@ -200,10 +200,10 @@ class BlockingSession(BlockingSessionBase):
         """Call ``callback`` for each notification of ``method`` (``"*"`` for all).
 
         Blocking twin of :meth:`ClientSession.add_notification_handler`: runs on the
-        session's Trio thread and blocks the calling thread only for that. Callbacks may
-        be plain functions, run in a worker thread (so they may block), or async
-        functions, run on the session's Trio thread. The function returned may be called
-        from any thread.
+        session's Trio thread and blocks the calling thread only for that. Callbacks
+        (``callback``) may be plain functions, run in a worker thread (so they may
+        block), or async functions, run on the session's Trio thread. The function
+        returned may be called from any thread.
 
         Args:
             method: The notification method, or ``"*"`` for every notification.
@@ -228,9 +228,10 @@ class BlockingSession(BlockingSessionBase):
         """Call ``callback`` with each log message (``notifications/message``), typed.
 
         Blocking twin of :meth:`ClientSession.on_log`: runs on the session's Trio thread
-        and blocks the calling thread only for that. Callbacks may be plain functions,
-        run in a worker thread (so they may block), or async functions, run on the
-        session's Trio thread. The function returned may be called from any thread.
+        and blocks the calling thread only for that. Callbacks (``callback``) may be
+        plain functions, run in a worker thread (so they may block), or async functions,
+        run on the session's Trio thread. The function returned may be called from any
+        thread.
 
         Args:
             callback: Called with a :class:`LoggingMessageNotificationParams`.
@@ -253,10 +254,10 @@ class BlockingSession(BlockingSessionBase):
         """Call ``callback`` with every progress notification, of any request, typed.
 
         Blocking twin of :meth:`ClientSession.on_progress`: runs on the session's Trio
-        thread and blocks the calling thread only for that. Callbacks may be plain
-        functions, run in a worker thread (so they may block), or async functions, run
-        on the session's Trio thread. The function returned may be called from any
-        thread.
+        thread and blocks the calling thread only for that. Callbacks (``callback``) may
+        be plain functions, run in a worker thread (so they may block), or async
+        functions, run on the session's Trio thread. The function returned may be called
+        from any thread.
 
         Args:
             callback: Called with a :class:`ProgressNotificationParams`.
@@ -280,10 +281,10 @@ class BlockingSession(BlockingSessionBase):
         """Call ``callback`` with ``"tools"``, ``"prompts"`` or ``"resources"`` on list changes.
 
         Blocking twin of :meth:`ClientSession.on_list_changed`: runs on the session's
-        Trio thread and blocks the calling thread only for that. Callbacks may be plain
-        functions, run in a worker thread (so they may block), or async functions, run
-        on the session's Trio thread. The function returned may be called from any
-        thread.
+        Trio thread and blocks the calling thread only for that. Callbacks
+        (``callback``) may be plain functions, run in a worker thread (so they may
+        block), or async functions, run on the session's Trio thread. The function
+        returned may be called from any thread.
 
         Args:
             callback: Called with the kind of list that changed.
@@ -311,10 +312,10 @@ class BlockingSession(BlockingSessionBase):
         """Call ``callback`` with each ``notifications/resources/updated``, typed.
 
         Blocking twin of :meth:`ClientSession.on_resource_updated`: runs on the
-        session's Trio thread and blocks the calling thread only for that. Callbacks may
-        be plain functions, run in a worker thread (so they may block), or async
-        functions, run on the session's Trio thread. The function returned may be called
-        from any thread.
+        session's Trio thread and blocks the calling thread only for that. Callbacks
+        (``callback``) may be plain functions, run in a worker thread (so they may
+        block), or async functions, run on the session's Trio thread. The function
+        returned may be called from any thread.
 
         Args:
             callback: Called with a :class:`ResourceUpdatedNotificationParams`.
@@ -513,9 +514,9 @@ class BlockingSession(BlockingSessionBase):
 
         Blocking twin of :meth:`ClientSession.call_tool`: blocks the calling thread
         while the session's Trio thread makes the call; Ctrl-C cancels it (the server is
-        told) and re-raises :class:`KeyboardInterrupt`. Callbacks may be plain
-        functions, run in a worker thread (so they may block), or async functions, run
-        on the session's Trio thread.
+        told) and re-raises :class:`KeyboardInterrupt`. Callbacks (``on_progress``) may
+        be plain functions, run in a worker thread (so they may block), or async
+        functions, run on the session's Trio thread.
 
         Args:
             name: The tool's name.
@@ -558,8 +559,8 @@ class BlockingSession(BlockingSessionBase):
         Blocking twin of :meth:`ClientSession.start_tool_task`: a plain context manager
         (``with``); entering it blocks the calling thread until the async one has been
         entered on the session's Trio thread, and leaving the block leaves that one.
-        Callbacks may be plain functions, run in a worker thread (so they may block), or
-        async functions, run on the session's Trio thread.
+        Callbacks (``on_progress``) may be plain functions, run in a worker thread (so
+        they may block), or async functions, run on the session's Trio thread.
 
         Args:
             name: The tool's name.
