@@ -81,6 +81,7 @@ class Bridge:
     callback_note: str
     listener_note: str
     remover_note: str
+    property_note: str
     context_manager: str
     context_manager_doc: str
 
@@ -126,6 +127,10 @@ the async API: a server that dies mid-call fails the call with :class:`Connectio
         "block), or async functions, run on the session's Trio thread."
     ),
     remover_note="The function returned may be called from any thread.",
+    property_note=(
+        "The same as :attr:`ClientSession.{name}`, read from the calling thread (the session "
+        "itself is driven by its Trio thread)."
+    ),
     context_manager="AbstractContextManager",
     context_manager_doc="A context manager (``with``) yielding {what}.",
 )
@@ -166,6 +171,7 @@ coroutine functions.""",
         "them quick) or asyncio coroutine functions (run as asyncio tasks)."
     ),
     remover_note="",
+    property_note="The same as :attr:`ClientSession.{name}` (driven by the guest Trio run).",
     context_manager="AbstractAsyncContextManager",
     context_manager_doc="An async context manager (``async with``) yielding {what}.",
 )
@@ -361,7 +367,10 @@ def _returns(bridge: Bridge, member: Member, sig: Signature) -> str:
 
 def _render_def(bridge: Bridge, member: Member, sig: Signature, name: str) -> list[str]:
     is_async = bridge is ASYNCIO and member.kind == "call"
-    lines = [f"    {'async ' if is_async else ''}def {name}("]
+    head = f"    {'async ' if is_async else ''}def {name}("
+    if len(sig.params) == 1:  # self only
+        return [f"{head}self) -> {_returns(bridge, member, sig)}:"]
+    lines = [head]
     for param in sig.params:
         if param.kind == "self":
             lines.append("        self,")
@@ -481,7 +490,7 @@ def _docstring(bridge: Bridge, member: Member) -> list[str]:
         "call": bridge.call_note,
         "hold": bridge.hold_note,
         "sync": bridge.sync_note,
-        "property": "The same as :attr:`ClientSession.{name}`.",
+        "property": bridge.property_note,
     }[member.kind].format(name=member.name)
     for kind, note in (("callback", bridge.callback_note), ("listener", bridge.listener_note)):
         names = [f"``{p.name}``" for p in member.signature.params if _param_kind(p, member) == kind]

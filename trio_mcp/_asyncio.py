@@ -14,11 +14,9 @@ task then sees :class:`asyncio.CancelledError`; an exception on the Trio side
 (:class:`ServerError`, :class:`ConnectionClosed`, :class:`trio.TooSlowError`, ...) arrives
 in asyncio as that same exception.
 
-The public methods of :class:`AsyncioSession` are not written by hand: they are generated
-from :class:`ClientSession`'s by ``scripts/gen_bridges.py`` into ``_asyncio_api.py``
-(whose docstring says why a generator), as calls of the helpers of
-:class:`AsyncioSessionBase` here; ``tests/test_bridges_generated.py`` fails while that
-file is stale. Special cases (``aclose``, ``transport``, ``closed``) live in the base.
+Here is the guest run and the calls that cross into it, and :class:`AsyncioSessionBase`
+with ``aclose`` and ``closed``; ``scripts/gen_bridges.py`` derives the rest
+of :class:`AsyncioSession` (``_asyncio_api.py``) from :class:`ClientSession`.
 """
 
 from __future__ import annotations
@@ -38,10 +36,10 @@ import outcome
 import trio
 
 from . import _types as t
+from ._bridging import hold_open
 from ._construction import NoPublicConstructor
 from ._session import ClientSession, Notification, SessionView
 from ._tasks import TaskState, ToolTask, ToolTaskView
-from ._transports._base import Transport
 
 if TYPE_CHECKING:
     from ._asyncio_api import AsyncioSession
@@ -447,11 +445,6 @@ class AsyncioSessionBase(SessionView, metaclass=NoPublicConstructor):
         return session
 
     @property
-    def transport(self) -> Transport:
-        """The transport the session runs on (driven by the guest Trio run)."""
-        return self._session.transport
-
-    @property
     def closed(self) -> bool:
         """Whether the session has been closed."""
         return self._bridge.closed or self._session.closed
@@ -500,7 +493,10 @@ class AsyncioSessionBase(SessionView, metaclass=NoPublicConstructor):
 
     @asynccontextmanager
     async def _hold(
-        self, what: str, open_cm: Callable[[], Any], wrap: Callable[[Any], V]
+        self,
+        what: str,
+        open_cm: Callable[[], AbstractAsyncContextManager[Any]],
+        wrap: Callable[[Any], V],
     ) -> AsyncGenerator[V, None]:
         """Enter an async context manager in a task of the guest run; exit it afterwards."""
         bridge = self._bridge
@@ -509,23 +505,9 @@ class AsyncioSessionBase(SessionView, metaclass=NoPublicConstructor):
         left = trio.Event()
         host = bridge.host
 
-        async def hold(*, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
-            started = False
-            try:
-                async with open_cm() as value:
-                    task_status.started(value)
-                    started = True
-                    await leave.wait()
-            except Exception:
-                if not started:
-                    raise  # to nursery.start(), so to the caller
-                logger.debug("%s: leaving failed", what, exc_info=True)
-            finally:
-                left.set()
-
         async def start() -> Any:
             assert host.nursery is not None
-            return await host.nursery.start(hold)
+            return await host.nursery.start(hold_open, what, open_cm, leave, left)
 
         value = await bridge.call(start)
         try:

@@ -19,6 +19,7 @@ from ._asyncio import AsyncioNotifications, AsyncioSessionBase, AsyncioToolTask,
 from ._handlers import RequestContext
 from ._session import ListKind, Notification, ResultClaimHandler, T
 from ._tasks import TaskState
+from ._transports._base import Transport
 
 if TYPE_CHECKING:
     from ._catalogue import Catalogue
@@ -35,6 +36,14 @@ class AsyncioSession(AsyncioSessionBase):
     (``on_progress``, notification callbacks, handlers) may be plain functions or asyncio
     coroutine functions.
     """
+
+    @property
+    def transport(self) -> Transport:
+        """The transport the session runs on.
+
+        The same as :attr:`ClientSession.transport` (driven by the guest Trio run).
+        """
+        return self._session.transport
 
     def claim_result_type(
         self,

@@ -17,11 +17,10 @@ Handlers the server calls into (``sampling=``, ``elicitation=``, ``roots=``,
 be plain functions: they run in a worker thread (:func:`trio.to_thread.run_sync`), never on
 the Trio thread, so they may block (``input()``) without stalling the session.
 
-The public methods of :class:`BlockingSession` are not written by hand: they are
-generated from :class:`ClientSession`'s by ``scripts/gen_bridges.py`` into
-``_blocking_api.py`` (whose docstring says why a generator), as calls of the helpers of
-:class:`BlockingSessionBase` here; ``tests/test_bridges_generated.py`` fails while that
-file is stale. Special cases (``close``, ``transport``, ``closed``) live in the base.
+This module is the hand-written half: the Trio thread, the crossings into it and
+:class:`BlockingSessionBase` (``close``, ``closed``...). The other half,
+every method of :class:`ClientSession` without ``await``, is ``_blocking_api.py``, written
+by ``scripts/gen_bridges.py`` (its docstring says why a generator).
 """
 
 from __future__ import annotations
@@ -33,17 +32,17 @@ import logging
 import queue
 import threading
 from collections.abc import Awaitable, Callable, Generator, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractAsyncContextManager, contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
 
 import trio
 
 from . import _types as t
+from ._bridging import hold_open
 from ._construction import NoPublicConstructor
 from ._session import ClientSession, Notification, SessionView
 from ._tasks import TaskState, ToolTask, ToolTaskView
-from ._transports._base import Transport
 
 if TYPE_CHECKING:
     from ._blocking_api import BlockingSession
@@ -426,11 +425,6 @@ class BlockingSessionBase(SessionView, metaclass=NoPublicConstructor):
     # -- properties (read from the calling thread) ---------------------------------------
 
     @property
-    def transport(self) -> Transport:
-        """The transport the session runs on (driven by the session's Trio thread)."""
-        return self._session.transport
-
-    @property
     def closed(self) -> bool:
         """Whether :meth:`close` has been called."""
         return self._runner.closed or self._session.closed
@@ -495,7 +489,10 @@ class BlockingSessionBase(SessionView, metaclass=NoPublicConstructor):
 
     @contextmanager
     def _hold(
-        self, what: str, open_cm: Callable[[], Any], wrap: Callable[[Any], V]
+        self,
+        what: str,
+        open_cm: Callable[[], AbstractAsyncContextManager[Any]],
+        wrap: Callable[[Any], V],
     ) -> Generator[V, None, None]:
         """Enter an async context manager in a task on the Trio thread; exit it afterwards."""
         runner = self._runner
@@ -503,25 +500,11 @@ class BlockingSessionBase(SessionView, metaclass=NoPublicConstructor):
         leave = trio.Event()
         left = trio.Event()
 
-        async def hold(*, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
-            started = False
-            try:
-                async with open_cm() as value:
-                    task_status.started(value)
-                    started = True
-                    await leave.wait()
-            except Exception:
-                if not started:
-                    raise  # to nursery.start(), so to the caller
-                logger.debug("%s: leaving failed", what, exc_info=True)
-            finally:
-                left.set()
-
         async def start() -> Any:
             nursery = runner.nursery
             if nursery is None:  # pragma: no cover
                 raise trio.ClosedResourceError("this blocking MCP session is closed")
-            return await nursery.start(hold)
+            return await nursery.start(hold_open, what, open_cm, leave, left)
 
         value = runner.call(what, start)
         try:

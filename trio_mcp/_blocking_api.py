@@ -24,6 +24,7 @@ from ._blocking import (
 from ._handlers import RequestContext
 from ._session import ListKind, Notification, ResultClaimHandler, T
 from ._tasks import TaskState
+from ._transports._base import Transport
 
 if TYPE_CHECKING:
     from ._catalogue import Catalogue
@@ -44,6 +45,15 @@ class BlockingSession(BlockingSessionBase):
     :meth:`close` every method raises :class:`trio.ClosedResourceError`. Errors are those of
     the async API: a server that dies mid-call fails the call with :class:`ConnectionClosed`.
     """
+
+    @property
+    def transport(self) -> Transport:
+        """The transport the session runs on.
+
+        The same as :attr:`ClientSession.transport`, read from the calling thread (the
+        session itself is driven by its Trio thread).
+        """
+        return self._session.transport
 
     def claim_result_type(
         self,
