@@ -189,3 +189,33 @@ def test_generated_methods_have_real_signatures_and_docstrings(
         inspect.getdoc(BlockingSession.list_tools) or ""
     )
     assert "returns an asyncio awaitable" in (inspect.getdoc(AsyncioSession.list_tools) or "")
+
+
+def test_check_mode_fails_on_a_stale_file_and_a_run_fixes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    package = tmp_path / "trio_mcp"
+    package.mkdir()
+    for name in (
+        "_session.py",
+        "_blocking.py",
+        "_asyncio.py",
+        "_blocking_api.py",
+        "_asyncio_api.py",
+    ):
+        (package / name).write_text((ROOT / "trio_mcp" / name).read_text())
+    monkeypatch.setattr(gen, "ROOT", tmp_path)
+    monkeypatch.setattr(gen, "PACKAGE", package)
+    assert gen.main(["--check"]) == 0
+
+    (package / "_session.py").write_text(with_new_methods())  # ClientSession grew, no regeneration
+    assert gen.main(["--check"]) == 1
+    assert "stale: trio_mcp/_blocking_api.py, trio_mcp/_asyncio_api.py" in capsys.readouterr().out
+    assert (
+        "def frobnicate" not in (package / "_blocking_api.py").read_text()
+    )  # --check writes nothing
+
+    assert gen.main([]) == 0
+    assert gen.main(["--check"]) == 0
+    assert "def frobnicate(" in (package / "_blocking_api.py").read_text()
+    assert "async def frobnicate(" in (package / "_asyncio_api.py").read_text()
