@@ -6,26 +6,33 @@
 they are up to date (``tests/test_bridges_generated.py`` runs it). Add or change a public
 method of ``ClientSession``, run the script, and both bridges have it.
 
-Why a generator (checked-in output) rather than copying signatures at class creation
-(a decorator plus ``.pyi`` stubs): the generated modules are plain Python that every tool
-reads as written. IDEs, mypy, pyright (``--verifytypes``), ``help()`` and mkdocs see real
-signatures, overloads and docstrings, with no stub file to keep in step with a runtime
-trick, and a reviewer sees each API change as a diff of the bridges too.
+Why a generator with checked-in output (option a) rather than a decorator that copies
+signatures at class-creation time plus generated ``.pyi`` stubs (option b): mypy and
+pyright never run class-creation code, so option b needs stubs generated anyway, and then
+two artefacts (runtime trick and stub) must agree, IDEs jump to the stub, and ``help()``
+sees what the trick made. Here the generated modules are plain Python that every tool reads
+as written: IDEs, mypy, pyright (``--verifytypes``), ``help()`` and mkdocs see the real
+signatures, overloads and docstrings, and a reviewer sees each API change as a diff of the
+bridges too. The cost, a regeneration step, is guarded by a test.
 
-The description of the bridges is the tables below, read with :mod:`ast` (no import of
-trio_mcp, so a broken generated file can always be regenerated):
+The description of the bridges is the tables below; ``ClientSession`` is read with
+:mod:`ast` (no import of trio_mcp, so a broken generated file can always be regenerated):
 
-* which kind each public ``ClientSession`` member is, from its definition: an ``async def``
-  is a *call* (blocking: :meth:`_Runner.call`; asyncio: awaited from asyncio), an
-  ``@asynccontextmanager`` is *held* (a context manager whose value is wrapped by
-  :data:`YIELDS`), a plain ``def`` is *sync* (blocking: run on the Trio thread; asyncio:
-  called at once) and a ``@property`` is read through;
-* how each parameter is passed, from its annotation (:data:`CALLBACKS`, :data:`LISTENER`,
-  :data:`ITERABLE`): callbacks are wrapped so that plain functions work (blocking: in a
-  worker thread; asyncio: awaited by asyncio);
-* the prose each bridge adds to the session's docstrings (:class:`Bridge`);
-* members the hand-written base class of a bridge defines (``transport``, ``closed``,
-  ``close``/``aclose``...) are left to it: that is where special cases live.
+* the kind of each public ``ClientSession`` member, from its definition: an ``async def``
+  is a *call* (blocking: ``_Runner.call``, which blocks the calling thread; asyncio:
+  ``_Bridge.call``, awaited from asyncio), an ``@asynccontextmanager`` is *held* (a
+  context manager, ``with`` or ``async with``, whose value :data:`YIELDS` wraps), a plain
+  ``def`` is *sync* (blocking: run on the Trio thread, a returned remover made callable
+  from any thread; asyncio: called at once) and a ``@property`` is read through;
+  ``@overload`` variants are kept; ``-> NoReturn`` stays NoReturn;
+* how each argument is passed, from its parameter's annotation: callbacks the session
+  awaits (:data:`CALLBACKS`) and notification listeners (:data:`LISTENER`) are wrapped so
+  that plain functions work (blocking: in a worker thread; asyncio: awaited by asyncio),
+  iterables (:data:`ITERABLE`) become tuples, anything else is passed as it is;
+* the prose each bridge adds to the session's docstrings (:class:`Bridge`; :data:`ARGS`
+  for parameters the session's docstring leaves out);
+* members the hand-written base class of a bridge defines (``closed``, ``close`` for
+  ``aclose``, ``aclose``) are left to it: that is where special cases live.
 """
 
 from __future__ import annotations
