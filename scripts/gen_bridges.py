@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import ast
 import builtins
+import functools
 import re
 import sys
 import textwrap
@@ -211,11 +212,23 @@ class Member:
     overloads: list[Signature] = field(default_factory=lambda: list[Signature]())
 
 
-def _segment(source: str, node: ast.AST | None) -> str | None:
+@functools.cache
+def _lines(source: str) -> list[str]:
+    return source.splitlines(keepends=True)
+
+
+def _segment(source: str, node: ast.expr | None) -> str | None:
+    """The source text of ``node`` (an annotation or a default), on one line."""
     if node is None:
         return None
-    text = ast.get_source_segment(source, node)
-    assert text is not None
+    lines = _lines(source)
+    first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
+    start, end = node.col_offset, node.end_col_offset
+    if first == last:
+        text = lines[first].encode()[start:end].decode()
+    else:
+        parts = [lines[first].encode()[start:].decode(), *lines[first + 1 : last]]
+        text = "".join([*parts, lines[last].encode()[:end].decode()])
     return " ".join(text.split())
 
 
