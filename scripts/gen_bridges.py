@@ -28,7 +28,8 @@ The description of the bridges is the tables below; ``ClientSession`` is read wi
 * how each argument is passed, from its parameter's annotation: callbacks the session
   awaits (:data:`CALLBACKS`) and notification listeners (:data:`LISTENER`) are wrapped so
   that plain functions work (blocking: in a worker thread; asyncio: awaited by asyncio),
-  iterables (:data:`ITERABLE`) become tuples, anything else is passed as it is;
+  iterables (:data:`ITERABLE`) become tuples, Trio-only callbacks (:data:`TRIO_CALLBACKS`)
+  and anything else are passed as they are; a callable no rule covers stops the generator;
 * the prose each bridge adds to the session's docstrings (:class:`Bridge`; :data:`ARGS`
   for parameters the session's docstring leaves out);
 * members the hand-written base class of a bridge defines (``closed``, ``close`` for
@@ -63,6 +64,10 @@ CALLBACKS: dict[str, str] = {
 }
 #: Other ``Callable[...]`` parameters of sync methods are notification listeners.
 LISTENER = re.compile(r"Callable\[")
+#: Callables passed to the session as they are: Trio coroutine functions run in the Trio run.
+TRIO_CALLBACKS: set[str] = {"ResultClaimHandler"}
+#: What looks like a callable: one matching no rule above stops the generator.
+CALLABLE = re.compile(r"Callable|Callback|Handler")
 #: Iterables are turned into tuples in the calling thread / task.
 ITERABLE = re.compile(r"Iterable\[[^|]*\]$")
 #: The value an async context manager of ClientSession yields -> (bridge type, wrapper), per
@@ -359,6 +364,12 @@ def _param_kind(param: Param, member: Member) -> str:
         return "listener"
     if ITERABLE.match(annotation):
         return "iterable"
+    if annotation not in TRIO_CALLBACKS and CALLABLE.search(annotation):
+        raise SystemExit(
+            f"ClientSession.{member.name}({param.name}: {annotation}): how do the bridges pass "
+            "this callable? Add its annotation to CALLBACKS (wrapped so plain functions work) "
+            "or TRIO_CALLBACKS (passed as it is) in scripts/gen_bridges.py"
+        )
     return "plain"
 
 

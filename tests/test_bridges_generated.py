@@ -219,3 +219,13 @@ def test_check_mode_fails_on_a_stale_file_and_a_run_fixes_it(
     assert gen.main(["--check"]) == 0
     assert "def frobnicate(" in (package / "_blocking_api.py").read_text()
     assert "async def frobnicate(" in (package / "_asyncio_api.py").read_text()
+
+
+def test_a_callable_parameter_no_rule_covers_stops_the_generator() -> None:
+    """A new kind of callback would silently reach the session unwrapped: refuse instead."""
+    source = with_new_methods().replace(
+        "self, target: str, *, level: int = 1,",
+        "self, target: str, *, on_frob: FrobCallback | None = None, level: int = 1,",
+    )
+    with pytest.raises(SystemExit, match=r"frobnicate\(on_frob: FrobCallback \| None\).*CALLBACKS"):
+        gen.render(gen.BLOCKING, source)
