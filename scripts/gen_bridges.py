@@ -387,6 +387,11 @@ def _yields(bridge: Bridge, returns: str) -> tuple[str, str]:
     if value in YIELDS:
         kind, wrap = YIELDS[value]
         return kind.format(prefix=bridge.prefix), wrap
+    if "trio." in value:
+        raise SystemExit(
+            f"an async context manager of ClientSession yields {value}: a Trio object the "
+            "bridges' users cannot use; add a wrapper to YIELDS in scripts/gen_bridges.py"
+        )
     return value, "self._same"
 
 

@@ -229,3 +229,12 @@ def test_a_callable_parameter_no_rule_covers_stops_the_generator() -> None:
     )
     with pytest.raises(SystemExit, match=r"frobnicate\(on_frob: FrobCallback \| None\).*CALLBACKS"):
         gen.render(gen.BLOCKING, source)
+
+
+def test_a_trio_object_yielded_without_a_wrapper_stops_the_generator() -> None:
+    source = with_new_methods().replace(
+        'AsyncGenerator[trio.MemoryReceiveChannel[Notification], None]:\n        """Receive frobs',
+        'AsyncGenerator[trio.MemoryReceiveChannel[str], None]:\n        """Receive frobs',
+    )
+    with pytest.raises(SystemExit, match=r"yields trio\.MemoryReceiveChannel\[str\].*YIELDS"):
+        gen.render(gen.ASYNCIO, source)
