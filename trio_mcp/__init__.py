@@ -25,9 +25,9 @@ from ._agent import OpenAIChatModel as OpenAIChatModel
 from ._agent import run_agent as run_agent
 from ._agent import sampling_handler as sampling_handler
 from ._blocking import BlockingNotifications as BlockingNotifications
-from ._blocking import BlockingSession as BlockingSession
 from ._blocking import BlockingToolTask as BlockingToolTask
 from ._blocking import open_blocking_session as open_blocking_session
+from ._blocking_api import BlockingSession as BlockingSession
 from ._catalogue import Catalogue as Catalogue
 from ._config import ConfigInput as ConfigInput
 from ._config import ConsentRequest as ConsentRequest
@@ -266,9 +266,9 @@ from ._validation import compile_schema as compile_schema
 
 if TYPE_CHECKING:
     from ._asyncio import AsyncioNotifications as AsyncioNotifications
-    from ._asyncio import AsyncioSession as AsyncioSession
     from ._asyncio import AsyncioToolTask as AsyncioToolTask
     from ._asyncio import open_asyncio_session as open_asyncio_session
+    from ._asyncio_api import AsyncioSession as AsyncioSession
     from ._auth import DeviceCode as DeviceCode
     from ._auth import DeviceFlow as DeviceFlow
     from ._auth import FileTokenStore as FileTokenStore
@@ -291,7 +291,7 @@ if TYPE_CHECKING:
 
 _LAZY = {
     "AsyncioNotifications": "._asyncio",
-    "AsyncioSession": "._asyncio",
+    "AsyncioSession": "._asyncio_api",
     "AsyncioToolTask": "._asyncio",
     "open_asyncio_session": "._asyncio",
     "DeviceCode": "._auth",
