@@ -68,12 +68,9 @@ from ._httpcore import (
     close_response,
     content_type,
     core_for,
-    infer_info,
     origin_of,
-    routed,
-    same_id,
-    split_batch,
 )
+from ._jsonpeek import infer_info, routed, same_id, split_batch
 
 if TYPE_CHECKING:
     import httpx

@@ -35,9 +35,9 @@ from ._httpcore import (
     close_response,
     content_type,
     core_for,
-    infer_info,
     origin_of,
 )
+from ._jsonpeek import infer_info
 
 __all__ = ["LegacySSEConnection", "SSEParameters", "SSETransport"]
 
