@@ -22,7 +22,8 @@ import pytest
 import trio
 
 import trio_mcp
-from trio_mcp._transports._httpcore import HTTPOptions, convert_httpx_error, core_for
+from trio_mcp._transports._http_errors import convert_httpx_error
+from trio_mcp._transports._httpcore import HTTPOptions, core_for
 
 from .h11peer import read_request
 from .test_http_races import _serve
