@@ -28,7 +28,7 @@ The session tells the transport which era it speaks (:meth:`~trio_mcp.Transport.
 Redirects: only same-origin ones are followed (``307``/``308`` for a POST); a redirect to
 another origin fails with a :class:`~trio_mcp.TransportError` naming both origins, so that
 headers, the session id and credentials never leave the origin the caller named (see
-``_httpcore.py``).
+``_redirects.py``).
 
 httpx is imported only when a transport is opened, so ``import trio_mcp`` stays light.
 """
@@ -68,9 +68,9 @@ from ._httpcore import (
     close_response,
     content_type,
     core_for,
-    origin_of,
 )
 from ._jsonpeek import infer_info, routed, same_id, split_batch
+from ._redirects import origin_of
 
 if TYPE_CHECKING:
     import httpx

@@ -15,13 +15,7 @@ transport (``_http.py``) and the deprecated HTTP+SSE transport (``_sse.py``):
   never both. An HTTP 4xx whose body is a JSON-RPC error response is the server's answer
   and fails the request with the matching :class:`~trio_mcp.ServerError`.
 
-Redirects: trio_mcp never sends anything to an origin the caller did not name. A redirect
-to another origin (scheme, host or port) fails with a :class:`~trio_mcp.TransportError`
-that names both origins; use the final URL instead. Same-origin ``307``/``308`` redirects
-are followed with the same method, headers and body (and same-origin ``301``/``302``/``303``
-for a GET), at most :data:`MAX_REDIRECTS` in a row. This holds for a caller's own
-:class:`httpx.AsyncClient` too: every request is sent with ``follow_redirects=False`` and
-the redirect is handled here.
+Redirects: same origin only, as ``_redirects.py`` says.
 
 Clients trio_mcp creates share one SSL context per process (made on the first ``https://``
 use), so opening a transport does not load the CA bundle again; a client for an
@@ -77,6 +71,7 @@ from ._http_errors import (
     status_error,
 )
 from ._jsonpeek import oversized_response_id, routed, same_id, split_batch
+from ._redirects import MAX_REDIRECTS, REDIRECT_STATUSES, origin_of, redirect_target
 
 if TYPE_CHECKING:
     import httpx
@@ -92,7 +87,6 @@ __all__ = [
     "ERROR_BODY_LIMIT",
     "INCOMING_QUEUE_SIZE",
     "KEEPALIVE_EXPIRY",
-    "MAX_REDIRECTS",
     "POOL_CONNECTIONS",
     "POOL_KEEPALIVE",
     "HTTPCore",
@@ -103,7 +97,6 @@ __all__ = [
     "close_response",
     "content_type",
     "core_for",
-    "origin_of",
     "ssl_context_for",
 ]
 
@@ -140,8 +133,6 @@ POOL_CONNECTIONS: Final = 100
 #: How many idle connections the pool keeps alive, and for how long (httpx's defaults).
 POOL_KEEPALIVE: Final = 20
 KEEPALIVE_EXPIRY: Final = 5.0
-#: How many same-origin redirects in a row one request follows.
-MAX_REDIRECTS: Final = 5
 #: The largest message a transport task routes itself while the session's reader is idle
 #: (see :meth:`HTTPCore.deliver`); larger ones go through the reader, as before.
 DIRECT_DISPATCH_MAX: Final = 64 * 1024
@@ -151,37 +142,6 @@ _URL_MEMORY: Final = 16
 _BODY_METHODS: Final = frozenset({"POST", "PUT", "PATCH"})
 # How many answered request ids are remembered (request ids are never reused).
 _ANSWERED_MEMORY: Final = 1024
-
-_DEFAULT_PORTS: Final = {"http": 80, "https": 443, "ws": 80, "wss": 443}
-# Redirects that keep the method and body; the others turn any method but GET into a GET.
-_KEEP_METHOD: Final = frozenset({307, 308})
-_REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
-
-
-def origin_of(url: str) -> str:
-    """The origin of a URL: ``scheme://host:port`` with the default port filled in.
-
-    It is the key the session caches a server's era under, and what redirects and the
-    HTTP+SSE endpoint must keep.
-
-    Args:
-        url: An absolute URL.
-
-    Raises:
-        ValueError: The URL cannot be parsed (e.g. ``http://[::1``).
-    """
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    host = (parts.hostname or "").lower()
-    if ":" in host:
-        host = f"[{host}]"
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    if port is None:
-        port = _DEFAULT_PORTS.get(scheme, 0)
-    return f"{scheme}://{host}:{port}"
 
 
 def content_type(response: httpx.Response) -> str:
@@ -858,10 +818,10 @@ class HTTPCore:
             response = await self._send_one(method, target, headers, content, timeout)
             status = response.status_code
             location = response.headers.get("location")
-            if status not in _REDIRECTS or location is None:
+            if status not in REDIRECT_STATUSES or location is None:
                 return response
             await close_response(response)
-            target = self._redirect_target(method, target, status, location)
+            target = redirect_target(method, target, status, location)
         raise TransportError(
             f"{url} redirected {method} more than {MAX_REDIRECTS} times; use the final URL"
         )
@@ -936,34 +896,6 @@ class HTTPCore:
         if "set-cookie" in response.headers:
             cookies.extract_cookies(response)
         return response
-
-    def _redirect_target(self, method: str, url: str, status: int, location: str) -> str:
-        """Where a redirect may be followed to; raise if it must not be."""
-        import httpx
-
-        try:
-            target = str(httpx.URL(url).join(location))
-            from_origin, to_origin = origin_of(url), origin_of(target)
-        except (httpx.InvalidURL, ValueError) as exc:
-            raise TransportError(
-                f"{url} answered {method} with HTTP {status} and a malformed Location "
-                f"{location!r}: {exc}"
-            ) from exc
-        if from_origin != to_origin:
-            raise TransportError(
-                f"{url} redirected {method} (HTTP {status}) to {target}, on another origin "
-                f"({from_origin} -> {to_origin}); trio_mcp does not follow cross-origin "
-                "redirects, so that headers, session ids and credentials never leave the "
-                f"origin you named. Use the final URL ({target}) instead."
-            )
-        if status not in _KEEP_METHOD and method != "GET":
-            raise TransportError(
-                f"{url} redirected {method} with HTTP {status}, which would turn it into a "
-                f"GET; trio_mcp follows only 307 and 308 redirects of a {method}. "
-                f"Use the final URL ({target}) instead."
-            )
-        logger.debug("following the HTTP %d redirect of %s %s to %s", status, method, url, target)
-        return target
 
     async def _status_error(self, response: httpx.Response) -> HTTPStatusError:
         try:

@@ -8,7 +8,7 @@ stream, which lives as long as the connection: when it ends, the connection is o
 It is deprecated since 2025-03-26; trio_mcp speaks it for old servers, either explicitly
 (:class:`SSEParameters`, never probed for the 2026-07-28 era) or as the fallback of
 Streamable HTTP (:meth:`~trio_mcp._transports._http.StreamableHTTPTransport.fallback`).
-Redirects are handled as for Streamable HTTP: same origin only (see ``_httpcore.py``).
+Redirects are handled as for Streamable HTTP: same origin only (see ``_redirects.py``).
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ from ._httpcore import (
     close_response,
     content_type,
     core_for,
-    origin_of,
 )
 from ._jsonpeek import infer_info
+from ._redirects import origin_of
 
 __all__ = ["LegacySSEConnection", "SSEParameters", "SSETransport"]
 
