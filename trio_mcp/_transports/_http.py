@@ -56,13 +56,12 @@ from .._jsonrpc import Envelope
 from ._base import MessageInfo, Transport
 from ._eventstream import ServerSentEvent, SSEDecoder
 from ._headers import NAME_PARAMS, encode_header_value, is_plain_header_value, request_name
+from ._http_client import DEFAULT_MAX_MESSAGE_SIZE, HTTPOptions
 from ._httpcore import (
     ACCEPT_BOTH,
     ACCEPT_SSE,
-    DEFAULT_MAX_MESSAGE_SIZE,
     DEFAULT_RECONNECT_POLICY,
     HTTPCore,
-    HTTPOptions,
     Sink,
     StreamState,
     close_response,

@@ -26,11 +26,11 @@ from .._exceptions import ConnectionClosed, MCPError, ProtocolError, TransportEr
 from .._jsonrpc import Envelope
 from ._base import MessageInfo, Transport
 from ._eventstream import ServerSentEvent
+from ._http_client import HTTPOptions
 from ._httpcore import (
     ACCEPT_BOTH,
     ACCEPT_SSE,
     HTTPCore,
-    HTTPOptions,
     StreamState,
     close_response,
     content_type,
