@@ -57,6 +57,7 @@ from ._base import MessageInfo, Transport
 from ._eventstream import ServerSentEvent, SSEDecoder
 from ._headers import NAME_PARAMS, encode_header_value, is_plain_header_value, request_name
 from ._http_client import DEFAULT_MAX_MESSAGE_SIZE, HTTPOptions
+from ._http_sender import close_response, content_type
 from ._httpcore import (
     ACCEPT_BOTH,
     ACCEPT_SSE,
@@ -64,8 +65,6 @@ from ._httpcore import (
     HTTPCore,
     Sink,
     StreamState,
-    close_response,
-    content_type,
     core_for,
 )
 from ._jsonpeek import infer_info, routed, same_id, split_batch

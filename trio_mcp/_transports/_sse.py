@@ -27,13 +27,12 @@ from .._jsonrpc import Envelope
 from ._base import MessageInfo, Transport
 from ._eventstream import ServerSentEvent
 from ._http_client import HTTPOptions
+from ._http_sender import close_response, content_type
 from ._httpcore import (
     ACCEPT_BOTH,
     ACCEPT_SSE,
     HTTPCore,
     StreamState,
-    close_response,
-    content_type,
     core_for,
 )
 from ._jsonpeek import infer_info
