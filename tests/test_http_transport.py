@@ -45,8 +45,8 @@ from trio_mcp._transports._http import (
     StreamableHTTPTransport,
     origin_of,
 )
+from trio_mcp._transports._http_base import INCOMING_QUEUE_SIZE
 from trio_mcp._transports._http_errors import parse_retry_after
-from trio_mcp._transports._httpcore import INCOMING_QUEUE_SIZE
 from trio_mcp._transports._jsonpeek import oversized_response_id
 
 from . import fuzzing

@@ -5,8 +5,10 @@ request is a JSON body or a Server-Sent Events stream scoped to that request. Ea
 a request runs in its own task (in the nursery the transport was opened with) and feeds
 what it receives into the one ``receive`` side; a failure that belongs to a request goes
 to the session's callback (:meth:`~trio_mcp.Transport.attach`) and never escapes the
-task. The shared machinery (retries, redirects, error conversion, the incoming queue) is
-in ``_httpcore.py``; the SSE parser in ``_eventstream.py``.
+task. The shared machinery is in ``_http_base.py`` (the incoming queue, the tasks), on
+``_http_sender.py`` (sending: retries, the circuit breaker, ``_redirects.py``,
+``_http_errors.py``) and ``_http_client.py`` (the client); message routing is in
+``_jsonpeek.py``, the SSE parser in ``_eventstream.py``.
 
 The session tells the transport which era it speaks (:meth:`~trio_mcp.Transport.negotiated`):
 
@@ -56,9 +58,7 @@ from .._jsonrpc import Envelope
 from ._base import MessageInfo, Transport
 from ._eventstream import ServerSentEvent, SSEDecoder
 from ._headers import NAME_PARAMS, encode_header_value, is_plain_header_value, request_name
-from ._http_client import DEFAULT_MAX_MESSAGE_SIZE, HTTPOptions
-from ._http_sender import close_response, content_type
-from ._httpcore import (
+from ._http_base import (
     ACCEPT_BOTH,
     ACCEPT_SSE,
     DEFAULT_RECONNECT_POLICY,
@@ -67,6 +67,8 @@ from ._httpcore import (
     StreamState,
     core_for,
 )
+from ._http_client import DEFAULT_MAX_MESSAGE_SIZE, HTTPOptions
+from ._http_sender import close_response, content_type
 from ._jsonpeek import infer_info, routed, same_id, split_batch
 from ._redirects import origin_of
 

@@ -26,15 +26,15 @@ from .._exceptions import ConnectionClosed, MCPError, ProtocolError, TransportEr
 from .._jsonrpc import Envelope
 from ._base import MessageInfo, Transport
 from ._eventstream import ServerSentEvent
-from ._http_client import HTTPOptions
-from ._http_sender import close_response, content_type
-from ._httpcore import (
+from ._http_base import (
     ACCEPT_BOTH,
     ACCEPT_SSE,
     HTTPCore,
     StreamState,
     core_for,
 )
+from ._http_client import HTTPOptions
+from ._http_sender import close_response, content_type
 from ._jsonpeek import infer_info
 from ._redirects import origin_of
 

@@ -1,24 +1,26 @@
-"""What both HTTP transports share: the client, the incoming queue, the tasks, the errors.
+"""The machinery both HTTP transports share: the incoming queue, the tasks, the failures.
 
-:class:`HTTPCore` is the machinery under :class:`~trio_mcp.StreamableHTTPParameters`'
-transport (``_http.py``) and the deprecated HTTP+SSE transport (``_sse.py``):
+:class:`HTTPCore` is the base under :class:`~trio_mcp.StreamableHTTPParameters`'
+transport (``_http.py``) and the deprecated HTTP+SSE transport (``_sse.py``); it is an
+:class:`~trio_mcp._transports._http_sender.HTTPSender`, so it also sends their requests:
 
-* every HTTP request goes through :meth:`HTTPCore.open`: retries, the circuit breaker,
-  redirects and the conversion of httpx's exceptions (and ``OSError``, ``ValueError``) into
-  trio_mcp's own, at this one boundary (``_http_errors.py``);
+* every HTTP request goes through :meth:`HTTPCore.open` (``_http_sender.py``): retries,
+  the circuit breaker, same-origin redirects (``_redirects.py``) and the conversion of
+  httpx's exceptions (and ``OSError``, ``ValueError``) into trio_mcp's own, at one
+  boundary (``_http_errors.py``); the client it goes through is made in
+  ``_http_client.py`` (:func:`core_for`);
 * every message read from any response is queued with :meth:`HTTPCore.deliver` into one
   bounded channel that the transport's ``receive`` reads; a full queue makes the reading
   task wait (backpressure, down to TCP);
+* every exchange runs as a task in the transport's nursery (:meth:`HTTPCore.spawn`,
+  :meth:`HTTPCore.start`), cancelled and awaited, bounded, by :meth:`HTTPCore.aclose`;
 * a failure that belongs to one request is reported with :meth:`HTTPCore.fail` through the
   callback the session registered (:meth:`~trio_mcp.Transport.attach`), unless that
   request's response was already delivered: a request gets its response or one failure,
   never both. An HTTP 4xx whose body is a JSON-RPC error response is the server's answer
-  and fails the request with the matching :class:`~trio_mcp.ServerError`.
-
-Redirects: same origin only, as ``_redirects.py`` says.
-
-The client every request goes through (ours, with its TLS, pool and proxies, or the
-caller's) is made in ``_http_client.py``.
+  and fails the request with the matching :class:`~trio_mcp.ServerError`;
+* :meth:`HTTPCore.pump_sse` reads an event stream into the queue (``_eventstream.py``
+  parses it, ``_jsonpeek.py`` routes its messages).
 """
 
 from __future__ import annotations
@@ -45,9 +47,7 @@ from .._resilience import Backoff, CircuitBreaker, RetryPolicy
 from ._base import RequestFailure
 from ._eventstream import ServerSentEvent, SSEDecoder
 from ._http_client import HTTPOptions, make_client
-from ._http_errors import (
-    answer_in_body,
-)
+from ._http_errors import answer_in_body
 from ._http_sender import HTTPSender
 from ._jsonpeek import oversized_response_id, routed, same_id, split_batch
 from ._redirects import origin_of
