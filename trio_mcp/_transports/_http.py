@@ -708,7 +708,7 @@ class StreamableHTTPTransport(Transport):
             return True
         if not self._params.sse_fallback or self._core.closed:
             return False
-        from ._sse import LegacySSEConnection
+        from ._sse import LegacySSEConnection  # (import cost: loaded only when needed)
 
         connection = LegacySSEConnection(self._core, self._url)
         try:

@@ -33,7 +33,7 @@ from ._http_errors import convert_httpx_error, httpx_errors, not_delivered, stat
 from ._redirects import MAX_REDIRECTS, REDIRECT_STATUSES, redirect_target
 
 if TYPE_CHECKING:
-    import httpx  # (here, not at the top: importing trio_mcp does not import httpx)
+    import httpx
 
     from ._h11pool import H11Transport
 
