@@ -77,7 +77,6 @@ RequestId: TypeAlias = "int | str"
 #: answers (``None`` unless it is a response).
 Sink: TypeAlias = "Callable[[bytes, Envelope | None, RequestId | None], Awaitable[None]]"
 
-
 #: How SSE streams are re-opened when no ``retry`` policy is given: three attempts in a
 #: row without progress, 1 s apart and doubling (a server's ``retry`` field overrides the
 #: delay).
@@ -96,9 +95,6 @@ INCOMING_QUEUE_SIZE: Final = 16
 DIRECT_DISPATCH_MAX: Final = 64 * 1024
 # How many answered request ids are remembered (request ids are never reused).
 _ANSWERED_MEMORY: Final = 1024
-
-
-# -- the shared plumbing -------------------------------------------------------------------
 
 
 @dataclass(slots=True)

@@ -3,8 +3,8 @@
 :class:`HTTPSender` holds the client (see ``_http_client.py``) and sends every request the
 transports make through :meth:`HTTPSender.open`:
 
-* retries per the :class:`~trio_mcp.RetryPolicy` (connection failures for any request,
-  5xx/408/429 for idempotent ones), each attempt through the
+* retries per the :class:`~trio_mcp.RetryPolicy` (connection failures and HTTP 429/503
+  for any request, other 5xx and 408 for idempotent ones), each attempt through the
   :class:`~trio_mcp.CircuitBreaker`;
 * same-origin redirects only, followed here (``_redirects.py`` says which);
 * the direct path: a client of ours with no auth flow and no proxy for the URL sends
