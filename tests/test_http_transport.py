@@ -1479,7 +1479,7 @@ async def test_sse_stream_end_ends_the_transport() -> None:
             await transport.send(request(3, "ping"), MessageInfo("ping", 3))
 
 
-# -- helpers of the HTTP core -------------------------------------------------------------------
+# -- JSON peeking (_jsonpeek.py) --------------------------------------------------------------
 
 
 def test_oversized_response_id() -> None:
