@@ -24,7 +24,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trio_mcp._transports._h11pool import UNYIELDED_READ, H11Transport, _Connection, plain_body
-from trio_mcp._transports._httpcore import HTTPOptions, close_response, core_for
+from trio_mcp._transports._http_base import core_for
+from trio_mcp._transports._http_client import HTTPOptions
+from trio_mcp._transports._http_sender import close_response
 
 from .h11peer import read_request
 

@@ -20,7 +20,10 @@ import trustme
 import trio_mcp
 from trio_mcp import HTTPStatusError, ServerError, TransportError
 from trio_mcp._transports._h11pool import H11Transport
-from trio_mcp._transports._httpcore import HTTPOptions, answer_in_body, close_response, core_for
+from trio_mcp._transports._http_base import core_for
+from trio_mcp._transports._http_client import HTTPOptions
+from trio_mcp._transports._http_errors import answer_in_body
+from trio_mcp._transports._http_sender import close_response
 
 from .h11peer import read_request
 from .test_h11pool import OK, PLAIN, keep_alive, serving

@@ -26,7 +26,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import trio_mcp
-from trio_mcp._transports._httpcore import HTTPOptions, core_for
+from trio_mcp._transports._http_base import core_for
+from trio_mcp._transports._http_client import HTTPOptions
 
 from .test_http_races import _serve
 

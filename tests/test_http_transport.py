@@ -37,7 +37,7 @@ from trio_mcp._exceptions import (
 )
 from trio_mcp._jsonrpc import Envelope
 from trio_mcp._resilience import Backoff, CircuitBreaker, CircuitOpenError, RetryPolicy
-from trio_mcp._transports import _httpcore as core
+from trio_mcp._transports import _jsonpeek as jsonpeek
 from trio_mcp._transports._base import MessageInfo, Transport, TransportFactory
 from trio_mcp._transports._http import (
     GET_STREAM_WAIT,
@@ -45,16 +45,14 @@ from trio_mcp._transports._http import (
     StreamableHTTPTransport,
     origin_of,
 )
-from trio_mcp._transports._httpcore import (
-    INCOMING_QUEUE_SIZE,
-    oversized_response_id,
-    parse_retry_after,
-)
+from trio_mcp._transports._http_base import INCOMING_QUEUE_SIZE
+from trio_mcp._transports._http_errors import parse_retry_after
+from trio_mcp._transports._jsonpeek import oversized_response_id
 
 from . import fuzzing
 
 URL = "http://mcp.test/mcp"
-real_peek = core.peek
+real_peek = jsonpeek.peek
 Handler = Callable[[httpx.Request], Awaitable[httpx.Response]]
 NO_JITTER = Backoff(initial=1.0, multiplier=2.0, maximum=60.0, jitter=0.0)
 
@@ -487,7 +485,7 @@ async def test_each_message_is_decoded_once_and_handed_over_decoded(
 
     monkeypatch.setattr(jsonrpc, "_envelope_decoder", Counting())
     peeks: list[bytes] = []
-    monkeypatch.setattr(core, "peek", lambda data: peeks.append(data) or real_peek(data))
+    monkeypatch.setattr(jsonpeek, "peek", lambda data: peeks.append(data) or real_peek(data))
 
     async def handler(req: httpx.Request) -> httpx.Response:
         rid = body(req)["id"]
@@ -536,12 +534,12 @@ def test_routing_any_bytes_agrees_with_the_one_decode(frame: bytes) -> None:
     id the peek salvages.
     """
     fuzzing.MESSAGES_FED[0] += 1
-    envelope, answers = core.routed(frame)
+    envelope, answers = jsonpeek.routed(frame)
     try:
         expected = jsonrpc.decode_envelope(frame)
     except ProtocolError:
         assert envelope is None
-        assert answers == core.response_id(frame)
+        assert answers == jsonpeek.response_id(frame)
         return
     assert envelope == expected
     is_response = expected.method is UNSET and type(expected.id) in (int, str)
@@ -1481,7 +1479,7 @@ async def test_sse_stream_end_ends_the_transport() -> None:
             await transport.send(request(3, "ping"), MessageInfo("ping", 3))
 
 
-# -- helpers of the HTTP core -------------------------------------------------------------------
+# -- JSON peeking (_jsonpeek.py) --------------------------------------------------------------
 
 
 def test_oversized_response_id() -> None:

@@ -22,7 +22,9 @@ import pytest
 import trio
 
 import trio_mcp
-from trio_mcp._transports._httpcore import HTTPOptions, convert_httpx_error, core_for
+from trio_mcp._transports._http_base import core_for
+from trio_mcp._transports._http_client import HTTPOptions
+from trio_mcp._transports._http_errors import convert_httpx_error
 
 from .h11peer import read_request
 from .test_http_races import _serve
@@ -225,7 +227,8 @@ async def test_client_and_ssl_context_together_is_a_clear_error() -> None:
 def test_httpx2_is_not_imported_unless_given() -> None:
     script = (
         "import sys, trio\n"
-        "from trio_mcp._transports._httpcore import HTTPOptions, core_for\n"
+        "from trio_mcp._transports._http_client import HTTPOptions\n"
+        "from trio_mcp._transports._http_base import core_for\n"
         "async def main():\n"
         "    async with trio.open_nursery() as nursery:\n"
         "        core = core_for(HTTPOptions('http://127.0.0.1:1/mcp'), nursery)\n"

@@ -3,7 +3,7 @@
 :class:`H11Transport` is an :class:`httpx.AsyncBaseTransport`, so everything above it is
 httpx's own API (``httpx.Auth`` flows, event hooks, cookies); only the connection layer
 is replaced. URLs that a proxy of the environment takes do not come here: the client
-mounts httpx's own proxy transports for them (``_httpcore.make_client``). The pool exists
+mounts httpx's own proxy transports for them (``_http_client.make_client``). The pool exists
 because httpcore's, on loopback, costs more than the MCP work above it:
 
 * each request is written with one ``send_all`` (headers and body together, one syscall);

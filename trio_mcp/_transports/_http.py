@@ -5,8 +5,10 @@ request is a JSON body or a Server-Sent Events stream scoped to that request. Ea
 a request runs in its own task (in the nursery the transport was opened with) and feeds
 what it receives into the one ``receive`` side; a failure that belongs to a request goes
 to the session's callback (:meth:`~trio_mcp.Transport.attach`) and never escapes the
-task. The shared machinery (retries, redirects, error conversion, the incoming queue) is
-in ``_httpcore.py``; the SSE parser in ``_eventstream.py``.
+task. The shared machinery is in ``_http_base.py`` (the incoming queue, the tasks), on
+``_http_sender.py`` (sending: retries, the circuit breaker, ``_redirects.py``,
+``_http_errors.py``) and ``_http_client.py`` (the client); message routing is in
+``_jsonpeek.py``, the SSE parser in ``_eventstream.py``.
 
 The session tells the transport which era it speaks (:meth:`~trio_mcp.Transport.negotiated`):
 
@@ -28,7 +30,7 @@ The session tells the transport which era it speaks (:meth:`~trio_mcp.Transport.
 Redirects: only same-origin ones are followed (``307``/``308`` for a POST); a redirect to
 another origin fails with a :class:`~trio_mcp.TransportError` naming both origins, so that
 headers, the session id and credentials never leave the origin the caller named (see
-``_httpcore.py``).
+``_redirects.py``).
 
 httpx is imported only when a transport is opened, so ``import trio_mcp`` stays light.
 """
@@ -57,24 +59,19 @@ from .._redact import redacted_repr
 from ._base import MessageInfo, Transport
 from ._eventstream import ServerSentEvent, SSEDecoder
 from ._headers import NAME_PARAMS, encode_header_value, is_plain_header_value, request_name
-from ._httpcore import (
+from ._http_base import (
     ACCEPT_BOTH,
     ACCEPT_SSE,
-    DEFAULT_MAX_MESSAGE_SIZE,
     DEFAULT_RECONNECT_POLICY,
     HTTPCore,
-    HTTPOptions,
     Sink,
     StreamState,
-    close_response,
-    content_type,
     core_for,
-    infer_info,
-    origin_of,
-    routed,
-    same_id,
-    split_batch,
 )
+from ._http_client import DEFAULT_MAX_MESSAGE_SIZE, HTTPOptions
+from ._http_sender import close_response, content_type
+from ._jsonpeek import infer_info, routed, same_id, split_batch
+from ._redirects import origin_of
 
 if TYPE_CHECKING:
     import httpx
@@ -715,7 +712,7 @@ class StreamableHTTPTransport(Transport):
             return True
         if not self._params.sse_fallback or self._core.closed:
             return False
-        from ._sse import LegacySSEConnection
+        from ._sse import LegacySSEConnection  # (import cost: loaded only when needed)
 
         connection = LegacySSEConnection(self._core, self._url)
         try:

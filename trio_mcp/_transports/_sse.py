@@ -8,7 +8,7 @@ stream, which lives as long as the connection: when it ends, the connection is o
 It is deprecated since 2025-03-26; trio_mcp speaks it for old servers, either explicitly
 (:class:`SSEParameters`, never probed for the 2026-07-28 era) or as the fallback of
 Streamable HTTP (:meth:`~trio_mcp._transports._http.StreamableHTTPTransport.fallback`).
-Redirects are handled as for Streamable HTTP: same origin only (see ``_httpcore.py``).
+Redirects are handled as for Streamable HTTP: same origin only (see ``_redirects.py``).
 """
 
 from __future__ import annotations
@@ -27,18 +27,17 @@ from .._jsonrpc import Envelope
 from .._redact import redacted_repr
 from ._base import MessageInfo, Transport
 from ._eventstream import ServerSentEvent
-from ._httpcore import (
+from ._http_base import (
     ACCEPT_BOTH,
     ACCEPT_SSE,
     HTTPCore,
-    HTTPOptions,
     StreamState,
-    close_response,
-    content_type,
     core_for,
-    infer_info,
-    origin_of,
 )
+from ._http_client import HTTPOptions
+from ._http_sender import close_response, content_type
+from ._jsonpeek import infer_info
+from ._redirects import origin_of
 
 __all__ = ["LegacySSEConnection", "SSEParameters", "SSETransport"]
 
