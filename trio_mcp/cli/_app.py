@@ -34,7 +34,9 @@ from ._connection import (
     EXIT_TOOL_ERROR,
     Connection,
     ConnectTimeout,
+    Interrupted,
     classify,
+    describe_error,
     read_schema_cache,
     resolve,
     with_login_hint,
@@ -42,13 +44,10 @@ from ._connection import (
 )
 from ._interact import Terminal
 from ._output import Output, to_plain
+from ._repl import RECONNECT, Repl
 from ._wire import WiretapFactory
 
 __all__ = ["App", "Interrupted"]
-
-
-class Interrupted(Exception):
-    """The user pressed Ctrl-C (exit status 130)."""
 
 
 def _str(value: object) -> str:
@@ -516,7 +515,6 @@ class App:
 
     async def _interactive(self) -> int:
         """The interactive mode: a new connection each time the user types ``reconnect``."""
-        from ._repl import RECONNECT, Repl
 
         while True:
             async with self.connect() as session:
@@ -603,22 +601,3 @@ def prompt_arguments(words: list[str]) -> dict[str, str]:
             )
         out[key] = text
     return out
-
-
-def describe_error(exc: BaseException, *, stderr_shown: bool = False) -> str:
-    """What went wrong, its kind said once (``server error -32603 ...``).
-
-    Args:
-        exc: The failure.
-        stderr_shown: The server's stderr lines were printed as they came (``-v``): the
-            message does not repeat them.
-    """
-    kind = classify(exc)[1]
-    message = str(exc) or type(exc).__name__
-    tail: object = getattr(exc, "stderr_tail", "")
-    if stderr_shown and isinstance(tail, str) and tail:
-        message = message.replace(f"; last stderr output:\n{tail}", " (its stderr is above)")
-    if kind == "usage":
-        return message
-    prefix = kind.replace("_", " ")
-    return message if message.lower().startswith(prefix) else f"{prefix}: {message}"

@@ -276,3 +276,26 @@ def write_schema_cache(conn: Connection, schemas: dict[str, Any]) -> None:
         tmp.replace(path)
     except OSError:
         pass
+
+
+class Interrupted(Exception):
+    """The user pressed Ctrl-C (exit status 130)."""
+
+
+def describe_error(exc: BaseException, *, stderr_shown: bool = False) -> str:
+    """What went wrong, its kind said once (``server error -32603 ...``).
+
+    Args:
+        exc: The failure.
+        stderr_shown: The server's stderr lines were printed as they came (``-v``): the
+            message does not repeat them.
+    """
+    kind = classify(exc)[1]
+    message = str(exc) or type(exc).__name__
+    tail: object = getattr(exc, "stderr_tail", "")
+    if stderr_shown and isinstance(tail, str) and tail:
+        message = message.replace(f"; last stderr output:\n{tail}", " (its stderr is above)")
+    if kind == "usage":
+        return message
+    prefix = kind.replace("_", " ")
+    return message if message.lower().startswith(prefix) else f"{prefix}: {message}"

@@ -16,7 +16,7 @@ from .. import _types as t
 from .._exceptions import MCPError
 from .._terminal import for_terminal
 from ._args import UsageError
-from ._connection import EXIT_CONNECTION, classify
+from ._connection import EXIT_CONNECTION, Interrupted, classify, describe_error
 
 if TYPE_CHECKING:
     from prompt_toolkit.completion import CompleteEvent, Completion
@@ -82,7 +82,6 @@ class Repl:
         self.app._on_log(note)  # pyright: ignore[reportPrivateUsage]
 
     async def _prefetch(self) -> None:
-        from ._app import Interrupted
 
         caps = self.session.server_capabilities
         try:
@@ -172,7 +171,6 @@ class Repl:
 
     async def execute(self, line: str) -> bool:
         """Run one line; False when the user leaves."""
-        from ._app import Interrupted
 
         out = self.app.out
         try:
@@ -195,7 +193,6 @@ class Repl:
         if self.gone:
             out.error("not connected: type 'reconnect' to connect again, or 'exit'")
             return True
-        from ._app import describe_error
 
         try:
             await self.app.run_command(self.session, command, rest)
