@@ -171,7 +171,7 @@ def _package(session: nox.Session) -> None:
     Packaging cannot rot unnoticed: the wheel must carry every subpackage, ``py.typed`` and
     the ``trio-mcp`` command, and run the demo without the source tree on the path.
     """
-    scratch = Path(session.create_tmp()) / "package"
+    scratch = Path(session.create_tmp()).resolve() / "package"
     wheels, target = scratch / "wheels", scratch / "installed"
     session.run("python", "-c", f"import shutil; shutil.rmtree({str(scratch)!r}, True)")
     session.run("python", "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(ROOT))
@@ -192,8 +192,9 @@ def _package(session: nox.Session) -> None:
         "print('wheel', trio_mcp.__file__)\n"
     )
     env = {"PYTHONPATH": str(target)}
-    session.run("python", "-c", check, env=env)
-    session.run("python", "-m", "trio_mcp.demo", env=env)
+    with session.chdir(scratch):  # away from the checkout, whose trio_mcp/ would shadow it
+        session.run("python", "-c", check, env=env)
+        session.run("python", "-m", "trio_mcp.demo", env=env)
     if (ROOT / ".git").exists():  # pip's git form, as docs/quickstart.md gives it
         session.run(
             "python", "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(scratch / "git"),
