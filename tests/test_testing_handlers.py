@@ -60,3 +60,27 @@ def test_tool_function_with_an_input_schema_it_cannot_take_is_refused() -> None:
     register = server.tool(input_schema=schema)
     with pytest.raises(TypeError, match="function\\(ctx, \\*\\*arguments\\)"):
         register(add)
+
+
+@pytest.mark.parametrize("eras", ["modern", "legacy"])
+async def test_a_handler_asking_for_one_input_after_another_gets_both(eras: str) -> None:
+    # Modern era: the client sends only the latest round's inputResponses; the earlier
+    # answers travel with the requestState the server issued (they were lost before, and
+    # the call gave up after 10 rounds).
+    import trio_mcp
+
+    server = MockServer(eras=eras)  # type: ignore[arg-type]
+    schema: Any = {"type": "object", "properties": {"v": {"type": "string"}}}
+
+    @server.tool
+    async def two(ctx: ToolContext) -> str:
+        first = await ctx.elicit({"message": "first?", "requestedSchema": schema})
+        second = await ctx.elicit({"message": "second?", "requestedSchema": schema})
+        return f"{first['content']['v']} {second['content']['v']}"
+
+    async def answer(params: Any, ctx: Any) -> dict[str, Any]:
+        return {"action": "accept", "content": {"v": params.message.rstrip("?")}}
+
+    async with trio_mcp.open_mcp_session(server, elicitation=answer) as session:
+        result = await session.call_tool("two", {})
+    assert result.text == "first second"

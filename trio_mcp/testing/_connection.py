@@ -601,10 +601,10 @@ class Connection:
             with scope:
                 try:
                     modern = era == "modern" and method in _MRTR_METHODS
-                    round_number = (
+                    round_number, earlier = (
                         check_round(self.state, self.server.request_states_seen, method, params)
                         if modern
-                        else 0
+                        else (0, {})
                     )
                 except RpcError as error:
                     await self.send_error(request_id, error.code, error.message, error.data)
@@ -615,7 +615,7 @@ class Connection:
                         del self.inflight[request_id]
                         await run_task(self, task, request_id, params)
                         return
-                inputs = Inputs(params, round_number)
+                inputs = Inputs(params, round_number, earlier)
                 ctx = ToolContext(
                     self,
                     request_id=request_id,

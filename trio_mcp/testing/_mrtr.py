@@ -5,7 +5,10 @@ not hold is unwound (:class:`InputRequired`); the server then answers ``input_re
 with the missing ``inputRequests`` and a ``requestState`` it issued
 (:func:`input_required_result`), and on the retry checks that the client echoed that
 state for the same request (:func:`check_round`) before re-executing the handler from the
-start with one more round. :class:`Inputs` is the bookkeeping of one execution.
+start with one more round. The answers of earlier rounds travel with the state the server
+issued (the client sends only the latest round's ``inputResponses``), so a handler that asks
+for one input after another gets them all. :class:`Inputs` is the bookkeeping of one
+execution.
 """
 
 from __future__ import annotations
@@ -42,8 +45,14 @@ class Inputs:
 
     __slots__ = ("counter", "missing", "responses", "round")
 
-    def __init__(self, params: JSONDict, round_number: int) -> None:
-        self.responses: JSONDict = as_dict(params.get("inputResponses")) or {}
+    def __init__(
+        self, params: JSONDict, round_number: int, earlier: JSONDict | None = None
+    ) -> None:
+        #: Every answer known: the earlier rounds' (kept with the issued state) and this one's.
+        self.responses: JSONDict = {
+            **(earlier or {}),
+            **(as_dict(params.get("inputResponses")) or {}),
+        }
         self.missing: dict[str, JSONDict] = {}
         self.counter: int = 0
         self.round: int = round_number
@@ -55,15 +64,17 @@ def request_target(params: JSONDict) -> str:
     return value if isinstance(value, str) else ""
 
 
-def check_round(state: ServerState, seen: list[str], method: str, params: JSONDict) -> int:
-    """Validate ``inputResponses``/``requestState``; return the round number.
+def check_round(
+    state: ServerState, seen: list[str], method: str, params: JSONDict
+) -> tuple[int, JSONDict]:
+    """Validate ``inputResponses``/``requestState``; return the round and earlier answers.
 
     Every ``requestState`` received is appended to ``seen`` (``MockServer.request_states_seen``).
     """
     if "inputResponses" in params and as_dict(params["inputResponses"]) is None:
         raise RpcError(-32602, "Invalid params: inputResponses must be an object")
     if "requestState" not in params:
-        return 0
+        return 0, {}
     request_state = params["requestState"]
     if not isinstance(request_state, str):
         raise RpcError(-32602, "Invalid params: requestState must be a string")
@@ -75,7 +86,7 @@ def check_round(state: ServerState, seen: list[str], method: str, params: JSONDi
             "Invalid params: requestState was not issued by this server for this request "
             "(clients must echo it byte for byte, on a retry of the same request)",
         )
-    return issued[2] + 1
+    return issued[2] + 1, issued[3]
 
 
 def input_required_result(
@@ -94,7 +105,7 @@ def input_required_result(
         separators=(",", ":"),
     )
     request_state = base64.b64encode(payload.encode()).decode("ascii")
-    state.issued_states[request_state] = (method, target, round_number)
+    state.issued_states[request_state] = (method, target, round_number, dict(inputs.responses))
     return {
         "resultType": "input_required",
         "inputRequests": dict(inputs.missing),

@@ -118,8 +118,8 @@ class ServerState:
         self.prompts: dict[str, PromptEntry] = {}
         self.completion: Callable[..., Any] | None = None
         self.connections: list[OpenConnection] = []
-        #: requestState issued -> (method, target, round).
-        self.issued_states: dict[str, tuple[str, str, int]] = {}
+        #: requestState issued -> (method, target, round, the input responses known by then).
+        self.issued_states: dict[str, tuple[str, str, int, JSONDict]] = {}
         self.state_serial: int = 0
         self._lot = trio.lowlevel.ParkingLot()
 
