@@ -183,6 +183,8 @@ class StdioTransport(Transport):
         self._writer_cancelled = False  # the writer's nursery was cancelled under it
         self._stdin_fd: int = cast(trio.lowlevel.FdStream, self._stdin).fileno()
         self._stdout_fd: int = cast(trio.lowlevel.FdStream, self._stdout).fileno()
+        self._stderr_fd: int = cast(trio.lowlevel.FdStream, process.stderr).fileno()
+        self._stderr_closed = False
         self._drained = False  # the last read came back short: wait before reading again
         self._writer_busy = True  # until the writer task parks on its (then empty) queue
         self._eof_note = ""
@@ -424,14 +426,19 @@ class StdioTransport(Transport):
             await self._stderr_done.wait()
 
     async def _drain_stderr(self) -> None:
-        stream = self._process.stderr
-        assert stream is not None
+        # Reads the descriptor directly, as for stdout: no stream wrapper frame per session.
+        fd = self._stderr_fd
         callback = self._params.on_stderr
         pending = b""
         try:
             while True:
                 try:
-                    chunk = await stream.receive_some(65536)
+                    await trio.lowlevel.wait_readable(fd)
+                    if self._stderr_closed:  # closed while this task was being woken
+                        break
+                    chunk = os.read(fd, 65536)
+                except BlockingIOError:
+                    continue
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                     break
                 if not chunk:
@@ -519,6 +526,7 @@ class StdioTransport(Transport):
                 _signal_group(process.pid, signal.SIGKILL)
             with trio.move_on_after(grace):
                 await self._stderr_done.wait()
+            self._stderr_closed = True
             if process.stderr is not None:
                 await process.stderr.aclose()
 
