@@ -120,6 +120,13 @@ METRICS = [
     Metric("blob_8", "    blob 8 MiB", "blob", "mb_per_s_8mib", "MB/s"),
     Metric("blob_32", "    blob 32 MiB", "blob", "mb_per_s_32mib", "MB/s"),
     Metric("list_lps", "(d) tools/list, 1000 tools, typed", "list", "lists_per_s", "lists/s"),
+    # Client CPU time per unit of work (process_time of the worker during the timed part):
+    # far steadier than wall-clock rates on a loaded machine; no targets, for reading.
+    Metric("seq_cpu", "cpu: sequential call", "seq", "cpu_us_per_call", "us", 1.0, False),
+    Metric("conc_cpu", "cpu: concurrent call", "conc", "cpu_us_per_call", "us", 1.0, False),
+    Metric("cold_cpu", "cpu: cold-burst call", "conc", "cold_cpu_us_per_call", "us", 1.0, False),
+    Metric("blob_cpu", "cpu: blob 1 MiB, per MB", "blob", "cpu_ms_per_mb_1mib", "ms", 1.0, False),
+    Metric("list_cpu", "cpu: one tools/list", "list", "cpu_ms_per_list", "ms", 1.0, False),
     Metric("import_ms", "(e) import time", "session", "import_s", "ms", 1e3, False),
     Metric(
         "rss_import", "    RSS after import", "session", "rss_import_kb", "MiB", 1 / 1024, False
@@ -197,6 +204,10 @@ HTTP_METRICS = [
     Metric("blob_1", "blob 1 MiB", "blob", "mb_per_s_1mib", "MB/s"),
     Metric("list_lps", "tools/list, 1000 tools, typed", "list", "lists_per_s", "lists/s"),
     Metric("open_ms", "open + first call + close", "session", "open_close_ms", "ms", 1.0, False),
+    Metric("seq_cpu", "cpu: sequential call", "seq", "cpu_us_per_call", "us", 1.0, False),
+    Metric("conc_cpu", "cpu: concurrent call", "conc", "cpu_us_per_call", "us", 1.0, False),
+    Metric("blob_cpu", "cpu: blob 1 MiB, per MB", "blob", "cpu_ms_per_mb_1mib", "ms", 1.0, False),
+    Metric("list_cpu", "cpu: one tools/list", "list", "cpu_ms_per_list", "ms", 1.0, False),
     Metric("peak_seq", "peak RSS during seq", "seq", "peak_rss_kb", "MiB", 1 / 1024, False),
 ]
 HTTP_METRIC_BY_KEY = {m.key: m for m in HTTP_METRICS}
