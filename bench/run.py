@@ -1,11 +1,11 @@
-"""Benchmark trio_mcp against the hand-written floor and the official MCP SDK.
+"""Benchmark trio_mcp against the hand-written floors and the official MCP SDK.
 
 Usage::
 
     python bench/run.py [--rounds 5] [--quick] [--json bench/results/latest.json]
 
-For every round, every workload, every client (interleaved: floor, trio_mcp, sdk, floor,
-trio_mcp, sdk, ...) a fresh worker process (``bench/_worker.py``) imports the client,
+For every round, every workload, every client (interleaved: floor, channel_floor, trio_mcp,
+sdk, floor, ...) a fresh worker process (``bench/_worker.py``) imports the client,
 runs the workload after its own untimed warm-up and reports one JSON line. Medians over
 rounds are reported; ratios are computed round by round (client values from the same
 round) and their median is compared with the targets. A client that cannot be imported
