@@ -146,12 +146,14 @@ async def w_seq(c: Any, rt: Any, p: Params, cmd: Any) -> dict[str, Any]:
             await c.call_tool(s, "echo", args)
         lat: list[float] = []
         append = lat.append
+        c0 = time.process_time()
         t0 = perf()
         for _ in range(p.seq_n):
             t = perf()
             r = await c.call_tool(s, "echo", args)
             append(perf() - t)
         total = perf() - t0
+        cpu = time.process_time() - c0
         if c.result_text(r) != ECHO_TEXT:
             raise AssertionError("echo returned the wrong text")
     lat.sort()
@@ -160,6 +162,7 @@ async def w_seq(c: Any, rt: Any, p: Params, cmd: Any) -> dict[str, Any]:
         "calls_per_s": p.seq_n / total,
         "p50_us": percentile(lat, 0.50) * 1e6,
         "p99_us": percentile(lat, 0.99) * 1e6,
+        "cpu_us_per_call": cpu / p.seq_n * 1e6,
     }
 
 
@@ -174,23 +177,29 @@ async def w_conc(c: Any, rt: Any, p: Params, cmd: Any) -> dict[str, Any]:
             bad.append(c.result_text(r))
 
     times: list[float] = []
-    cold = 0.0
+    cpus: list[float] = []
+    cold = cold_cpu = 0.0
     async with c.open_session(cmd) as s:
         for rep in range(1 + p.conc_reps):  # first batch is the warm-up (the "cold burst")
+            c0 = time.process_time()
             t0 = time.perf_counter()
             async with rt.open_group() as g:
                 for _ in range(p.conc_batch):
                     g.start_soon(one, s)
             if rep:
                 times.append(time.perf_counter() - t0)
+                cpus.append(time.process_time() - c0)
             else:
                 cold = time.perf_counter() - t0
+                cold_cpu = time.process_time() - c0
     if bad:
         raise AssertionError(f"{len(bad)} echo calls returned the wrong text")
     return {
         "batch": p.conc_batch,
         "calls_per_s": p.conc_batch / median(times),
         "cold_calls_per_s": p.conc_batch / cold,
+        "cpu_us_per_call": median(cpus) / p.conc_batch * 1e6,
+        "cold_cpu_us_per_call": cold_cpu / p.conc_batch * 1e6,
         "batch_s": times,
     }
 
@@ -218,6 +227,7 @@ async def w_blob(c: Any, rt: Any, p: Params, cmd: Any) -> dict[str, Any]:
                     raise AssertionError("blob has the wrong size")
                 del r
             reps = 0
+            c0 = time.process_time()
             t0 = time.perf_counter()
             while True:
                 r = await c.call_tool(s, "blob", args)
@@ -233,6 +243,7 @@ async def w_blob(c: Any, rt: Any, p: Params, cmd: Any) -> dict[str, Any]:
             per_byte = elapsed / reps / size
             prev = size
             out[f"mb_per_s_{label}"] = size * reps / elapsed / 1e6
+            out[f"cpu_ms_per_mb_{label}"] = (time.process_time() - c0) * 1e3 / (size * reps / 1e6)
             out[f"reps_{label}"] = reps
             out[f"warmed_{label}"] = warm
     return out
@@ -246,6 +257,7 @@ async def w_list(c: Any, rt: Any, p: Params, cmd: Any) -> dict[str, Any]:
         n_tools = len(tools)
         del tools
         reps = 0
+        c0 = time.process_time()
         t0 = time.perf_counter()
         while True:
             tools = await c.list_tools(s)
@@ -253,9 +265,15 @@ async def w_list(c: Any, rt: Any, p: Params, cmd: Any) -> dict[str, Any]:
             elapsed = time.perf_counter() - t0
             if reps >= p.list_min_reps and elapsed >= p.list_min_time:
                 break
+        cpu = time.process_time() - c0
         if len(tools) != n_tools or getattr(tools[0], "name", None) != "echo":
             raise AssertionError("tools/list decoded wrongly")
-    return {"tools": n_tools, "lists_per_s": reps / elapsed, "reps": reps}
+    return {
+        "tools": n_tools,
+        "lists_per_s": reps / elapsed,
+        "reps": reps,
+        "cpu_ms_per_list": cpu / reps * 1e3,
+    }
 
 
 async def w_session(c: Any, rt: Any, p: Params, cmd: Any) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import shlex
 import sys
@@ -11,6 +12,8 @@ import pytest
 import trio
 import trio.lowlevel
 import trio.testing
+from hypothesis import given
+from hypothesis import strategies as st
 
 import trio_mcp
 from trio_mcp._exceptions import ConnectionClosed
@@ -432,3 +435,83 @@ async def test_era_key_names_the_command_and_the_directory(tmp_path: Path) -> No
         params = StdioParameters(["cat", "a b"], cwd=tmp_path)
         async with params.open_transport(nursery) as transport:
             assert transport.era_key == f"stdio:cd {shlex.quote(str(tmp_path))} && cat 'a b'"
+
+
+class _ChunkedStdout:
+    """Drives :meth:`StdioTransport.receive` with given chunks instead of a pipe."""
+
+    def __init__(self, chunks: list[bytes], max_message_size: int) -> None:
+        self.chunks = list(chunks)
+        self.transport = StdioTransport.__new__(StdioTransport)
+        t = self.transport
+        t._max = max_message_size  # pyright: ignore[reportPrivateUsage]
+        t._chunk = b""  # pyright: ignore[reportPrivateUsage]
+        t._pos = 0  # pyright: ignore[reportPrivateUsage]
+        t._parts = []  # pyright: ignore[reportPrivateUsage]
+        t._parts_size = 0  # pyright: ignore[reportPrivateUsage]
+        t._eof_note = ""  # pyright: ignore[reportPrivateUsage]
+        t._read_chunk = self._read_chunk  # type: ignore[method-assign]
+        t._collect_exit = self._collect_exit  # type: ignore[method-assign]
+        t.closed_error = lambda: ConnectionClosed("eof" + t._eof_note)  # type: ignore[method-assign]
+
+    async def _read_chunk(self) -> bytes:
+        await trio.lowlevel.checkpoint()
+        return self.chunks.pop(0) if self.chunks else b""
+
+    async def _collect_exit(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+    async def messages(self) -> list[bytes]:
+        out: list[bytes] = []
+        while True:
+            try:
+                out.append(await self.transport.receive())
+            except trio.EndOfChannel:
+                return out
+
+
+def _split(data: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
+    return [data[a:b] for a, b in itertools.pairwise(points) if b > a]
+
+
+@given(
+    lines=st.lists(
+        st.tuples(
+            st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"x").replace(b"\r", b"y")),
+            st.sampled_from([b"\n", b"\r\n"]),
+        ),
+        max_size=12,
+    ),
+    cuts=st.lists(st.integers(min_value=0, max_value=10_000), max_size=30),
+)
+async def test_line_reassembly_is_independent_of_how_reads_are_cut(
+    lines: list[tuple[bytes, bytes]], cuts: list[int]
+) -> None:
+    data = b"".join(line + end for line, end in lines)
+    expected = [line for line, _ in lines if line.strip()]
+    got = await _ChunkedStdout(_split(data, cuts), 1 << 20).messages()
+    assert got == expected
+    assert all(type(message) is bytes for message in got)
+
+
+@given(
+    size=st.integers(min_value=0, max_value=300),
+    cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=10),
+)
+async def test_a_line_over_the_limit_fails_however_it_is_cut(size: int, cuts: list[int]) -> None:
+    limit = 100
+    data = b"a" * size + b"\n" + b"ok\n"
+    reader = _ChunkedStdout(_split(data, cuts), limit)
+    if size <= limit:
+        assert await reader.messages() == ([b"a" * size] if size else []) + [b"ok"]
+    else:
+        with pytest.raises(trio_mcp.MessageTooLargeError):
+            await reader.messages()
+
+
+async def test_a_line_cut_off_by_the_end_of_stdout_is_reported() -> None:
+    reader = _ChunkedStdout([b'{"a":', b"1}\n", b'{"b"', b":2"], 1000)
+    with pytest.raises(ConnectionClosed, match="middle of a message"):
+        await reader.messages()
+    assert reader.chunks == []

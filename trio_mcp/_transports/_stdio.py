@@ -175,9 +175,10 @@ class StdioTransport(Transport):
         self._stdin = process.stdin
         self._stdout = process.stdout
         self._max = params.max_message_size
-        self._buffer = bytearray()
-        self._pos = 0  # start of the unconsumed part of _buffer
-        self._scan = 0  # where the next newline search starts
+        self._chunk = b""  # the last chunk read
+        self._pos = 0  # start of its unconsumed part
+        self._parts: list[bytes | memoryview] = []  # earlier pieces of an unfinished line
+        self._parts_size = 0
         self._out_send, self._out_receive = trio.open_memory_channel[bytes](_WRITE_QUEUE_SIZE)
         self._stderr_tail: collections.deque[str] | None = None  # from the first line on
         self._stderr_done = trio.Event()
@@ -186,6 +187,8 @@ class StdioTransport(Transport):
         self._writer_cancelled = False  # the writer's nursery was cancelled under it
         self._stdin_fd: int = cast(trio.lowlevel.FdStream, self._stdin).fileno()
         self._stdout_fd: int = cast(trio.lowlevel.FdStream, self._stdout).fileno()
+        self._stderr_fd: int = cast(trio.lowlevel.FdStream, process.stderr).fileno()
+        self._stderr_closed = False
         self._drained = False  # the last read came back short: wait before reading again
         self._writer_busy = True  # until the writer task parks on its (then empty) queue
         self._eof_note = ""
@@ -345,32 +348,39 @@ class StdioTransport(Transport):
             MessageTooLargeError: A line is longer than ``max_message_size``.
             trio.ClosedResourceError: The transport was closed.
         """
-        buffer = self._buffer
         while True:
-            newline = buffer.find(b"\n", self._scan)
+            chunk = self._chunk
+            start = self._pos
+            newline = chunk.find(b"\n", start)
             if newline >= 0:
-                start = self._pos
-                end = newline
-                if end > start and buffer[end - 1] == 0x0D:  # tolerate CRLF
-                    end -= 1
-                message = bytes(buffer[start:end])
-                self._pos = self._scan = newline + 1
-                if self._pos >= len(buffer):
-                    buffer.clear()
-                    self._pos = self._scan = 0
-                elif self._pos > _READ_CHUNK:
-                    del buffer[: self._pos]
-                    self._scan -= self._pos
-                    self._pos = 0
-                if end - start > self._max:
-                    raise MessageTooLargeError(end - start, self._max)
+                self._pos = newline + 1
+                parts = self._parts
+                if parts:  # the line began in earlier chunks: one copy of each piece
+                    size = self._parts_size + newline - start
+                    self._parts = []
+                    self._parts_size = 0
+                    if size > self._max:
+                        raise MessageTooLargeError(size, self._max)
+                    parts.append(memoryview(chunk)[start:newline])
+                    message = b"".join(parts)
+                else:
+                    if newline - start > self._max:
+                        raise MessageTooLargeError(newline - start, self._max)
+                    message = chunk[start:newline]
+                if message[-1:] == b"\r":  # tolerate CRLF
+                    message = message[:-1]
                 if message.strip():
                     return message
                 continue
-            pending = len(buffer) - self._pos
+            rest = len(chunk) - start
+            if rest:  # no newline in the rest of the chunk: keep it, without copying
+                self._parts.append(memoryview(chunk)[start:] if start else chunk)
+                self._parts_size += rest
+            self._chunk = b""
+            self._pos = 0
+            pending = self._parts_size
             if pending > self._max:
                 raise MessageTooLargeError(pending, self._max)
-            self._scan = len(buffer)
             try:
                 chunk = await self._read_chunk()
             except (trio.BrokenResourceError, OSError) as exc:
@@ -380,13 +390,13 @@ class StdioTransport(Transport):
                 raise
             if not chunk:
                 await self._collect_exit()
-                if buffer[self._pos :].strip():
+                if b"".join(self._parts).strip():
                     self._eof_note = (
                         f" in the middle of a message ({pending} bytes without a trailing newline)"
                     )
                     raise self.closed_error()
                 raise trio.EndOfChannel
-            buffer += chunk
+            self._chunk = chunk
 
     async def _read_chunk(self) -> bytes:
         """Read what the server wrote, waiting for readability first once the pipe is drained.
@@ -420,14 +430,19 @@ class StdioTransport(Transport):
             await self._stderr_done.wait()
 
     async def _drain_stderr(self) -> None:
-        stream = self._process.stderr
-        assert stream is not None
+        # Reads the descriptor directly, as for stdout: no stream wrapper frame per session.
+        fd = self._stderr_fd
         callback = self._params.on_stderr
         pending = b""
         try:
             while True:
                 try:
-                    chunk = await stream.receive_some(65536)
+                    await trio.lowlevel.wait_readable(fd)
+                    if self._stderr_closed:  # closed while this task was being woken
+                        break
+                    chunk = os.read(fd, 65536)
+                except BlockingIOError:
+                    continue
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                     break
                 if not chunk:
@@ -515,6 +530,7 @@ class StdioTransport(Transport):
                 _signal_group(process.pid, signal.SIGKILL)
             with trio.move_on_after(grace):
                 await self._stderr_done.wait()
+            self._stderr_closed = True
             if process.stderr is not None:
                 await process.stderr.aclose()
 
