@@ -10,6 +10,9 @@ or, to run the session's tasks in a nursery of yours::
     async with trio.open_nursery() as nursery:
         async with trio_mcp.open_mcp_session(nursery, ["python", "-m", "server"]) as session:
             tools = await session.list_tools()
+
+Every protocol type lives in :mod:`trio_mcp.types`; the few an application names every day
+(``Tool``, ``CallToolResult``, ``TextContent``, ...) are re-exported here too.
 """
 
 from __future__ import annotations
