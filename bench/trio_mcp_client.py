@@ -58,7 +58,7 @@ async def list_tools(session: Any) -> list[Any]:
 # included, to bytes without framing) plus decoding the whole response line into the typed
 # result the caller gets. codec_pair() mirrors ClientSession.call_tool() in the legacy era:
 # params dict -> trio_mcp._jsonrpc.encode_request; response -> decode_envelope, then
-# trio_mcp._types.decoder_for(CallToolResult).decode(envelope.result). If those internals
+# trio_mcp.types.decoder_for(CallToolResult).decode(envelope.result). If those internals
 # move, it falls back to a placeholder (plain msgspec + a CallToolResult-like Struct);
 # CODEC_IMPL says which one ran, and lands in the JSON output.
 # =========================================================================================
@@ -70,15 +70,15 @@ def codec_pair() -> tuple[Callable[[int, str, dict[str, Any]], bytes], Callable[
     """trio_mcp's encode of a ``tools/call`` request and decode of its response."""
     global CODEC_IMPL
     try:
-        from trio_mcp import _jsonrpc, _types
+        from trio_mcp import _jsonrpc, types
 
         encode_request = _jsonrpc.encode_request
         decode_envelope = _jsonrpc.decode_envelope
-        decode_result = _types.decoder_for(_types.CallToolResult).decode
+        decode_result = types.decoder_for(types.CallToolResult).decode
     except (ImportError, AttributeError):
         CODEC_IMPL = "placeholder: msgspec + local CallToolResult-like Struct"
         return _placeholder_codec_pair()
-    CODEC_IMPL = "trio_mcp._jsonrpc.encode_request/decode_envelope + _types.decoder_for"
+    CODEC_IMPL = "trio_mcp._jsonrpc.encode_request/decode_envelope + types.decoder_for"
 
     def encode(rid: int, name: str, arguments: dict[str, Any]) -> bytes:
         return encode_request(rid, "tools/call", {"name": name, "arguments": arguments})

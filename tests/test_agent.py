@@ -15,15 +15,9 @@ import trio
 import trio.testing
 
 import trio_mcp
-from trio_mcp import (
-    CreateMessageResult,
-    ModelRequest,
-    SamplingMessage,
-    TextContent,
-    ToolResultContent,
-    ToolUseContent,
-)
+from trio_mcp import CreateMessageResult, ModelRequest, TextContent
 from trio_mcp.testing import MockServer, ToolContext
+from trio_mcp.types import SamplingMessage, ToolResultContent, ToolUseContent
 
 from .h11peer import read_request
 from .rawpeer import connect

@@ -11,8 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import trio_mcp
-from trio_mcp import CreateMessageResult, ModelRequest, TextContent, ToolUseContent
+from trio_mcp import CreateMessageResult, ModelRequest, TextContent
 from trio_mcp.testing import MockServer, ToolContext
+from trio_mcp.types import ToolUseContent
 
 VALID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
@@ -56,7 +57,7 @@ async def routes(sessions: Any) -> dict[str, str]:
     answers: dict[str, str] = {}
     for message in result.messages[2:3]:
         for block in message.content:  # type: ignore[union-attr]
-            assert isinstance(block, trio_mcp.ToolResultContent)
+            assert isinstance(block, trio_mcp.types.ToolResultContent)
             text = block.content[0]
             assert isinstance(text, TextContent)
             answers[block.tool_use_id] = text.text

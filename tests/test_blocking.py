@@ -96,13 +96,13 @@ def test_stdio_demo_server_every_kind_of_call() -> None:
         assert session.list_prompts_page().prompts
         assert session.get_prompt("greeting", {"name": "Ada"}).messages
         completion = session.complete(
-            trio_mcp.PromptReference(name="greeting"), "name", "A"
+            trio_mcp.types.PromptReference(name="greeting"), "name", "A"
         ).completion
         assert completion.values
         session.set_logging_level("info")
         session.ping()
         assert session.request("tools/list")["tools"]
-        assert session.request("tools/list", result_type=trio_mcp.ListToolsResult).tools
+        assert session.request("tools/list", result_type=trio_mcp.types.ListToolsResult).tools
         session.notify("notifications/roots/list_changed")
         session.subscribe_resource("demo://readme")
         session.unsubscribe_resource("demo://readme")

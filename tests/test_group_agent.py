@@ -16,10 +16,10 @@ from trio_mcp import (
     RestartPolicy,
     ServerState,
     TextContent,
-    ToolResultContent,
     open_server_group,
 )
 from trio_mcp.testing import MockServer, ToolContext
+from trio_mcp.types import ToolResultContent
 
 from .test_agent import answer, use
 

@@ -23,10 +23,10 @@ from trio_mcp import (
     ServerState,
     StdioParameters,
     TextContent,
-    ToolResultContent,
     open_server_group,
 )
 from trio_mcp._transports._stdio import StdioTransport
+from trio_mcp.types import ToolResultContent
 
 from .interop_peers import (
     everything_argv,

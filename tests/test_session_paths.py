@@ -398,8 +398,8 @@ async def test_pages_caches_and_result_types(autojump_clock: trio.testing.MockCl
         for i in range(1100):  # expired entries are swept before the oldest are dropped
             await session.read_resource(f"file:///{i}")
         assert len(session._cache) <= 1024
-        raw = await session.request("tools/list", result_type=trio_mcp.ListToolsResult)
-        assert isinstance(raw, trio_mcp.ListToolsResult)
+        raw = await session.request("tools/list", result_type=trio_mcp.types.ListToolsResult)
+        assert isinstance(raw, trio_mcp.types.ListToolsResult)
 
 
 async def test_too_many_pages_is_a_protocol_error() -> None:

@@ -24,7 +24,7 @@ async def test_typed_callbacks_legacy() -> None:
         session.on_progress(progress.append)
         session.on_list_changed(changed.append, "tools", "prompts")
 
-        async def on_updated(params: trio_mcp.ResourceUpdatedNotificationParams) -> None:
+        async def on_updated(params: trio_mcp.types.ResourceUpdatedNotificationParams) -> None:
             updated.append(params.uri)
 
         session.on_resource_updated(on_updated)

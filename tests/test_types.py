@@ -1,4 +1,4 @@
-"""Tests for trio_mcp._types: every spec example round-trips, and the tolerant paths hold."""
+"""Tests for trio_mcp.types: every spec example round-trips, and the tolerant paths hold."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from msgspec import UNSET
 
 import trio_mcp
-from trio_mcp import _types as t
+from trio_mcp import types as t
 from trio_mcp._exceptions import ToolError
 
 from .spec import SPEC, SPEC_MISSING, needs_spec
@@ -881,7 +881,7 @@ def test_server_sent_enum_values_from_newer_servers_decode() -> None:
 
 
 def test_annotation_audience_and_sampling_enums_from_newer_servers_decode() -> None:
-    from trio_mcp._types import decoder_for
+    from trio_mcp.types import decoder_for
 
     result = decoder_for(trio_mcp.CallToolResult).decode(
         b'{"content":[{"type":"text","text":"x","annotations":{"audience":["robot","user"]}}]}'

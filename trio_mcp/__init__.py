@@ -10,6 +10,9 @@ or, to run the session's tasks in a nursery of yours::
     async with trio.open_nursery() as nursery:
         async with trio_mcp.open_mcp_session(nursery, ["python", "-m", "server"]) as session:
             tools = await session.list_tools()
+
+Every protocol type lives in :mod:`trio_mcp.types`; the few an application names every day
+(``Tool``, ``CallToolResult``, ``TextContent``, ...) are re-exported here too.
 """
 
 from __future__ import annotations
@@ -114,146 +117,6 @@ from ._transports._base import RequestFailure as RequestFailure
 from ._transports._base import Transport as Transport
 from ._transports._base import TransportFactory as TransportFactory
 from ._transports._stdio import StdioParameters as StdioParameters
-from ._types import Annotations as Annotations
-from ._types import AnyResourceContents as AnyResourceContents
-from ._types import AudioContent as AudioContent
-from ._types import BaseMetadata as BaseMetadata
-from ._types import BlobResourceContents as BlobResourceContents
-from ._types import BooleanSchema as BooleanSchema
-from ._types import CacheableResult as CacheableResult
-from ._types import CacheScope as CacheScope
-from ._types import CallToolRequestParams as CallToolRequestParams
-from ._types import CallToolResult as CallToolResult
-from ._types import CancelledNotificationParams as CancelledNotificationParams
-from ._types import CancelTaskRequestParams as CancelTaskRequestParams
-from ._types import CancelTaskResult as CancelTaskResult
-from ._types import ClientCapabilities as ClientCapabilities
-from ._types import CompleteRequestParams as CompleteRequestParams
-from ._types import CompleteResult as CompleteResult
-from ._types import Completion as Completion
-from ._types import CompletionArgument as CompletionArgument
-from ._types import CompletionContext as CompletionContext
-from ._types import CompletionsCapability as CompletionsCapability
-from ._types import ContentBlock as ContentBlock
-from ._types import CreateMessageRequest as CreateMessageRequest
-from ._types import CreateMessageRequestParams as CreateMessageRequestParams
-from ._types import CreateMessageResult as CreateMessageResult
-from ._types import CreateTaskResult as CreateTaskResult
-from ._types import DiscoverResult as DiscoverResult
-from ._types import ElicitationCapability as ElicitationCapability
-from ._types import ElicitationCompleteNotificationParams as ElicitationCompleteNotificationParams
-from ._types import ElicitRequest as ElicitRequest
-from ._types import ElicitRequestFormParams as ElicitRequestFormParams
-from ._types import ElicitRequestParams as ElicitRequestParams
-from ._types import ElicitRequestURLParams as ElicitRequestURLParams
-from ._types import ElicitResult as ElicitResult
-from ._types import EmbeddedResource as EmbeddedResource
-from ._types import EmptyResult as EmptyResult
-from ._types import EnumSchema as EnumSchema
-from ._types import GetPromptRequestParams as GetPromptRequestParams
-from ._types import GetPromptResult as GetPromptResult
-from ._types import GetTaskPayloadRequestParams as GetTaskPayloadRequestParams
-from ._types import GetTaskPayloadResult as GetTaskPayloadResult
-from ._types import GetTaskRequestParams as GetTaskRequestParams
-from ._types import GetTaskResult as GetTaskResult
-from ._types import Icon as Icon
-from ._types import Icons as Icons
-from ._types import ImageContent as ImageContent
-from ._types import Implementation as Implementation
-from ._types import IncludeContext as IncludeContext
-from ._types import InitializeRequestParams as InitializeRequestParams
-from ._types import InitializeResult as InitializeResult
-from ._types import InputRequest as InputRequest
-from ._types import InputRequests as InputRequests
-from ._types import InputRequiredResult as InputRequiredResult
-from ._types import InputResponse as InputResponse
-from ._types import InputResponseRequestParams as InputResponseRequestParams
-from ._types import InputResponses as InputResponses
-from ._types import LegacyTitledEnumSchema as LegacyTitledEnumSchema
-from ._types import ListPromptsResult as ListPromptsResult
-from ._types import ListResourcesResult as ListResourcesResult
-from ._types import ListResourceTemplatesResult as ListResourceTemplatesResult
-from ._types import ListRootsRequest as ListRootsRequest
-from ._types import ListRootsResult as ListRootsResult
-from ._types import ListTasksResult as ListTasksResult
-from ._types import ListToolsResult as ListToolsResult
-from ._types import LoggingCapability as LoggingCapability
-from ._types import LoggingLevel as LoggingLevel
-from ._types import LoggingMessageNotificationParams as LoggingMessageNotificationParams
-from ._types import ModelHint as ModelHint
-from ._types import ModelPreferences as ModelPreferences
-from ._types import MultiSelectEnumSchema as MultiSelectEnumSchema
-from ._types import NotificationMetaObject as NotificationMetaObject
-from ._types import NotificationParams as NotificationParams
-from ._types import NumberSchema as NumberSchema
-from ._types import PaginatedRequestParams as PaginatedRequestParams
-from ._types import PaginatedResult as PaginatedResult
-from ._types import PrimitiveSchemaDefinition as PrimitiveSchemaDefinition
-from ._types import ProgressNotificationParams as ProgressNotificationParams
-from ._types import ProgressToken as ProgressToken
-from ._types import Prompt as Prompt
-from ._types import PromptArgument as PromptArgument
-from ._types import PromptMessage as PromptMessage
-from ._types import PromptReference as PromptReference
-from ._types import PromptsCapability as PromptsCapability
-from ._types import ReadResourceRequestParams as ReadResourceRequestParams
-from ._types import ReadResourceResult as ReadResourceResult
-from ._types import RelatedTaskMetadata as RelatedTaskMetadata
-from ._types import RequestMetaObject as RequestMetaObject
-from ._types import RequestParams as RequestParams
-from ._types import Resource as Resource
-from ._types import ResourceContents as ResourceContents
-from ._types import ResourceLink as ResourceLink
-from ._types import ResourceReference as ResourceReference
-from ._types import ResourceRequestParams as ResourceRequestParams
-from ._types import ResourcesCapability as ResourcesCapability
-from ._types import ResourceTemplate as ResourceTemplate
-from ._types import ResourceTemplateReference as ResourceTemplateReference
-from ._types import ResourceUpdatedNotificationParams as ResourceUpdatedNotificationParams
-from ._types import Result as Result
-from ._types import ResultMetaObject as ResultMetaObject
-from ._types import Role as Role
-from ._types import Root as Root
-from ._types import RootsCapability as RootsCapability
-from ._types import SamplingCapability as SamplingCapability
-from ._types import SamplingMessage as SamplingMessage
-from ._types import SamplingMessageContentBlock as SamplingMessageContentBlock
-from ._types import ServerCapabilities as ServerCapabilities
-from ._types import SetLevelRequestParams as SetLevelRequestParams
-from ._types import SingleSelectEnumSchema as SingleSelectEnumSchema
-from ._types import StringSchema as StringSchema
-from ._types import SubscribeRequestParams as SubscribeRequestParams
-from ._types import SubscriptionFilter as SubscriptionFilter
-from ._types import (
-    SubscriptionsAcknowledgedNotificationParams as SubscriptionsAcknowledgedNotificationParams,
-)
-from ._types import SubscriptionsListenRequestParams as SubscriptionsListenRequestParams
-from ._types import SubscriptionsListenResult as SubscriptionsListenResult
-from ._types import SubscriptionsListenResultMetaObject as SubscriptionsListenResultMetaObject
-from ._types import Task as Task
-from ._types import TaskAugmentedRequestParams as TaskAugmentedRequestParams
-from ._types import TaskMetadata as TaskMetadata
-from ._types import TaskStatus as TaskStatus
-from ._types import TaskStatusNotificationParams as TaskStatusNotificationParams
-from ._types import TextContent as TextContent
-from ._types import TextResourceContents as TextResourceContents
-from ._types import TitledEnumItems as TitledEnumItems
-from ._types import TitledEnumOption as TitledEnumOption
-from ._types import TitledMultiSelectEnumSchema as TitledMultiSelectEnumSchema
-from ._types import TitledSingleSelectEnumSchema as TitledSingleSelectEnumSchema
-from ._types import Tool as Tool
-from ._types import ToolAnnotations as ToolAnnotations
-from ._types import ToolChoice as ToolChoice
-from ._types import ToolExecution as ToolExecution
-from ._types import ToolResultContent as ToolResultContent
-from ._types import ToolsCapability as ToolsCapability
-from ._types import ToolUseContent as ToolUseContent
-from ._types import UnknownContent as UnknownContent
-from ._types import UnsubscribeRequestParams as UnsubscribeRequestParams
-from ._types import UntitledEnumItems as UntitledEnumItems
-from ._types import UntitledMultiSelectEnumSchema as UntitledMultiSelectEnumSchema
-from ._types import UntitledSingleSelectEnumSchema as UntitledSingleSelectEnumSchema
-from ._types import to_builtins as to_builtins
 from ._urls import URLCheck as URLCheck
 from ._urls import URLConsent as URLConsent
 from ._urls import URLPolicy as URLPolicy
@@ -263,6 +126,30 @@ from ._validation import CompiledSchema as CompiledSchema
 from ._validation import OutputValidation as OutputValidation
 from ._validation import SchemaViolation as SchemaViolation
 from ._validation import compile_schema as compile_schema
+from .types import AudioContent as AudioContent
+from .types import CallToolResult as CallToolResult
+from .types import ClientCapabilities as ClientCapabilities
+from .types import CreateMessageRequestParams as CreateMessageRequestParams
+from .types import CreateMessageResult as CreateMessageResult
+from .types import ElicitRequestParams as ElicitRequestParams
+from .types import ElicitResult as ElicitResult
+from .types import EmbeddedResource as EmbeddedResource
+from .types import GetPromptResult as GetPromptResult
+from .types import ImageContent as ImageContent
+from .types import Implementation as Implementation
+from .types import LoggingMessageNotificationParams as LoggingMessageNotificationParams
+from .types import ProgressNotificationParams as ProgressNotificationParams
+from .types import Prompt as Prompt
+from .types import PromptMessage as PromptMessage
+from .types import ReadResourceResult as ReadResourceResult
+from .types import Resource as Resource
+from .types import ResourceLink as ResourceLink
+from .types import ResourceTemplate as ResourceTemplate
+from .types import Root as Root
+from .types import ServerCapabilities as ServerCapabilities
+from .types import TextContent as TextContent
+from .types import Tool as Tool
+from .types import to_builtins as to_builtins
 
 if TYPE_CHECKING:
     from ._asyncio import AsyncioNotifications as AsyncioNotifications
@@ -316,9 +203,143 @@ _LAZY = {
 }
 
 
+# Protocol types that moved to trio_mcp.types: the old spelling trio_mcp.X still works, with a
+# DeprecationWarning, for one release.
+_MOVED_TO_TYPES = frozenset(
+    {
+        "Annotations",
+        "AnyResourceContents",
+        "BaseMetadata",
+        "BlobResourceContents",
+        "BooleanSchema",
+        "CacheScope",
+        "CacheableResult",
+        "CallToolRequestParams",
+        "CancelTaskRequestParams",
+        "CancelTaskResult",
+        "CancelledNotificationParams",
+        "CompleteRequestParams",
+        "CompleteResult",
+        "Completion",
+        "CompletionArgument",
+        "CompletionContext",
+        "CompletionsCapability",
+        "ContentBlock",
+        "CreateMessageRequest",
+        "CreateTaskResult",
+        "DiscoverResult",
+        "ElicitRequest",
+        "ElicitRequestFormParams",
+        "ElicitRequestURLParams",
+        "ElicitationCapability",
+        "ElicitationCompleteNotificationParams",
+        "EmptyResult",
+        "EnumSchema",
+        "GetPromptRequestParams",
+        "GetTaskPayloadRequestParams",
+        "GetTaskPayloadResult",
+        "GetTaskRequestParams",
+        "GetTaskResult",
+        "Icon",
+        "Icons",
+        "IncludeContext",
+        "InitializeRequestParams",
+        "InitializeResult",
+        "InputRequest",
+        "InputRequests",
+        "InputRequiredResult",
+        "InputResponse",
+        "InputResponseRequestParams",
+        "InputResponses",
+        "LegacyTitledEnumSchema",
+        "ListPromptsResult",
+        "ListResourceTemplatesResult",
+        "ListResourcesResult",
+        "ListRootsRequest",
+        "ListRootsResult",
+        "ListTasksResult",
+        "ListToolsResult",
+        "LoggingCapability",
+        "LoggingLevel",
+        "ModelHint",
+        "ModelPreferences",
+        "MultiSelectEnumSchema",
+        "NotificationMetaObject",
+        "NotificationParams",
+        "NumberSchema",
+        "PaginatedRequestParams",
+        "PaginatedResult",
+        "PrimitiveSchemaDefinition",
+        "ProgressToken",
+        "PromptArgument",
+        "PromptReference",
+        "PromptsCapability",
+        "ReadResourceRequestParams",
+        "RelatedTaskMetadata",
+        "RequestMetaObject",
+        "RequestParams",
+        "ResourceContents",
+        "ResourceReference",
+        "ResourceRequestParams",
+        "ResourceTemplateReference",
+        "ResourceUpdatedNotificationParams",
+        "ResourcesCapability",
+        "Result",
+        "ResultMetaObject",
+        "Role",
+        "RootsCapability",
+        "SamplingCapability",
+        "SamplingMessage",
+        "SamplingMessageContentBlock",
+        "SetLevelRequestParams",
+        "SingleSelectEnumSchema",
+        "StringSchema",
+        "SubscribeRequestParams",
+        "SubscriptionFilter",
+        "SubscriptionsAcknowledgedNotificationParams",
+        "SubscriptionsListenRequestParams",
+        "SubscriptionsListenResult",
+        "SubscriptionsListenResultMetaObject",
+        "Task",
+        "TaskAugmentedRequestParams",
+        "TaskMetadata",
+        "TaskStatus",
+        "TaskStatusNotificationParams",
+        "TextResourceContents",
+        "TitledEnumItems",
+        "TitledEnumOption",
+        "TitledMultiSelectEnumSchema",
+        "TitledSingleSelectEnumSchema",
+        "ToolAnnotations",
+        "ToolChoice",
+        "ToolExecution",
+        "ToolResultContent",
+        "ToolUseContent",
+        "ToolsCapability",
+        "UnknownContent",
+        "UnsubscribeRequestParams",
+        "UntitledEnumItems",
+        "UntitledMultiSelectEnumSchema",
+        "UntitledSingleSelectEnumSchema",
+    }
+)
+
+
 def __getattr__(name: str) -> Any:
     # The HTTP and WebSocket transports import httpx / trio-websocket: load them on demand,
     # so `import trio_mcp` for stdio use stays light.
+    if name in _MOVED_TO_TYPES:
+        import warnings
+
+        from . import types
+
+        warnings.warn(
+            f"trio_mcp.{name} moved to trio_mcp.types.{name}; the old spelling goes away "
+            "in the next release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(types, name)
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'trio_mcp' has no attribute {name!r}")
@@ -334,9 +355,7 @@ __all__ = [
     "AgentError",
     "AgentIterationLimitError",
     "AgentResult",
-    "Annotations",
     "AnthropicModel",
-    "AnyResourceContents",
     "AsyncioNotifications",
     "AsyncioSession",
     "AsyncioToolTask",
@@ -345,19 +364,10 @@ __all__ = [
     "AuthError",
     "AuthorizationDeniedError",
     "Backoff",
-    "BaseMetadata",
-    "BlobResourceContents",
     "BlockingNotifications",
     "BlockingSession",
     "BlockingToolTask",
-    "BooleanSchema",
-    "CacheScope",
-    "CacheableResult",
-    "CallToolRequestParams",
     "CallToolResult",
-    "CancelTaskRequestParams",
-    "CancelTaskResult",
-    "CancelledNotificationParams",
     "CassetteError",
     "Catalogue",
     "CircuitBreaker",
@@ -367,81 +377,38 @@ __all__ = [
     "ClientRegistrationError",
     "ClientSession",
     "CompiledSchema",
-    "CompleteRequestParams",
-    "CompleteResult",
-    "Completion",
-    "CompletionArgument",
-    "CompletionContext",
-    "CompletionsCapability",
     "ConfigError",
     "ConfigInput",
     "ConnectionClosed",
     "ConsentRequest",
     "ConsentStore",
-    "ContentBlock",
-    "CreateMessageRequest",
     "CreateMessageRequestParams",
     "CreateMessageResult",
-    "CreateTaskResult",
     "DPoPError",
     "DPoPNonceError",
     "DeviceCode",
     "DeviceCodeExpiredError",
     "DeviceFlow",
-    "DiscoverResult",
-    "ElicitRequest",
-    "ElicitRequestFormParams",
     "ElicitRequestParams",
-    "ElicitRequestURLParams",
     "ElicitResult",
-    "ElicitationCapability",
-    "ElicitationCompleteNotificationParams",
     "ElicitationContentError",
     "ElicitationHandler",
     "EmbeddedResource",
-    "EmptyResult",
-    "EnumSchema",
     "EraCache",
     "FileConsentStore",
     "FileTokenStore",
-    "GetPromptRequestParams",
     "GetPromptResult",
-    "GetTaskPayloadRequestParams",
-    "GetTaskPayloadResult",
-    "GetTaskRequestParams",
-    "GetTaskResult",
     "GroupNotification",
     "HTTPStatusError",
     "HandlerError",
     "HeaderMismatchError",
-    "Icon",
-    "Icons",
     "IdentityAssertionGrant",
     "ImageContent",
     "Implementation",
-    "IncludeContext",
-    "InitializeRequestParams",
-    "InitializeResult",
-    "InputRequest",
     "InputRequestError",
-    "InputRequests",
-    "InputRequiredResult",
-    "InputResponse",
-    "InputResponseRequestParams",
-    "InputResponses",
     "InsufficientScopeError",
     "JWTBearerGrant",
     "KeyringTokenStore",
-    "LegacyTitledEnumSchema",
-    "ListPromptsResult",
-    "ListResourceTemplatesResult",
-    "ListResourcesResult",
-    "ListRootsRequest",
-    "ListRootsResult",
-    "ListTasksResult",
-    "ListToolsResult",
-    "LoggingCapability",
-    "LoggingLevel",
     "LoggingMessageNotificationParams",
     "LoginRequiredError",
     "LoopbackBrowser",
@@ -454,62 +421,32 @@ __all__ = [
     "MissingClientCapabilityError",
     "Model",
     "ModelError",
-    "ModelHint",
-    "ModelPreferences",
     "ModelRequest",
-    "MultiSelectEnumSchema",
     "NameCollisionError",
     "Notification",
-    "NotificationMetaObject",
-    "NotificationParams",
-    "NumberSchema",
     "OAuth",
     "OpenAIChatModel",
     "OutputValidation",
     "OutputValidationError",
-    "PaginatedRequestParams",
-    "PaginatedResult",
-    "PrimitiveSchemaDefinition",
     "ProgressNotificationParams",
-    "ProgressToken",
     "Prompt",
-    "PromptArgument",
     "PromptMessage",
-    "PromptReference",
-    "PromptsCapability",
     "ProtocolError",
-    "ReadResourceRequestParams",
     "ReadResourceResult",
     "Redirect",
-    "RelatedTaskMetadata",
     "RequestContext",
     "RequestFailure",
-    "RequestMetaObject",
-    "RequestParams",
     "Resource",
-    "ResourceContents",
     "ResourceLink",
     "ResourceNotFoundError",
-    "ResourceReference",
-    "ResourceRequestParams",
     "ResourceTemplate",
-    "ResourceTemplateReference",
-    "ResourceUpdatedNotificationParams",
-    "ResourcesCapability",
     "RestartPolicy",
-    "Result",
-    "ResultMetaObject",
     "RetryPolicy",
-    "Role",
     "Root",
     "Roots",
-    "RootsCapability",
     "RootsHandler",
     "SSEParameters",
-    "SamplingCapability",
     "SamplingHandler",
-    "SamplingMessage",
-    "SamplingMessageContentBlock",
     "SchemaError",
     "SchemaViolation",
     "ServerBindingStore",
@@ -520,8 +457,6 @@ __all__ = [
     "ServerState",
     "ServerStatus",
     "ServerUnavailableError",
-    "SetLevelRequestParams",
-    "SingleSelectEnumSchema",
     "Skill",
     "SkillFile",
     "SkillVerificationError",
@@ -530,40 +465,17 @@ __all__ = [
     "StoredServer",
     "StoredToken",
     "StreamableHTTPParameters",
-    "StringSchema",
-    "SubscribeRequestParams",
-    "SubscriptionFilter",
-    "SubscriptionsAcknowledgedNotificationParams",
-    "SubscriptionsListenRequestParams",
-    "SubscriptionsListenResult",
-    "SubscriptionsListenResultMetaObject",
-    "Task",
-    "TaskAugmentedRequestParams",
     "TaskCancelledError",
     "TaskError",
     "TaskFailedError",
     "TaskLostError",
-    "TaskMetadata",
     "TaskState",
-    "TaskStatus",
-    "TaskStatusNotificationParams",
     "TextContent",
-    "TextResourceContents",
-    "TitledEnumItems",
-    "TitledEnumOption",
-    "TitledMultiSelectEnumSchema",
-    "TitledSingleSelectEnumSchema",
     "TokenRequestError",
     "TokenStore",
     "Tool",
-    "ToolAnnotations",
-    "ToolChoice",
     "ToolError",
-    "ToolExecution",
-    "ToolResultContent",
     "ToolTask",
-    "ToolUseContent",
-    "ToolsCapability",
     "Transport",
     "TransportError",
     "TransportFactory",
@@ -571,13 +483,8 @@ __all__ = [
     "URLConsent",
     "URLElicitationRequiredError",
     "URLPolicy",
-    "UnknownContent",
     "UnsafeURLError",
-    "UnsubscribeRequestParams",
     "UnsupportedProtocolVersionError",
-    "UntitledEnumItems",
-    "UntitledMultiSelectEnumSchema",
-    "UntitledSingleSelectEnumSchema",
     "UserAgent",
     "WebSocketParameters",
     "check_consent",

@@ -31,7 +31,7 @@ from msgspec import UNSET
 if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup
 
-from . import _types as t
+from . import types as t
 from ._connect import _raise_bare  # pyright: ignore[reportPrivateUsage]
 from ._exceptions import AgentDeadlineError, AgentIterationLimitError, MCPError, ModelError
 

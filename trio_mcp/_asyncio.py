@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
 import outcome
 import trio
 
-from . import _types as t
+from . import types as t
 from ._bridging import hold_open
 from ._construction import NoPublicConstructor
 from ._session import ClientSession, Notification, SessionView

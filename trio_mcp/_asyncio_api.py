@@ -14,7 +14,7 @@ from contextlib import AbstractAsyncContextManager
 from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn, overload
 
-from . import _types as t
+from . import types as t
 from ._asyncio import AsyncioNotifications, AsyncioSessionBase, AsyncioToolTask, ProgressCallback
 from ._handlers import RequestContext
 from ._session import ListKind, Notification, ResultClaimHandler, T

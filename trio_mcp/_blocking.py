@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
 
 import trio
 
-from . import _types as t
+from . import types as t
 from ._bridging import hold_open
 from ._construction import NoPublicConstructor
 from ._session import ClientSession, Notification, SessionView

@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager
 from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn, overload
 
-from . import _types as t
+from . import types as t
 from ._blocking import (
     BlockingNotifications,
     BlockingSessionBase,

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import trio
 
-from . import _types as t
+from . import types as t
 from ._construction import NoPublicConstructor
 from ._exceptions import MCPError
 

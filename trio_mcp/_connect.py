@@ -19,7 +19,7 @@ from typing import Any, Final, NoReturn, cast, overload
 
 import trio
 
-from . import _types as t
+from . import types as t
 from ._eras import EraCache
 from ._handlers import ElicitationHandler, RootsHandler, SamplingHandler, ServerRequestHandlers
 from ._negotiation import _ProbeCrashedError

@@ -551,13 +551,13 @@ class URLElicitationRequiredError(ServerError):
 
     @property
     def elicitations(self) -> list[Any]:
-        """The required elicitations, as :class:`~trio_mcp.ElicitRequestURLParams`.
+        """The required elicitations, as :class:`~trio_mcp.types.ElicitRequestURLParams`.
 
         Entries that are not valid URL-mode elicitations are left out.
         """
         import msgspec
 
-        from ._types import ElicitRequestURLParams
+        from .types import ElicitRequestURLParams
 
         data: object = self.data
         found: list[Any] = []
@@ -650,7 +650,7 @@ class AgentError(MCPError):
     """The agentic tool loop (:func:`~trio_mcp.run_agent`) stopped before the model finished.
 
     Attributes:
-        transcript: The conversation so far (a list of :class:`~trio_mcp.SamplingMessage`).
+        transcript: The conversation so far (a list of :class:`~trio_mcp.types.SamplingMessage`).
     """
 
     def __init__(self, message: str, transcript: list[Any]) -> None:

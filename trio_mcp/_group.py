@@ -24,7 +24,7 @@ import msgspec
 import trio
 from msgspec import UNSET
 
-from . import _types as t
+from . import types as t
 from ._config import ApprovalCallback, ConsentStore, MCPConfig, ServerConfig, check_consent
 from ._config import redact_exception as _redact_exception
 from ._connect import Target, open_mcp_session

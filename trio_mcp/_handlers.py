@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, cast
 import msgspec
 from msgspec import UNSET
 
-from . import _types as t
+from . import types as t
 from ._exceptions import ElicitationContentError
 from ._jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND
 

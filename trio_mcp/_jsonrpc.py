@@ -19,7 +19,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from ._exceptions import ProtocolError
-from ._types import decoder_for
+from .types import decoder_for
 
 __all__ = [
     "UNDECODABLE",

@@ -20,7 +20,7 @@ import msgspec
 import trio
 from msgspec import UNSET
 
-from . import _types as t
+from . import types as t
 from ._eras import (
     LATEST_LEGACY_VERSION,
     LEGACY_VERSIONS,

@@ -33,7 +33,7 @@ import msgspec
 import trio
 from msgspec import UNSET
 
-from . import _types as t
+from . import types as t
 from ._droplog import DropLog
 from ._exceptions import (
     ConnectionClosed,

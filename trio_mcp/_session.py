@@ -30,7 +30,7 @@ import trio
 from msgspec import UNSET, UnsetType
 
 from . import _tracing
-from . import _types as t
+from . import types as t
 
 if sys.version_info < (3, 11):  # pragma: no cover
     pass

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 import msgspec
 
-from . import _types as t
+from . import types as t
 from ._exceptions import SkillVerificationError
 
 if TYPE_CHECKING:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 import msgspec
 import trio
 
-from . import _types as t
+from . import types as t
 from ._exceptions import (
     InputRequestError,
     MCPError,

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal, cast
 from urllib.parse import unquote_to_bytes
 
-from . import _types as t
+from . import types as t
 from ._exceptions import UnsafeURLError
 
 __all__ = [

@@ -44,7 +44,7 @@ class ScenarioFailed(Exception):
 
 
 async def accept_elicitation(
-    params: trio_mcp.ElicitRequestFormParams | trio_mcp.ElicitRequestURLParams,
+    params: trio_mcp.types.ElicitRequestFormParams | trio_mcp.types.ElicitRequestURLParams,
     ctx: trio_mcp.RequestContext,
 ) -> dict[str, Any]:
     """Accept every elicitation without answering any field (trio_mcp fills the defaults)."""

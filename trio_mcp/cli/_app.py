@@ -15,7 +15,7 @@ from typing import Any, TextIO, cast
 
 import trio
 
-from .. import _types as t
+from .. import types as t
 from .._connect import _resolve_target, open_mcp_session
 from .._session import ClientSession
 from .._terminal import for_terminal

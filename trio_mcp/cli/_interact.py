@@ -18,7 +18,7 @@ from typing import Any, cast
 
 import trio
 
-from .. import _types as t
+from .. import types as t
 from .._exceptions import ElicitationContentError
 from .._handlers import HandlerError, RequestContext, validate_elicitation_content
 from .._terminal import for_terminal

@@ -16,7 +16,7 @@ from typing import Any, TextIO
 
 from msgspec import UNSET
 
-from .. import _types as t
+from .. import types as t
 from .._terminal import for_terminal
 from ._args import as_mapping
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 from msgspec import UNSET
 
-from .. import _types as t
+from .. import types as t
 from .._exceptions import MCPError
 from .._terminal import for_terminal
 from ._args import UsageError

@@ -1,4 +1,11 @@
-"""msgspec Structs for every MCP protocol type, 2024-11-05 through 2026-07-28.
+"""trio_mcp.types: the msgspec Structs of every MCP protocol type, 2024-11-05 through 2026-07-28.
+
+This public module holds every protocol struct (requests' params, results, notifications'
+params, content blocks, capabilities, JSON Schema pieces for elicitation), the type aliases
+that name unions of them (``ContentBlock``, ``AnyResourceContents``, ...), the ``_meta`` key
+constants (``META_*``) and :func:`to_builtins`. The handful a caller names every day
+(``Tool``, ``CallToolResult``, ``TextContent``, ...) are re-exported from ``trio_mcp`` too;
+spell every other one ``trio_mcp.types.X``.
 
 One set of types covers every revision a client may meet. A field that only some
 revisions define is optional (``T | UnsetType = UNSET``); a field that is required in every
@@ -58,8 +65,8 @@ if TYPE_CHECKING:
 
     from ._validation import OutputValidation
 
-# Public protocol names; the helpers at the bottom (decoder_for, to_builtins, ...) are for
-# the session engine and stay out of the star-export.
+# Public protocol names and to_builtins; the other helpers at the bottom (decoder_for, ...)
+# are for the session engine and stay out of the star-export.
 __all__ = [
     "Annotations",
     "AnyResourceContents",
@@ -210,6 +217,7 @@ __all__ = [
     "UntitledEnumItems",
     "UntitledMultiSelectEnumSchema",
     "UntitledSingleSelectEnumSchema",
+    "to_builtins",
 ]
 
 _T = TypeVar("_T")
