@@ -22,7 +22,8 @@ from ._blocking import (
     ProgressCallback,
 )
 from ._handlers import RequestContext
-from ._session import ListKind, Notification, ResultClaimHandler, T
+from ._session import ResultClaimHandler, T
+from ._subscriptions import ListKind, Notification
 from ._tasks import TaskState
 from ._transports._base import Transport
 

@@ -17,12 +17,11 @@ module adds what MCP means on top of it:
 from __future__ import annotations
 
 import functools
-import inspect
 import logging
 import sys
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, NoReturn, TypeVar, cast, overload
 
 import msgspec
@@ -36,7 +35,6 @@ if sys.version_info < (3, 11):  # pragma: no cover
     pass
 
 from ._construction import NoPublicConstructor
-from ._droplog import DropLog
 from ._eras import (
     MODERN_VERSIONS,
     EraCache,
@@ -52,7 +50,6 @@ from ._exceptions import (
     SchemaError,
     ServerError,
     UnsupportedProtocolVersionError,
-    fresh_copy,
 )
 from ._handlers import (
     HandlerError,
@@ -66,7 +63,16 @@ from ._jsonrpc import RequestId, decode_json, decode_payload
 if TYPE_CHECKING:
     from ._catalogue import Catalogue
 from ._negotiation import EraNegotiation
+from ._result_cache import ResultCache
 from ._rpc import RPCConnection
+from ._subscriptions import (
+    LOG_LEVELS,
+    ListKind,
+    Notification,
+    Notifications,
+    legacy_methods,
+    listen_wanted,
+)
 from ._tasks import (
     RECEIVER_METHODS,
     TASKS_EXTENSION,
@@ -110,45 +116,11 @@ _NOT_LISTED: Final = OutputValidation(
 )
 _NO_SCHEMA: Final = OutputValidation("unchecked", reason="the tool has no outputSchema")
 _IS_ERROR: Final = OutputValidation("unchecked", reason="an isError result is not validated")
-_LOG_LEVELS: Final = {
-    "debug": logging.DEBUG,
-    "info": logging.INFO,
-    "notice": logging.INFO,
-    "warning": logging.WARNING,
-    "error": logging.ERROR,
-    "critical": logging.CRITICAL,
-    "alert": logging.CRITICAL,
-    "emergency": logging.CRITICAL,
-}
-_INVALIDATES: Final = {
-    "notifications/tools/list_changed": ("tools/list",),
-    "notifications/prompts/list_changed": ("prompts/list",),
-    "notifications/resources/list_changed": ("resources/list", "resources/templates/list"),
-}
 #: Revisions that allow JSON-RPC batches (2025-06-18 removed them again).
 _BATCH_VERSIONS: Final = frozenset({"2025-03-26"})
-_MAX_CALLBACK_TASKS: Final = 64
-_MAX_CACHE_ENTRIES: Final = 1024
 
 ProgressCallback = Callable[[t.ProgressNotificationParams], "Awaitable[None] | None"]
 ResultClaimHandler = Callable[[str, dict[str, Any]], Awaitable[Mapping[str, Any]]]
-ListKind = Literal["tools", "prompts", "resources"]
-
-
-def _call_with_kind(callback: Callable[[ListKind], Any], kind: ListKind, _note: Any) -> Any:
-    return callback(kind)
-
-
-class Notification(msgspec.Struct, frozen=True):
-    """A notification from the server, as delivered to subscribers.
-
-    Attributes:
-        method: The notification method, e.g. ``notifications/tools/list_changed``.
-        params: The decoded params (a dict; empty when the server sent none).
-    """
-
-    method: str
-    params: dict[str, Any] = {}
 
 
 class _ResultHead(msgspec.Struct, rename="camel"):
@@ -182,19 +154,6 @@ class _ToolHeaders:
 class _InputRequest(msgspec.Struct):
     method: str
     params: msgspec.Raw = msgspec.Raw(b"{}")
-
-
-@dataclass(eq=False)
-class _Subscriber:
-    methods: frozenset[str] | None
-    send: trio.MemorySendChannel[Notification]
-    subscription_id: int | str | None = None
-    uris: frozenset[str] | None = None
-    acknowledged: trio.Event = field(default_factory=trio.Event)
-    granted: Mapping[str, Any] | None = None
-    drops: DropLog = field(
-        default_factory=lambda: DropLog("notification subscriber is full; dropped")
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,22 +282,26 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         if options.tasks:
             self._receiver = TaskReceiver(nursery, handlers.handle, handlers.can_handle)
         self._era_cache = options.era_cache if options.era_cache is not None else era_cache
+        self._cache = ResultCache(enabled=options.cache)
+        self._notes = Notifications(
+            self._cache,
+            self._forget_listing,
+            buffer=options.notification_buffer,
+            cancel_notice_timeout=options.cancel_notice_timeout,
+            listen_ack_timeout=options.listen_ack_timeout,
+        )
         self._rpc = RPCConnection(
             transport,
             nursery,
-            on_notification=self._on_notification,
+            on_notification=self._notes.route,
             handle_request=self._handle_request,
             can_handle=self._can_handle,
-            on_failure=self._on_failure,
+            on_failure=self._notes.close,
             batches_allowed=lambda: self._protocol_version in _BATCH_VERSIONS,
             cancel_notice_timeout=options.cancel_notice_timeout,
             max_server_requests=options.max_server_requests,
         )
-        self._subscribers: list[_Subscriber] = []
-        self._notification_handlers: dict[str, list[Callable[[Notification], Any]]] = {}
-        self._callback_tasks = 0
-        self._callback_drops = DropLog("dropping the async notification callback for")
-        self._cache: dict[tuple[str, str], tuple[float, Any]] = {}
+        self._notes.rpc = self._rpc
 
         self._era: Era | None = None
         self._protocol_version: str | None = None
@@ -353,9 +316,6 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         # once per tool); both dropped when the tool list changes.
         self._output_schemas: dict[str, t.Tool] = {}
         self._validators: dict[str, CompiledSchema | SchemaError] = {}
-        # notifications/elicitation/complete: waiters, and recently completed ids (bounded)
-        self._elicitation_waiters: dict[str, trio.Event] = {}
-        self._elicitations_done: dict[str, None] = {}
         self._stop_roots: Callable[[], None] | None = None
         # SEP-2133: extensions advertised under capabilities.extensions; resultTypes claimed
         self._extensions: dict[str, dict[str, Any]] = {
@@ -643,7 +603,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
             legacy=legacy,
             call=self._call,
             gather=self._gather_inputs,
-            add_handler=self.add_notification_handler,
+            add_handler=self._notes.add_handler,
             cancel_notice_timeout=self._opts.cancel_notice_timeout,
             max_input_rounds=self._opts.max_input_rounds,
             body=body,
@@ -779,22 +739,6 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
 
     # -- notifications -------------------------------------------------------------------
 
-    def _on_failure(self) -> None:
-        for sub in self._subscribers:
-            sub.send.close()
-        for event in self._elicitation_waiters.values():
-            event.set()
-
-    def _elicitation_completed(self, elicitation_id: object) -> None:
-        if not isinstance(elicitation_id, str):
-            return
-        self._elicitations_done[elicitation_id] = None
-        while len(self._elicitations_done) > _MAX_CACHE_ENTRIES:
-            del self._elicitations_done[next(iter(self._elicitations_done))]
-        event = self._elicitation_waiters.pop(elicitation_id, None)
-        if event is not None:
-            event.set()
-
     async def wait_elicitation_complete(
         self, elicitation_id: str, *, timeout: float | None = None
     ) -> None:
@@ -813,129 +757,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
             trio.TooSlowError: The timeout expired.
             ConnectionClosed: The session stopped working while waiting.
         """
-        self._rpc.check_usable()
-        if elicitation_id in self._elicitations_done:
-            await trio.lowlevel.checkpoint()
-            return
-        event = self._elicitation_waiters.setdefault(elicitation_id, trio.Event())
-        with trio.fail_after(timeout if timeout is not None else float("inf")):
-            await event.wait()
-        if elicitation_id not in self._elicitations_done:
-            self._rpc.check_usable()
-
-    def _on_notification(self, method: str, raw: msgspec.Raw) -> None:
-        """Route one notification (in the reader: quick, and total)."""
-        try:
-            decoded: object = decode_json(raw, f"params of {method}")
-        except ProtocolError as exc:
-            logger.debug("dropping a notification with undecodable params: %s", exc)
-            return
-        params = cast("dict[str, Any]", decoded) if isinstance(decoded, dict) else {}
-        if method == "notifications/cancelled":
-            cancelled = params.get("requestId")
-            for sub in self._subscribers:  # the server tore down a subscriptions/listen stream
-                if sub.subscription_id is not None and sub.subscription_id == cancelled:
-                    sub.send.close()
-        elif method == "notifications/message":
-            level = _LOG_LEVELS.get(str(params.get("level")), logging.INFO)
-            server_logger.log(level, "%s: %s", params.get("logger", "server"), params.get("data"))
-        for prefix in _INVALIDATES.get(method, ()):
-            self._invalidate(prefix)
-        if method == "notifications/tools/list_changed":
-            self._forget_listing()
-        elif method == "notifications/elicitation/complete":
-            self._elicitation_completed(params.get("elicitationId"))
-        uri: object = params.get("uri")
-        if method == "notifications/resources/updated" and isinstance(uri, str):
-            self._cache.pop(("resources/read", uri), None)
-        note = Notification(method, params)
-        subscription_id: object = None
-        meta: object = params.get("_meta")
-        if isinstance(meta, dict):
-            subscription_id = cast("dict[str, Any]", meta).get(_META_SUBSCRIPTION)
-        for sub in self._subscribers:
-            if sub.methods is not None and method not in sub.methods:
-                continue
-            if sub.subscription_id is not None:
-                if subscription_id != sub.subscription_id:
-                    continue
-                if method == "notifications/subscriptions/acknowledged":
-                    granted = params.get("notifications")
-                    sub.granted = (
-                        cast("dict[str, Any]", granted) if isinstance(granted, dict) else {}
-                    )
-                    sub.acknowledged.set()
-                    continue
-            if (
-                sub.uris is not None
-                and method == "notifications/resources/updated"
-                and (not isinstance(uri, str) or uri not in sub.uris)
-            ):
-                continue
-            try:
-                sub.send.send_nowait(note)
-            except trio.WouldBlock:
-                sub.drops.dropped(method)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                pass
-        for key in (method, "*"):
-            for callback in tuple(self._notification_handlers.get(key, ())):
-                self._run_callback(callback, note)
-
-    def _run_callback(self, callback: Callable[[Notification], Any], note: Notification) -> None:
-        try:
-            outcome = callback(note)
-        except Exception:
-            logger.exception("notification callback for %s raised", note.method)
-            return
-        if not inspect.isawaitable(outcome):
-            return
-        if self._callback_tasks >= _MAX_CALLBACK_TASKS:
-            self._callback_drops.dropped(f"{note.method} ({self._callback_tasks} are running)")
-            if inspect.iscoroutine(outcome):
-                outcome.close()
-            return
-        self._callback_tasks += 1
-        if not self._rpc.spawn(self._await_callback, outcome, note, name="trio_mcp callback"):
-            self._callback_tasks -= 1
-            if inspect.iscoroutine(outcome):
-                outcome.close()
-
-    async def _await_callback(self, outcome: Awaitable[Any], note: Notification) -> None:
-        try:
-            await outcome
-        except Exception:
-            logger.exception("notification callback for %s raised", note.method)
-        finally:
-            self._callback_tasks -= 1
-
-    # -- caching (modern ttlMs hints) ----------------------------------------------------
-
-    def _invalidate(self, method: str) -> None:
-        for key in [key for key in self._cache if key[0] == method]:
-            del self._cache[key]
-
-    def _cache_get(self, method: str, key: str) -> Any:
-        entry = self._cache.get((method, key))
-        if entry is None:
-            return None
-        expires, value = entry
-        if trio.current_time() >= expires:
-            del self._cache[(method, key)]
-            return None
-        return value
-
-    def _cache_put(self, method: str, key: str, value: Any) -> None:
-        ttl = getattr(value, "ttl_ms", UNSET)
-        if not self._opts.cache or ttl is UNSET or not isinstance(ttl, (int, float)) or ttl <= 0:
-            return
-        now = trio.current_time()
-        if len(self._cache) >= _MAX_CACHE_ENTRIES:  # sweep expired entries, then the oldest
-            for old in [k for k, (expires, _) in self._cache.items() if expires <= now]:
-                del self._cache[old]
-            while len(self._cache) >= _MAX_CACHE_ENTRIES:
-                del self._cache[next(iter(self._cache))]
-        self._cache[(method, key)] = (now + ttl / 1000.0, value)
+        await self._notes.wait_elicitation_complete(elicitation_id, timeout)
 
     # -- low-level public API ------------------------------------------------------------
 
@@ -1016,33 +838,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         Returns:
             A function that removes the handler again.
         """
-        self._notification_handlers.setdefault(method, []).append(callback)
-
-        def remove() -> None:
-            handlers = self._notification_handlers.get(method, [])
-            if callback in handlers:
-                handlers.remove(callback)
-
-        return remove
-
-    def _typed_handler(
-        self, methods: Iterable[str], tp: type[T], callback: Callable[[T], Any]
-    ) -> Callable[[], None]:
-        def deliver(note: Notification) -> Any:
-            try:
-                value = msgspec.convert(note.params, tp)
-            except msgspec.ValidationError as exc:
-                logger.debug("dropping a malformed %s: %s", note.method, exc)
-                return None
-            return callback(value)
-
-        removers = [self.add_notification_handler(method, deliver) for method in methods]
-
-        def remove() -> None:
-            for remover in removers:
-                remover()
-
-        return remove
+        return self._notes.add_handler(method, callback)
 
     def on_log(
         self, callback: Callable[[t.LoggingMessageNotificationParams], Any]
@@ -1059,7 +855,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         Returns:
             A function that removes the callback again.
         """
-        return self._typed_handler(
+        return self._notes.typed_handler(
             ("notifications/message",), t.LoggingMessageNotificationParams, callback
         )
 
@@ -1076,7 +872,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         Returns:
             A function that removes the callback again.
         """
-        return self._typed_handler(
+        return self._notes.typed_handler(
             ("notifications/progress",), t.ProgressNotificationParams, callback
         )
 
@@ -1098,23 +894,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         Raises:
             ValueError: An unknown kind.
         """
-        wanted = kinds or ("tools", "prompts", "resources")
-        for kind in wanted:
-            if kind not in ("tools", "prompts", "resources"):
-                raise ValueError(f"unknown list kind {kind!r}: use tools, prompts or resources")
-        removers = [
-            self.add_notification_handler(
-                f"notifications/{kind}/list_changed",
-                functools.partial(_call_with_kind, callback, kind),
-            )
-            for kind in wanted
-        ]
-
-        def remove() -> None:
-            for remover in removers:
-                remover()
-
-        return remove
+        return self._notes.on_list_changed(callback, kinds)
 
     def on_resource_updated(
         self, callback: Callable[[t.ResourceUpdatedNotificationParams], Any]
@@ -1130,7 +910,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         Returns:
             A function that removes the callback again.
         """
-        return self._typed_handler(
+        return self._notes.typed_handler(
             ("notifications/resources/updated",), t.ResourceUpdatedNotificationParams, callback
         )
 
@@ -1231,34 +1011,11 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
             session closes.
         """
         self._rpc.check_usable()
-        async with self._subscribe(frozenset(methods) if methods else None, buffer) as (
+        async with self._notes.subscribe(frozenset(methods) if methods else None, buffer) as (
             channel,
             _sub,
         ):
             yield channel
-
-    @asynccontextmanager
-    async def _subscribe(
-        self,
-        methods: frozenset[str] | None,
-        buffer: int | None,
-        subscription_id: int | str | None = None,
-        uris: frozenset[str] | None = None,
-    ) -> AsyncGenerator[tuple[trio.MemoryReceiveChannel[Notification], _Subscriber], None]:
-        send, receive = trio.open_memory_channel[Notification](
-            self._opts.notification_buffer if buffer is None else buffer
-        )
-        sub = _Subscriber(methods, send, subscription_id, uris)
-        self._subscribers.append(sub)
-        if not self._rpc.usable:
-            send.close()
-        try:
-            async with receive:
-                yield receive, sub
-        finally:
-            self._subscribers.remove(sub)
-            send.close()
-            sub.drops.flush()
 
     # -- typed API -----------------------------------------------------------------------
 
@@ -1267,14 +1024,14 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         timeout: float | None = None,
     ) -> R:  # fmt: skip
         key = cursor or ""
-        if cache and self._cache:
-            hit = self._cache_get(method, key)
+        if cache and self._cache.entries:
+            hit = self._cache.get(method, key)
             if hit is not None:
                 return cast(R, hit)
         params = {"cursor": cursor} if cursor else None
         page = await self._call(method, params, timeout=timeout, idempotent=True, tp=tp)
         if self._era == "modern":
-            self._cache_put(method, key, page)
+            self._cache.put(method, key, page)
         return page
 
     async def _all_pages(
@@ -1759,8 +1516,8 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         Raises:
             ResourceNotFoundError: The server has no such resource.
         """
-        if cache and self._cache:
-            hit = self._cache_get("resources/read", uri)
+        if cache and self._cache.entries:
+            hit = self._cache.get("resources/read", uri)
             if hit is not None:
                 return cast(t.ReadResourceResult, hit)
         raw = await self._call(
@@ -1768,7 +1525,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         )
         result = self._decode(raw, t.ReadResourceResult, "resources/read")
         if self._era == "modern":
-            self._cache_put("resources/read", uri, result)
+            self._cache.put("resources/read", uri, result)
         return result
 
     async def subscribe_resource(self, uri: str) -> None:
@@ -1883,8 +1640,8 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
             level: ``debug``, ``info``, ``notice``, ``warning``, ``error``, ``critical``,
                 ``alert`` or ``emergency``.
         """
-        if level not in _LOG_LEVELS:
-            raise ValueError(f"unknown log level {level!r}; use one of {sorted(_LOG_LEVELS)}")
+        if level not in LOG_LEVELS:
+            raise ValueError(f"unknown log level {level!r}; use one of {sorted(LOG_LEVELS)}")
         self._rpc.check_usable()
         self._log_level = level
         if self._era == "modern":
@@ -1942,100 +1699,16 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         self._rpc.check_usable()
         uris = frozenset(resource_uris)
         if self._era == "modern":
-            async with self._listen_modern(tools, prompts, resources, sorted(uris), buffer) as rx:
-                yield rx
+            wanted = listen_wanted(tools, prompts, resources, sorted(uris))
+            meta = functools.partial(self._with_meta, "subscriptions/listen", None)
+            async with self._notes.listen_modern(wanted, meta, buffer) as channel:
+                yield channel
             return
-        methods: set[str] = set()
-        if tools:
-            methods.add("notifications/tools/list_changed")
-        if prompts:
-            methods.add("notifications/prompts/list_changed")
-        if resources:
-            methods.add("notifications/resources/list_changed")
-        if uris:
-            methods.add("notifications/resources/updated")
-        async with self._subscribe(frozenset(methods), buffer, uris=uris) as (channel, _sub):
-            subscribed: list[str] = []
-            try:
-                for uri in sorted(uris):
-                    await self.subscribe_resource(uri)
-                    subscribed.append(uri)
-                yield channel
-            finally:
-                with trio.move_on_after(self._opts.cancel_notice_timeout, shield=True):
-                    for uri in subscribed:
-                        if not self._rpc.usable:
-                            break
-                        try:
-                            await self.unsubscribe_resource(uri)
-                        except (MCPError, trio.ClosedResourceError) as exc:
-                            logger.debug("unsubscribe %s failed: %r", uri, exc)
-
-    @asynccontextmanager
-    async def _listen_modern(
-        self, tools: bool, prompts: bool, resources: bool, uris: list[str], buffer: int | None
-    ) -> AsyncGenerator[trio.MemoryReceiveChannel[Notification], None]:
-        wanted: dict[str, Any] = {}
-        if tools:
-            wanted["toolsListChanged"] = True
-        if prompts:
-            wanted["promptsListChanged"] = True
-        if resources:
-            wanted["resourcesListChanged"] = True
-        if uris:
-            wanted["resourceSubscriptions"] = uris
-        request_id = self._rpc.new_id()  # its notifications carry this id
-        scope = trio.CancelScope()
-        failures: list[MCPError] = []
-        async with self._subscribe(None, buffer, subscription_id=request_id) as (channel, sub):
-
-            async def hold_request() -> None:
-                # Runs in the session's nursery, so the caller's block never sits inside a
-                # nursery of ours (its exceptions stay bare, never an ExceptionGroup).
-                with scope:
-                    try:
-                        await self._rpc.request(
-                            "subscriptions/listen",
-                            {
-                                **self._with_meta("subscriptions/listen", None),
-                                "notifications": wanted,
-                            },
-                            request_id=request_id,
-                        )  # long-lived by design: no default timeout
-                    except MCPError as exc:
-                        failures.append(exc)
-                        logger.debug("subscriptions/listen ended: %r", exc)
-                    except trio.ClosedResourceError:
-                        logger.debug("subscriptions/listen ended: the session was closed")
-                sub.acknowledged.set()
-                sub.send.close()
-
-            if not self._rpc.spawn(hold_request, name="trio_mcp subscriptions/listen"):
-                self._rpc.check_usable()
-            try:
-                with trio.move_on_after(self._opts.listen_ack_timeout):
-                    await sub.acknowledged.wait()
-                if failures and not isinstance(failures[0], ConnectionClosed):
-                    raise fresh_copy(failures[0])
-                if not self._rpc.usable:
-                    raise self._rpc.error_for_caller()
-                if not sub.acknowledged.is_set():
-                    logger.warning(
-                        "no acknowledgement of subscriptions/listen within %s s; listening anyway",
-                        self._opts.listen_ack_timeout,
-                    )
-                elif sub.granted is not None:
-                    self._check_acknowledged(wanted, sub.granted)
-                yield channel
-            finally:
-                scope.cancel()
-
-    @staticmethod
-    def _check_acknowledged(wanted: Mapping[str, Any], granted: Mapping[str, Any]) -> None:
-        for key, value in wanted.items():
-            got = granted.get(key)
-            if got != value:
-                logger.warning("the server did not acknowledge %s=%r (got %r)", key, value, got)
+        methods = legacy_methods(tools, prompts, resources, uris)
+        async with self._notes.listen_legacy(
+            methods, uris, buffer, self.subscribe_resource, self.unsubscribe_resource
+        ) as channel:
+            yield channel
 
     # -- closing -------------------------------------------------------------------------
 
@@ -2051,10 +1724,10 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
             return
         if self._stop_roots is not None:
             self._stop_roots()
-        for sub in self._subscribers:
+        for sub in self._notes.subscribers:
             sub.send.close()
         await self._rpc.aclose()
-        self._callback_drops.flush()
+        self._notes.callback_drops.flush()
 
     async def _roots_changed(self) -> None:
         """Tell a legacy server that the :class:`Roots` set changed (bounded, never raises)."""
