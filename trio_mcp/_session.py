@@ -45,9 +45,7 @@ from ._exceptions import (
     HTTPStatusError,
     InputRequestError,
     MCPError,
-    OutputValidationError,
     ProtocolError,
-    SchemaError,
     ServerError,
     UnsupportedProtocolVersionError,
 )
@@ -82,13 +80,9 @@ from ._tasks import (
     ToolTask,
     decode_task,
 )
+from ._tools import ToolBook
 from ._transports._base import Transport
-from ._transports._headers import param_headers, validate_tool_headers
 from ._validation import (
-    CompiledSchema,
-    OutputValidation,
-    compile_server_schema,
-    compile_server_schema_async,
     decode_structured,
 )
 
@@ -109,13 +103,6 @@ _META_SUBSCRIPTION: Final = t.META_SUBSCRIPTION_ID
 _META_SERVER: Final = t.META_SERVER_INFO
 
 _INPUT_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
-# The verdicts of a result that is not checked, made once (one per call would cost more than
-# the rest of the check): the caller knows the tool's name.
-_NOT_LISTED: Final = OutputValidation(
-    "unchecked", reason="no outputSchema known for this tool (list_tools() has not listed it)"
-)
-_NO_SCHEMA: Final = OutputValidation("unchecked", reason="the tool has no outputSchema")
-_IS_ERROR: Final = OutputValidation("unchecked", reason="an isError result is not validated")
 #: Revisions that allow JSON-RPC batches (2025-06-18 removed them again).
 _BATCH_VERSIONS: Final = frozenset({"2025-03-26"})
 
@@ -137,18 +124,6 @@ def _complete_as(raw: msgspec.Raw, tp: type[R]) -> R | None:
         return None
     kind = result.result_type
     return result if kind is UNSET or kind == "complete" else None
-
-
-class _ToolHeaders:
-    """What ``Mcp-Param-*`` headers need from the last tool listing (modern HTTP)."""
-
-    __slots__ = ("listing", "wire")
-
-    def __init__(self) -> None:
-        #: the tools' wire form (name, inputSchema) of those with annotations, by name
-        self.wire: dict[str, dict[str, Any]] = {}
-        #: the last listing checked, and the positions of the tools it kept
-        self.listing: tuple[list[t.Tool], list[int]] | None = None
 
 
 class _InputRequest(msgspec.Struct):
@@ -283,9 +258,10 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
             self._receiver = TaskReceiver(nursery, handlers.handle, handlers.can_handle)
         self._era_cache = options.era_cache if options.era_cache is not None else era_cache
         self._cache = ResultCache(enabled=options.cache)
+        self._tools = ToolBook(options.output_validation)
         self._notes = Notifications(
             self._cache,
-            self._forget_listing,
+            self._tools.forget_listing,
             buffer=options.notification_buffer,
             cancel_notice_timeout=options.cancel_notice_timeout,
             listen_ack_timeout=options.listen_ack_timeout,
@@ -311,11 +287,6 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         self._log_level: str | None = None
         self._meta_full: dict[str, Any] = {}
         self._meta_plain: dict[str, Any] = {}
-        self._tool_headers = _ToolHeaders()  # for Mcp-Param-* headers
-        # the tools of the last listing by name, for their outputSchema (compiled lazily,
-        # once per tool); both dropped when the tool list changes.
-        self._output_schemas: dict[str, t.Tool] = {}
-        self._validators: dict[str, CompiledSchema | SchemaError] = {}
         self._stop_roots: Callable[[], None] | None = None
         # SEP-2133: extensions advertised under capabilities.extensions; resultTypes claimed
         self._extensions: dict[str, dict[str, Any]] = {
@@ -324,9 +295,6 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         if options.tasks:
             self._extensions.setdefault(TASKS_EXTENSION, {})
         self._claims: dict[str, tuple[frozenset[str] | None, ResultClaimHandler]] = {}
-        # every tool ever listed, by name (kept when the list changes), for its
-        # execution.taskSupport (2025-11-25)
-        self._known_tools: dict[str, t.Tool] = {}
         if isinstance(handlers.roots, Roots):
             self._stop_roots = listen_to_roots(handlers.roots, self._roots_changed)
 
@@ -1070,49 +1038,11 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         tools: list[t.Tool] = await self._all_pages(
             "tools/list", t.ListToolsResult, "tools", cache=cache, timeout=timeout
         )
-        self._forget_listing()
-        self._remember_listed(tools)
+        self._tools.forget_listing()
+        self._tools.remember_listed(tools)
         if not self._transport.wants_param_headers:
             return tools
-        return self._check_tool_headers(tools)
-
-    def _check_tool_headers(self, tools: list[t.Tool]) -> list[t.Tool]:
-        """Drop tools with invalid x-mcp-header annotations; keep the rest in wire form."""
-        checked = self._tool_headers.listing
-        if checked is not None and checked[0] == tools:
-            # the same listing as last time (the usual case): the same verdicts, without
-            # encoding every schema again (comparing costs about half as much)
-            kept_at = checked[1]
-            return tools if len(kept_at) == len(tools) else [tools[i] for i in kept_at]
-        kept = self._checked_tool_headers(tools)
-        kept_ids = {id(tool) for tool in kept}
-        kept_at = [i for i, tool in enumerate(tools) if id(tool) in kept_ids]
-        self._tool_headers.listing = (list(tools), kept_at)  # (a copy: the caller owns it)
-        return kept
-
-    def _checked_tool_headers(self, tools: list[t.Tool], *, more: bool = False) -> list[t.Tool]:
-        """The tools whose annotations are valid; records their wire form for calls.
-
-        ``more`` adds to what earlier pages of the same listing recorded.
-        """
-        if not more:
-            self._tool_headers.wire = {}
-        wires = self._tool_headers.wire
-        kept: list[t.Tool] = []
-        if b"x-mcp-header" not in msgspec.json.encode([tool.input_schema for tool in tools]):
-            return tools  # nothing to check (one encode costs far less than the walk)
-        for tool in tools:
-            # what the header rules read (not the whole tool: no to_builtins per listing)
-            wire: dict[str, Any] = {"name": tool.name, "inputSchema": tool.input_schema}
-            reason = validate_tool_headers(wire)
-            if reason is None:
-                kept.append(tool)
-                wires[tool.name] = wire
-            else:
-                logger.warning(
-                    "dropping tool %r: invalid x-mcp-header annotation: %s", tool.name, reason
-                )
-        return kept
+        return self._tools.check_tool_headers(tools)
 
     async def list_tools_page(
         self,
@@ -1136,86 +1066,11 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
             "tools/list", t.ListToolsResult, cursor, cache=cache, timeout=timeout
         )
         if cursor is None:
-            self._forget_listing()
-        self._remember_listed(page.tools)
+            self._tools.forget_listing()
+        self._tools.remember_listed(page.tools)
         if not self._transport.wants_param_headers:
             return page
-        # the same rules as list_tools, page by page (the whole-listing memo no longer holds)
-        self._tool_headers.listing = None
-        kept = self._checked_tool_headers(page.tools, more=cursor is not None)
-        return page if kept is page.tools else msgspec.structs.replace(page, tools=kept)
-
-    def _forget_listing(self) -> None:
-        """The tool list changed: its tools' output schemas and compiled validators go."""
-        self._output_schemas = {}
-        self._validators = {}
-
-    def _remember_listed(self, tools: Iterable[t.Tool]) -> None:
-        """Keep listed tools by name, for their output schemas and their task support.
-
-        (The tools themselves: both are read when a tool is called.)
-        """
-        listed = {tool.name: tool for tool in tools}
-        self._output_schemas.update(listed)
-        self._known_tools.update(listed)
-        validators = self._validators
-        if validators:  # (empty after a whole listing: nothing compiled to drop)
-            for name in listed:
-                validators.pop(name, None)
-
-    async def _prepare_output_schema(self, name: str) -> None:
-        """Compile the tool's ``outputSchema`` off the event loop, once.
-
-        Called before the request is sent (a cancellation then loses nothing). Large
-        schemas compile in a worker thread, oversized ones not at all (see
-        ``_validation``); :meth:`_validate_output` then finds the result ready. No
-        checkpoint when there is nothing to compile.
-        """
-        tool = self._output_schemas.get(name)
-        if (
-            self._opts.output_validation == "off"
-            or name in self._validators
-            or tool is None
-            or tool.output_schema is UNSET
-        ):
-            return
-        try:
-            compiled: CompiledSchema | SchemaError = await compile_server_schema_async(
-                tool.output_schema
-            )
-        except SchemaError as exc:
-            compiled = _schema_failed(name, exc)
-        except ModuleNotFoundError:
-            return  # _validate_output reports it (or raises, in strict mode)
-        if self._output_schemas.get(name) is tool:  # the listing did not change meanwhile
-            self._validators[name] = compiled
-
-    def _validate_output(self, name: str, result: t.CallToolResult) -> OutputValidation:
-        """Check ``result`` against the tool's ``outputSchema`` (compiled once per tool)."""
-        tool = self._output_schemas.get(name)
-        if tool is None:
-            return _NOT_LISTED
-        schema = tool.output_schema
-        if schema is UNSET:
-            return _NO_SCHEMA
-        if result.is_error is True:
-            return _IS_ERROR
-        if result.structured_content is UNSET:
-            return OutputValidation("missing")
-        compiled = self._validators.get(name)
-        if compiled is None:  # (not prepared: the listing changed meanwhile) bounded, inline
-            try:
-                compiled = compile_server_schema(schema)
-            except SchemaError as exc:
-                compiled = _schema_failed(name, exc)
-            except ModuleNotFoundError as exc:
-                if self._opts.output_validation == "strict":
-                    raise
-                return OutputValidation("unchecked", reason=str(exc))
-            self._validators[name] = compiled
-        if isinstance(compiled, SchemaError):
-            return OutputValidation("unchecked", reason=f"outputSchema of {name!r}: {compiled}")
-        return compiled.validate(result.structured_content)
+        return self._tools.checked_page(page, more=cursor is not None)
 
     @overload
     async def call_tool(
@@ -1279,7 +1134,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         args: Mapping[str, Any] = arguments if arguments is not None else {}
         params, headers = self._tool_call(name, args)
         # before sending: a cancellation while compiling never loses an answered call
-        await self._prepare_output_schema(name)
+        await self._tools.prepare_output_schema(name)
         answer = await self._call(
             "tools/call",
             params,
@@ -1289,7 +1144,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
             headers=headers,
             tp=t.CallToolResult,
         )
-        result = self._checked(name, answer)
+        result = self._tools.checked(name, answer)
         if result_type is None:
             return result
         result.raise_for_error()
@@ -1306,7 +1161,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         )
         if not isinstance(tools, dict) or "call" not in tools:
             return False
-        tool = self._known_tools.get(name)
+        tool = self._tools.known.get(name)
         execution = tool.execution if tool is not None else UNSET
         support = execution.task_support if execution is not UNSET else None
         return support == "required" or (support == "optional" and self._opts.tasks)
@@ -1320,23 +1175,12 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
             params["task"] = {}
         headers: Mapping[str, str] | None = None
         if self._transport.wants_param_headers:
-            headers = self._param_headers(name, args)
+            headers = self._tools.param_headers(name, args)
         return params, headers
 
     def _tool_result(self, name: str, raw: msgspec.Raw) -> t.CallToolResult:
         """Decode a tool result and check it against the tool's ``outputSchema``."""
-        return self._checked(name, self._decode(raw, t.CallToolResult, "tools/call"))
-
-    def _checked(self, name: str, result: t.CallToolResult) -> t.CallToolResult:
-        """Check a tool result against the tool's ``outputSchema``."""
-        if self._opts.output_validation != "off":
-            validation = self._validate_output(name, result)
-            setattr(result, "_trio_mcp_validation", validation)  # noqa: B010 (no wire field)
-            if not validation.ok and self._opts.output_validation == "strict":
-                raise OutputValidationError(
-                    f"tool {name!r}: {validation.describe()}", result, validation
-                )
-        return result
+        return self._tools.checked(name, self._decode(raw, t.CallToolResult, "tools/call"))
 
     @asynccontextmanager
     async def start_tool_task(
@@ -1369,7 +1213,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         """
         args: Mapping[str, Any] = arguments if arguments is not None else {}
         params, headers = self._tool_call(name, args)
-        await self._prepare_output_schema(name)  # (the result is checked synchronously)
+        await self._tools.prepare_output_schema(name)  # (the result is checked synchronously)
         raw = await self._call(
             "tools/call",
             params,
@@ -1429,12 +1273,6 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
                 return states
             cursor = next_cursor
         raise ProtocolError(f"tasks/list: more than {self._opts.max_pages} pages")
-
-    def _param_headers(self, name: str, arguments: Mapping[str, Any]) -> Mapping[str, str] | None:
-        tool = self._tool_headers.wire.get(name)
-        if tool is None:
-            return None
-        return param_headers(tool, dict(arguments))
 
     async def list_resources(
         self, *, cache: bool = True, timeout: float | None = None
@@ -1756,9 +1594,3 @@ def _version() -> str:
         return version("trio-mcp")
     except Exception:
         return "0.0.0"
-
-
-def _schema_failed(name: str, error: SchemaError) -> SchemaError:
-    """A tool's ``outputSchema`` that was not compiled: logged once (then cached)."""
-    logger.warning("outputSchema of tool %r: %s", name, error)
-    return error
