@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, NoReturn, overload
 from . import _types as t
 from ._asyncio import AsyncioNotifications, AsyncioSessionBase, AsyncioToolTask, ProgressCallback
 from ._handlers import RequestContext
-from ._session import ResultClaimHandler, T
+from ._requests import ResultClaimHandler
+from ._session import T
 from ._subscriptions import ListKind, Notification
 from ._tasks import TaskState
 from ._transports._base import Transport

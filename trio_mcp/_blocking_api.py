@@ -22,7 +22,8 @@ from ._blocking import (
     ProgressCallback,
 )
 from ._handlers import RequestContext
-from ._session import ResultClaimHandler, T
+from ._requests import ResultClaimHandler
+from ._session import T
 from ._subscriptions import ListKind, Notification
 from ._tasks import TaskState
 from ._transports._base import Transport
