@@ -16,8 +16,10 @@ both directions:
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final, TypeVar, cast, overload
 
 import msgspec
@@ -36,11 +38,13 @@ from ._exceptions import (
 from ._handlers import HandlerError, RequestContext
 from ._jsonrpc import RequestId, decode_json, decode_payload
 from ._negotiation import EraNegotiation
-from ._tasks import RECEIVER_METHODS, TaskDriver, TaskState, decode_task
+from ._tasks import RECEIVER_METHODS, TaskDriver, TaskState, ToolTask, decode_task
 
 if TYPE_CHECKING:
+    from ._result_cache import ResultCache
     from ._session import ClientSession
     from ._subscriptions import Notifications
+    from ._tools import ToolBook
 
 __all__ = ["ProgressCallback", "RequestPath", "ResultClaimHandler", "ResultHead", "T"]
 
@@ -81,6 +85,8 @@ class RequestPath(EraNegotiation):
 
     _claims: dict[str, tuple[frozenset[str] | None, ResultClaimHandler]]
     _notes: Notifications
+    _cache: ResultCache
+    _tools: ToolBook
 
     # -- the request path ----------------------------------------------------------------
 
@@ -409,3 +415,136 @@ class RequestPath(EraNegotiation):
         return await self._handlers.handle(
             method, params, self._context(method, request_id, params)
         )
+
+    # -- paged listings ----------------------------------------------------------------
+
+    async def _page(
+        self, method: str, tp: type[R], cursor: str | None, *, cache: bool = True,
+        timeout: float | None = None,
+    ) -> R:  # fmt: skip
+        key = cursor or ""
+        if cache and self._cache.entries:
+            hit = self._cache.get(method, key)
+            if hit is not None:
+                return cast(R, hit)
+        params = {"cursor": cursor} if cursor else None
+        page = await self._call(method, params, timeout=timeout, idempotent=True, tp=tp)
+        if self._era == "modern":
+            self._cache.put(method, key, page)
+        return page
+
+    async def _all_pages(
+        self, method: str, tp: type[Any], attr: str, *, cache: bool, timeout: float | None
+    ) -> list[Any]:
+        items: list[Any] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        for _ in range(self._opts.max_pages):
+            page = await self._page(method, tp, cursor, cache=cache, timeout=timeout)
+            items.extend(getattr(page, attr))
+            next_cursor = page.next_cursor
+            if next_cursor is UNSET or next_cursor is None or next_cursor == "":
+                return items
+            if next_cursor in seen:
+                raise ProtocolError(
+                    f"{method}: the server repeated cursor {next_cursor!r}; stopping"
+                )
+            seen.add(next_cursor)
+            cursor = next_cursor
+        raise ProtocolError(
+            f"{method}: more than {self._opts.max_pages} pages; use the *_page method to page "
+            "by hand or raise max_pages"
+        )
+
+    # -- tool calls and their tasks ------------------------------------------------------
+
+    def _wants_legacy_task(self, name: str) -> bool:
+        """2025-11-25: does this tool call go out task-augmented (``task: {}``)?"""
+        if self._era != "legacy" or self._protocol_version != "2025-11-25":
+            return False
+        tasks = (self._server_capabilities or t.ServerCapabilities()).tasks
+        requests: object = tasks.get("requests") if isinstance(tasks, dict) else None
+        tools: object = (
+            cast("dict[str, Any]", requests).get("tools") if isinstance(requests, dict) else None
+        )
+        if not isinstance(tools, dict) or "call" not in tools:
+            return False
+        tool = self._tools.known.get(name)
+        execution = tool.execution if tool is not None else UNSET
+        support = execution.task_support if execution is not UNSET else None
+        return support == "required" or (support == "optional" and self._opts.tasks)
+
+    def _tool_call(
+        self, name: str, args: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], Mapping[str, str] | None]:
+        """The params of a ``tools/call`` and its ``Mcp-Param-*`` headers (if any)."""
+        params: dict[str, Any] = {"name": name, "arguments": args}
+        if self._wants_legacy_task(name):
+            params["task"] = {}
+        headers: Mapping[str, str] | None = None
+        if self._transport.wants_param_headers:
+            headers = self._tools.param_headers(name, args)
+        return params, headers
+
+    def _tool_result(self, name: str, raw: msgspec.Raw) -> t.CallToolResult:
+        """Decode a tool result and check it against the tool's ``outputSchema``."""
+        return self._tools.checked(name, self._decode(raw, t.CallToolResult, "tools/call"))
+
+    @asynccontextmanager
+    async def _tool_task(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        timeout: float | None,
+        on_progress: ProgressCallback | None,
+    ) -> AsyncGenerator[ToolTask, None]:
+        """:meth:`ClientSession.start_tool_task`: the call, and the task it became."""
+        args: Mapping[str, Any] = arguments if arguments is not None else {}
+        params, headers = self._tool_call(name, args)
+        await self._tools.prepare_output_schema(name)  # (the result is checked synchronously)
+        raw = await self._call(
+            "tools/call",
+            params,
+            timeout=timeout,
+            on_progress=on_progress,
+            name=name,
+            headers=headers,
+            keep_task=True,
+        )
+        driver: TaskDriver | None
+        if self._era == "modern":
+            head = decode_payload(raw, ResultHead, "result of tools/call")
+            driver = self._modern_task(raw) if head.result_type == "task" else None
+        else:
+            driver = self._legacy_task(raw)
+        task = ToolTask(
+            driver, functools.partial(self._tool_result, name), raw if driver is None else None
+        )
+        try:
+            yield task
+        finally:
+            await task._close()  # pyright: ignore[reportPrivateUsage]
+
+    async def _task_states(self, timeout: float | None) -> list[TaskState]:
+        """:meth:`ClientSession.list_tasks`: every page of ``tasks/list``."""
+        states: list[TaskState] = []
+        cursor: str | None = None
+        for _ in range(self._opts.max_pages):
+            raw = await self._call(
+                "tasks/list", {"cursor": cursor} if cursor else None, timeout=timeout,
+                idempotent=True,
+            )  # fmt: skip
+            page = decode_json(raw, "result of tasks/list")
+            body = cast("dict[str, Any]", page) if isinstance(page, dict) else {}
+            items: object = body.get("tasks")
+            if not isinstance(items, list):
+                raise ProtocolError("the result of tasks/list has no tasks array")
+            for item in cast("list[object]", items):
+                if not isinstance(item, dict):
+                    raise ProtocolError("tasks/list: a task is not an object")
+                states.append(decode_task(cast("dict[str, Any]", item), "tasks/list"))
+            next_cursor: object = body.get("nextCursor")
+            if not isinstance(next_cursor, str) or not next_cursor:
+                return states
+            cursor = next_cursor
+        raise ProtocolError(f"tasks/list: more than {self._opts.max_pages} pages")

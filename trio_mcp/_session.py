@@ -21,12 +21,10 @@ import logging
 import sys
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, NoReturn, TypeVar, cast, overload
 
 import msgspec
 import trio
-from msgspec import UNSET
 
 from . import _types as t
 
@@ -35,8 +33,6 @@ if sys.version_info < (3, 11):  # pragma: no cover
 
 from ._construction import NoPublicConstructor
 from ._eras import (
-    MODERN_VERSIONS,
-    EraCache,
     era_cache,
 )
 from ._exceptions import (
@@ -52,11 +48,12 @@ from ._handlers import (
     ServerRequestHandlers,
     listen_to_roots,
 )
-from ._jsonrpc import decode_json, decode_payload
+from ._jsonrpc import decode_json
 
 if TYPE_CHECKING:
     from ._catalogue import Catalogue
-from ._requests import ProgressCallback, RequestPath, ResultClaimHandler, ResultHead
+from ._options import _Options
+from ._requests import ProgressCallback, RequestPath, ResultClaimHandler
 from ._result_cache import ResultCache
 from ._rpc import RPCConnection
 from ._subscriptions import (
@@ -69,11 +66,9 @@ from ._subscriptions import (
 )
 from ._tasks import (
     TASKS_EXTENSION,
-    TaskDriver,
     TaskReceiver,
     TaskState,
     ToolTask,
-    decode_task,
 )
 from ._tools import ToolBook
 from ._transports._base import Transport
@@ -99,61 +94,6 @@ _META_SERVER: Final = t.META_SERVER_INFO
 
 #: Revisions that allow JSON-RPC batches (2025-06-18 removed them again).
 _BATCH_VERSIONS: Final = frozenset({"2025-03-26"})
-
-
-@dataclass(frozen=True, slots=True)
-class _Options:
-    """The session options of :func:`open_mcp_session`, checked once."""
-
-    client_info: t.Implementation | None = None
-    protocol: str = "auto"
-    default_timeout: float | None = None
-    progress_resets_timeout: bool = False
-    max_timeout: float | None = None
-    probe_timeout: float = 3.0
-    init_timeout: float | None = 60.0
-    cancel_notice_timeout: float = 1.0
-    cache: bool = True
-    max_input_rounds: int = 10
-    max_pages: int = 1000
-    notification_buffer: int = 1000
-    listen_ack_timeout: float = 10.0
-    max_server_requests: int = 32
-    era_cache: EraCache | None = None
-    output_validation: str = "report"
-    tasks: bool = False
-    extensions: Mapping[str, Mapping[str, Any]] | None = None
-
-    def __post_init__(self) -> None:
-        for name, settings in (self.extensions or {}).items():
-            if "/" not in name or not isinstance(settings, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
-                raise ValueError(
-                    "open_mcp_session(): extensions maps ids like 'com.example/name' to "
-                    f"settings dicts, not {name!r}: {settings!r}"
-                )
-        if self.output_validation not in ("report", "strict", "off"):
-            raise ValueError(
-                "open_mcp_session(): output_validation must be 'report', 'strict' or 'off', "
-                f"not {self.output_validation!r}"
-            )
-        protocol = self.protocol
-        if protocol not in ("auto", "legacy") and protocol not in MODERN_VERSIONS:
-            raise ValueError(
-                f"open_mcp_session(): protocol must be 'auto', 'legacy' or one of "
-                f"{list(MODERN_VERSIONS)}, not {protocol!r}"
-            )
-        for name in ("default_timeout", "max_timeout", "init_timeout"):
-            value = getattr(self, name)
-            if value is not None and not value > 0:
-                raise ValueError(f"open_mcp_session(): {name} must be positive or None")
-        for name in ("probe_timeout", "cancel_notice_timeout", "listen_ack_timeout"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"open_mcp_session(): {name} must be positive")
-        for name in ("max_input_rounds", "max_pages", "max_server_requests"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"open_mcp_session(): {name} must be at least 1")
-        if self.notification_buffer < 0:
-            raise ValueError("open_mcp_session(): notification_buffer must not be negative")
 
 
 class SessionView:
@@ -629,44 +569,6 @@ class ClientSession(RequestPath, metaclass=NoPublicConstructor):
 
     # -- typed API -----------------------------------------------------------------------
 
-    async def _page(
-        self, method: str, tp: type[R], cursor: str | None, *, cache: bool = True,
-        timeout: float | None = None,
-    ) -> R:  # fmt: skip
-        key = cursor or ""
-        if cache and self._cache.entries:
-            hit = self._cache.get(method, key)
-            if hit is not None:
-                return cast(R, hit)
-        params = {"cursor": cursor} if cursor else None
-        page = await self._call(method, params, timeout=timeout, idempotent=True, tp=tp)
-        if self._era == "modern":
-            self._cache.put(method, key, page)
-        return page
-
-    async def _all_pages(
-        self, method: str, tp: type[Any], attr: str, *, cache: bool, timeout: float | None
-    ) -> list[Any]:
-        items: list[Any] = []
-        cursor: str | None = None
-        seen: set[str] = set()
-        for _ in range(self._opts.max_pages):
-            page = await self._page(method, tp, cursor, cache=cache, timeout=timeout)
-            items.extend(getattr(page, attr))
-            next_cursor = page.next_cursor
-            if next_cursor is UNSET or next_cursor is None or next_cursor == "":
-                return items
-            if next_cursor in seen:
-                raise ProtocolError(
-                    f"{method}: the server repeated cursor {next_cursor!r}; stopping"
-                )
-            seen.add(next_cursor)
-            cursor = next_cursor
-        raise ProtocolError(
-            f"{method}: more than {self._opts.max_pages} pages; use the *_page method to page "
-            "by hand or raise max_pages"
-        )
-
     async def list_tools(self, *, cache: bool = True, timeout: float | None = None) -> list[t.Tool]:
         """List every tool the server offers, following every ``nextCursor``.
 
@@ -792,38 +694,6 @@ class ClientSession(RequestPath, metaclass=NoPublicConstructor):
         result.raise_for_error()
         return decode_structured(result, result_type)
 
-    def _wants_legacy_task(self, name: str) -> bool:
-        """2025-11-25: does this tool call go out task-augmented (``task: {}``)?"""
-        if self._era != "legacy" or self._protocol_version != "2025-11-25":
-            return False
-        tasks = self.server_capabilities.tasks
-        requests: object = tasks.get("requests") if isinstance(tasks, dict) else None
-        tools: object = (
-            cast("dict[str, Any]", requests).get("tools") if isinstance(requests, dict) else None
-        )
-        if not isinstance(tools, dict) or "call" not in tools:
-            return False
-        tool = self._tools.known.get(name)
-        execution = tool.execution if tool is not None else UNSET
-        support = execution.task_support if execution is not UNSET else None
-        return support == "required" or (support == "optional" and self._opts.tasks)
-
-    def _tool_call(
-        self, name: str, args: Mapping[str, Any]
-    ) -> tuple[dict[str, Any], Mapping[str, str] | None]:
-        """The params of a ``tools/call`` and its ``Mcp-Param-*`` headers (if any)."""
-        params: dict[str, Any] = {"name": name, "arguments": args}
-        if self._wants_legacy_task(name):
-            params["task"] = {}
-        headers: Mapping[str, str] | None = None
-        if self._transport.wants_param_headers:
-            headers = self._tools.param_headers(name, args)
-        return params, headers
-
-    def _tool_result(self, name: str, raw: msgspec.Raw) -> t.CallToolResult:
-        """Decode a tool result and check it against the tool's ``outputSchema``."""
-        return self._tools.checked(name, self._decode(raw, t.CallToolResult, "tools/call"))
-
     @asynccontextmanager
     async def start_tool_task(
         self,
@@ -853,31 +723,8 @@ class ClientSession(RequestPath, metaclass=NoPublicConstructor):
         Raises:
             ProtocolError: The task the server made has an unknown status.
         """
-        args: Mapping[str, Any] = arguments if arguments is not None else {}
-        params, headers = self._tool_call(name, args)
-        await self._tools.prepare_output_schema(name)  # (the result is checked synchronously)
-        raw = await self._call(
-            "tools/call",
-            params,
-            timeout=timeout,
-            on_progress=on_progress,
-            name=name,
-            headers=headers,
-            keep_task=True,
-        )
-        driver: TaskDriver | None
-        if self._era == "modern":
-            head = decode_payload(raw, ResultHead, "result of tools/call")
-            driver = self._modern_task(raw) if head.result_type == "task" else None
-        else:
-            driver = self._legacy_task(raw)
-        task = ToolTask(
-            driver, functools.partial(self._tool_result, name), raw if driver is None else None
-        )
-        try:
+        async with self._tool_task(name, arguments, timeout, on_progress) as task:
             yield task
-        finally:
-            await task._close()  # pyright: ignore[reportPrivateUsage]
 
     async def list_tasks(self, *, timeout: float | None = None) -> list[TaskState]:
         """List the server's tasks (2025-11-25 ``tasks/list``, every page).
@@ -894,27 +741,7 @@ class ClientSession(RequestPath, metaclass=NoPublicConstructor):
             ServerError: The server has no ``tasks/list`` (e.g. a modern server).
             ProtocolError: A task has an unknown status.
         """
-        states: list[TaskState] = []
-        cursor: str | None = None
-        for _ in range(self._opts.max_pages):
-            raw = await self._call(
-                "tasks/list", {"cursor": cursor} if cursor else None, timeout=timeout,
-                idempotent=True,
-            )  # fmt: skip
-            page = decode_json(raw, "result of tasks/list")
-            body = cast("dict[str, Any]", page) if isinstance(page, dict) else {}
-            items: object = body.get("tasks")
-            if not isinstance(items, list):
-                raise ProtocolError("the result of tasks/list has no tasks array")
-            for item in cast("list[object]", items):
-                if not isinstance(item, dict):
-                    raise ProtocolError("tasks/list: a task is not an object")
-                states.append(decode_task(cast("dict[str, Any]", item), "tasks/list"))
-            next_cursor: object = body.get("nextCursor")
-            if not isinstance(next_cursor, str) or not next_cursor:
-                return states
-            cursor = next_cursor
-        raise ProtocolError(f"tasks/list: more than {self._opts.max_pages} pages")
+        return await self._task_states(timeout)
 
     async def list_resources(
         self, *, cache: bool = True, timeout: float | None = None
