@@ -21,7 +21,7 @@ import logging
 import sys
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, NoReturn, TypeVar, cast, overload
+from typing import Any, ClassVar, Final, Literal, NoReturn, TypeVar, cast, overload
 
 import msgspec
 import trio
@@ -31,6 +31,7 @@ from . import _types as t
 if sys.version_info < (3, 11):  # pragma: no cover
     pass
 
+from ._catalogue import Catalogue, run_catalogue
 from ._construction import NoPublicConstructor
 from ._eras import (
     era_cache,
@@ -49,9 +50,6 @@ from ._handlers import (
     listen_to_roots,
 )
 from ._jsonrpc import decode_json
-
-if TYPE_CHECKING:
-    from ._catalogue import Catalogue
 from ._options import _Options
 from ._requests import ProgressCallback, RequestPath, ResultClaimHandler
 from ._result_cache import ResultCache
@@ -492,8 +490,6 @@ class ClientSession(RequestPath, metaclass=NoPublicConstructor):
         Raises:
             ValueError: ``debounce`` is negative or nothing is kept.
         """
-        from ._catalogue import Catalogue, run_catalogue
-
         if debounce < 0 or not (tools or prompts or resources):
             raise ValueError("catalogue(): debounce must be >= 0 and something must be kept")
         catalogue = Catalogue._create(self, tools=tools, prompts=prompts, resources=resources)  # pyright: ignore[reportPrivateUsage]
