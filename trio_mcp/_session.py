@@ -1,24 +1,29 @@
-"""The session: era negotiation, the multi-round-trip loop and the typed API.
+"""The session: the typed API, a thin layer over the parts that do the work.
 
-The JSON-RPC engine underneath (ids, the pending table, the reader, dispatch, cancellation
-notices, server-request tasks, the one decode boundary) is :mod:`trio_mcp._rpc`. This
-module adds what MCP means on top of it:
+:class:`ClientSession` defines every public method (signature, docstring; the bridges in
+``_blocking_api.py`` and ``_asyncio_api.py`` are generated from them by
+``scripts/gen_bridges.py``) and delegates to the part whose job it is:
 
-* **Era negotiation** (inherited from :mod:`trio_mcp._negotiation`): ``initialize`` for
-  legacy servers, ``server/discover`` for modern ones, and in ``auto`` mode a probe that
-  works with every real server (see ``docs/protocol-eras.md``).
-* **One meaning of** ``timeout=``: the whole call, in both eras (every round of a
-  multi-round-trip call and the handlers answering its input requests included), extended
-  by progress when ``progress_resets_timeout`` is set, never past ``max_timeout``.
-* **The typed API**: ``list_tools``, ``call_tool``, ... with ``_meta`` and multi-round-trip
-  input gathered for the modern era, notifications delivered to subscribers.
+* :mod:`trio_mcp._rpc`: the JSON-RPC engine (ids, the pending table, the reader, dispatch,
+  cancellation notices, server-request tasks, the one decode boundary).
+* :mod:`trio_mcp._negotiation` (mixin ``EraNegotiation``): ``initialize`` for legacy
+  servers, ``server/discover`` for modern ones, the ``auto`` probe.
+* :mod:`trio_mcp._requests` (mixin ``RequestPath``): the request path, with one meaning of
+  ``timeout=`` and the multi-round-trip loop; paging; tool-call params and tool tasks;
+  server-to-client requests. A mixin so that ``call_tool`` reaches the connection with no
+  extra hop.
+* :mod:`trio_mcp._subscriptions` (``Notifications``): routing every notification,
+  subscriber channels, callbacks, ``listen``.
+* :mod:`trio_mcp._tools` (``ToolBook``): the x-mcp-header rules, output schemas and their
+  validation, tools' task support.
+* :mod:`trio_mcp._result_cache` (``ResultCache``): results kept for their ``ttlMs``.
+* :mod:`trio_mcp._options` (``_Options``): the session options, checked once.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import sys
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, ClassVar, Final, Literal, NoReturn, TypeVar, cast, overload
@@ -27,28 +32,11 @@ import msgspec
 import trio
 
 from . import _types as t
-
-if sys.version_info < (3, 11):  # pragma: no cover
-    pass
-
 from ._catalogue import Catalogue, run_catalogue
 from ._construction import NoPublicConstructor
-from ._eras import (
-    era_cache,
-)
-from ._exceptions import (
-    ConnectionClosed,
-    HTTPStatusError,
-    MCPError,
-    ProtocolError,
-    ServerError,
-)
-from ._handlers import (
-    RequestContext,
-    Roots,
-    ServerRequestHandlers,
-    listen_to_roots,
-)
+from ._eras import era_cache
+from ._exceptions import ConnectionClosed, HTTPStatusError, MCPError, ProtocolError, ServerError
+from ._handlers import RequestContext, Roots, ServerRequestHandlers, listen_to_roots
 from ._jsonrpc import decode_json
 from ._options import _Options
 from ._requests import ProgressCallback, RequestPath, ResultClaimHandler
@@ -62,33 +50,17 @@ from ._subscriptions import (
     legacy_methods,
     listen_wanted,
 )
-from ._tasks import (
-    TASKS_EXTENSION,
-    TaskReceiver,
-    TaskState,
-    ToolTask,
-)
+from ._tasks import TASKS_EXTENSION, TaskReceiver, TaskState, ToolTask
 from ._tools import ToolBook
 from ._transports._base import Transport
-from ._validation import (
-    decode_structured,
-)
+from ._validation import decode_structured
 
 __all__ = ["ClientSession", "Notification"]
 
 logger = logging.getLogger("trio_mcp")
-server_logger = logging.getLogger("trio_mcp.server")
 
 T = TypeVar("T")
-R = TypeVar("R", bound=t.Result)
 Era = Literal["legacy", "modern"]
-
-_META_VERSION: Final = t.META_PROTOCOL_VERSION
-_META_CAPS: Final = t.META_CLIENT_CAPABILITIES
-_META_CLIENT: Final = t.META_CLIENT_INFO
-_META_LOG: Final = t.META_LOG_LEVEL
-_META_SUBSCRIPTION: Final = t.META_SUBSCRIPTION_ID
-_META_SERVER: Final = t.META_SERVER_INFO
 
 #: Revisions that allow JSON-RPC batches (2025-06-18 removed them again).
 _BATCH_VERSIONS: Final = frozenset({"2025-03-26"})
