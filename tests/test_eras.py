@@ -10,7 +10,7 @@ import trio.lowlevel
 import trio.testing
 
 import trio_mcp
-from trio_mcp import _session as session_module
+from trio_mcp import _requests as requests_module
 from trio_mcp._transports._memory import memory_transport_pair
 
 from .rawpeer import RawPeer, connect, hang, no_answer
@@ -293,13 +293,13 @@ async def test_mrtr_round_trip_echoes_state_and_uses_new_id() -> None:
 async def test_a_complete_modern_result_is_decoded_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Its typed decode also tells its ``resultType``: no separate pass for that."""
     decoded: list[str] = []
-    real = session_module.decode_payload
+    real = requests_module.decode_payload
 
     def counting(raw: Any, tp: Any, what: str, **kw: Any) -> Any:
         decoded.append(tp.__name__)
         return real(raw, tp, what, **kw)
 
-    monkeypatch.setattr(session_module, "decode_payload", counting)
+    monkeypatch.setattr(requests_module, "decode_payload", counting)
 
     async def tools(peer: RawPeer, message: dict[str, Any]) -> Any:
         return {"resultType": "complete", "tools": [{"name": "t", "inputSchema": {}}]}
@@ -320,7 +320,7 @@ async def test_a_complete_modern_result_is_decoded_once(monkeypatch: pytest.Monk
     async with connect(server__discover=discover_ok, tools__call=mrtr_tool,
                        options={"elicitation": elicit, "sampling": sample}) as (session, _peer):  # fmt: skip
         await session.call_tool("x", {"a": 1})
-    assert decoded.count("_ResultHead") == 1  # only the incomplete result needs it
+    assert decoded.count("ResultHead") == 1  # only the incomplete result needs it
 
 
 async def test_mrtr_state_is_echoed_byte_for_byte() -> None:

@@ -274,13 +274,13 @@ async def test_an_unchanged_listing_keeps_its_header_verdicts_without_a_recheck(
     async with trio.open_nursery() as nursery:
         async with trio_mcp.open_mcp_session(nursery, params(Server(handler))) as session:
             checks: list[int] = []
-            real = session._checked_tool_headers
+            real = session._tools.checked_tool_headers
 
             def counting(tools: list[trio_mcp.Tool]) -> list[trio_mcp.Tool]:
                 checks.append(len(tools))
                 return real(tools)
 
-            monkeypatch.setattr(session, "_checked_tool_headers", counting)
+            monkeypatch.setattr(session._tools, "checked_tool_headers", counting)
             for _ in range(2):
                 first = await session.list_tools(cache=False)
                 assert [tool.name for tool in first] == ["search"]  # "broken" dropped again

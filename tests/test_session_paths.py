@@ -466,7 +466,7 @@ async def test_callbacks_that_fail_are_logged_and_bounded(caplog: pytest.LogCapt
         assert "dropping the async notification callback" in caplog.text
         release.set()
         await trio.testing.wait_all_tasks_blocked()
-        assert session._callback_tasks == 0
+        assert session._notes.callback_tasks == 0
 
 
 async def test_a_full_subscriber_drops_loudly_and_channels_end_with_the_session(

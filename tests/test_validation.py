@@ -123,9 +123,9 @@ async def test_validators_compiled_once_and_dropped_on_list_changed() -> None:
         async with trio_mcp.open_mcp_session(nursery, server) as session:
             await session.list_tools()
             await session.call_tool("good")
-            compiled = session._validators["good"]
+            compiled = session._tools.validators["good"]
             await session.call_tool("good")
-            assert session._validators["good"] is compiled  # compiled once
+            assert session._tools.validators["good"] is compiled  # compiled once
             server.remove_tool("good")
 
             @server.tool(name="good", outputSchema={"type": "object", "required": ["other"]})
@@ -135,7 +135,7 @@ async def test_validators_compiled_once_and_dropped_on_list_changed() -> None:
             async with session.notifications("notifications/tools/list_changed") as changes:
                 await server.notify_tools_changed()
                 await changes.receive()
-            assert session._validators == {} and session._output_schemas == {}
+            assert session._tools.validators == {} and session._tools.output_schemas == {}
             assert (await session.call_tool("good")).validation.status == "unchecked"
             await session.list_tools()
             assert (await session.call_tool("good")).validation.status == "invalid"

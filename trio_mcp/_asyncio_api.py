@@ -12,17 +12,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager
 from functools import partial
-from typing import TYPE_CHECKING, Any, NoReturn, overload
+from typing import Any, NoReturn, overload
 
 from . import types as t
 from ._asyncio import AsyncioNotifications, AsyncioSessionBase, AsyncioToolTask, ProgressCallback
+from ._catalogue import Catalogue
 from ._handlers import RequestContext
-from ._session import ListKind, Notification, ResultClaimHandler, T
+from ._requests import ResultClaimHandler
+from ._session import T
+from ._subscriptions import ListKind, Notification
 from ._tasks import TaskState
 from ._transports._base import Transport
-
-if TYPE_CHECKING:
-    from ._catalogue import Catalogue
 
 __all__ = ["AsyncioSession"]
 

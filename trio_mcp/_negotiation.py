@@ -43,7 +43,8 @@ from ._tasks import TASKS_EXTENSION, TaskReceiver
 
 if TYPE_CHECKING:
     from ._handlers import ServerRequestHandlers
-    from ._session import Era, _Options
+    from ._options import _Options
+    from ._session import Era
     from ._transports._base import Transport
 
 __all__ = ["EraNegotiation"]

@@ -1,255 +1,69 @@
-"""The session: era negotiation, the multi-round-trip loop and the typed API.
+"""The session: the typed API, a thin layer over the parts that do the work.
 
-The JSON-RPC engine underneath (ids, the pending table, the reader, dispatch, cancellation
-notices, server-request tasks, the one decode boundary) is :mod:`trio_mcp._rpc`. This
-module adds what MCP means on top of it:
+:class:`ClientSession` defines every public method (signature, docstring; the bridges in
+``_blocking_api.py`` and ``_asyncio_api.py`` are generated from them by
+``scripts/gen_bridges.py``) and delegates to the part whose job it is:
 
-* **Era negotiation** (inherited from :mod:`trio_mcp._negotiation`): ``initialize`` for
-  legacy servers, ``server/discover`` for modern ones, and in ``auto`` mode a probe that
-  works with every real server (see ``docs/protocol-eras.md``).
-* **One meaning of** ``timeout=``: the whole call, in both eras (every round of a
-  multi-round-trip call and the handlers answering its input requests included), extended
-  by progress when ``progress_resets_timeout`` is set, never past ``max_timeout``.
-* **The typed API**: ``list_tools``, ``call_tool``, ... with ``_meta`` and multi-round-trip
-  input gathered for the modern era, notifications delivered to subscribers.
+* :mod:`trio_mcp._rpc`: the JSON-RPC engine (ids, the pending table, the reader, dispatch,
+  cancellation notices, server-request tasks, the one decode boundary).
+* :mod:`trio_mcp._negotiation` (mixin ``EraNegotiation``): ``initialize`` for legacy
+  servers, ``server/discover`` for modern ones, the ``auto`` probe.
+* :mod:`trio_mcp._requests` (mixin ``RequestPath``): the request path, with one meaning of
+  ``timeout=`` and the multi-round-trip loop; paging; tool-call params and tool tasks;
+  server-to-client requests. A mixin so that ``call_tool`` reaches the connection with no
+  extra hop.
+* :mod:`trio_mcp._subscriptions` (``Notifications``): routing every notification,
+  subscriber channels, callbacks, ``listen``.
+* :mod:`trio_mcp._tools` (``ToolBook``): the x-mcp-header rules, output schemas and their
+  validation, tools' task support.
+* :mod:`trio_mcp._result_cache` (``ResultCache``): results kept for their ``ttlMs``.
+* :mod:`trio_mcp._options` (``_Options``): the session options, checked once.
 """
 
 from __future__ import annotations
 
 import functools
-import inspect
 import logging
-import sys
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, NoReturn, TypeVar, cast, overload
+from typing import Any, ClassVar, Final, Literal, NoReturn, TypeVar, cast, overload
 
 import msgspec
 import trio
-from msgspec import UNSET, UnsetType
 
-from . import _tracing
 from . import types as t
-
-if sys.version_info < (3, 11):  # pragma: no cover
-    pass
-
+from ._catalogue import Catalogue, run_catalogue
 from ._construction import NoPublicConstructor
-from ._droplog import DropLog
-from ._eras import (
-    MODERN_VERSIONS,
-    EraCache,
-    era_cache,
-)
-from ._exceptions import (
-    ConnectionClosed,
-    HTTPStatusError,
-    InputRequestError,
-    MCPError,
-    OutputValidationError,
-    ProtocolError,
-    SchemaError,
-    ServerError,
-    UnsupportedProtocolVersionError,
-    fresh_copy,
-)
-from ._handlers import (
-    HandlerError,
-    RequestContext,
-    Roots,
-    ServerRequestHandlers,
-    listen_to_roots,
-)
-from ._jsonrpc import RequestId, decode_json, decode_payload
-
-if TYPE_CHECKING:
-    from ._catalogue import Catalogue
-from ._negotiation import EraNegotiation
+from ._eras import era_cache
+from ._exceptions import ConnectionClosed, HTTPStatusError, MCPError, ProtocolError, ServerError
+from ._handlers import RequestContext, Roots, ServerRequestHandlers, listen_to_roots
+from ._jsonrpc import decode_json
+from ._options import _Options
+from ._requests import ProgressCallback, RequestPath, ResultClaimHandler
+from ._result_cache import ResultCache
 from ._rpc import RPCConnection
-from ._tasks import (
-    RECEIVER_METHODS,
-    TASKS_EXTENSION,
-    TaskDriver,
-    TaskReceiver,
-    TaskState,
-    ToolTask,
-    decode_task,
+from ._subscriptions import (
+    LOG_LEVELS,
+    ListKind,
+    Notification,
+    Notifications,
+    legacy_methods,
+    listen_wanted,
 )
+from ._tasks import TASKS_EXTENSION, TaskReceiver, TaskState, ToolTask
+from ._tools import ToolBook
 from ._transports._base import Transport
-from ._transports._headers import param_headers, validate_tool_headers
-from ._validation import (
-    CompiledSchema,
-    OutputValidation,
-    compile_server_schema,
-    compile_server_schema_async,
-    decode_structured,
-)
+from ._validation import decode_structured
 
 __all__ = ["ClientSession", "Notification"]
 
 logger = logging.getLogger("trio_mcp")
-server_logger = logging.getLogger("trio_mcp.server")
 
 T = TypeVar("T")
-R = TypeVar("R", bound=t.Result)
 Era = Literal["legacy", "modern"]
 
-_META_VERSION: Final = t.META_PROTOCOL_VERSION
-_META_CAPS: Final = t.META_CLIENT_CAPABILITIES
-_META_CLIENT: Final = t.META_CLIENT_INFO
-_META_LOG: Final = t.META_LOG_LEVEL
-_META_SUBSCRIPTION: Final = t.META_SUBSCRIPTION_ID
-_META_SERVER: Final = t.META_SERVER_INFO
-
-_INPUT_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
-# The verdicts of a result that is not checked, made once (one per call would cost more than
-# the rest of the check): the caller knows the tool's name.
-_NOT_LISTED: Final = OutputValidation(
-    "unchecked", reason="no outputSchema known for this tool (list_tools() has not listed it)"
-)
-_NO_SCHEMA: Final = OutputValidation("unchecked", reason="the tool has no outputSchema")
-_IS_ERROR: Final = OutputValidation("unchecked", reason="an isError result is not validated")
-_LOG_LEVELS: Final = {
-    "debug": logging.DEBUG,
-    "info": logging.INFO,
-    "notice": logging.INFO,
-    "warning": logging.WARNING,
-    "error": logging.ERROR,
-    "critical": logging.CRITICAL,
-    "alert": logging.CRITICAL,
-    "emergency": logging.CRITICAL,
-}
-_INVALIDATES: Final = {
-    "notifications/tools/list_changed": ("tools/list",),
-    "notifications/prompts/list_changed": ("prompts/list",),
-    "notifications/resources/list_changed": ("resources/list", "resources/templates/list"),
-}
 #: Revisions that allow JSON-RPC batches (2025-06-18 removed them again).
 _BATCH_VERSIONS: Final = frozenset({"2025-03-26"})
-_MAX_CALLBACK_TASKS: Final = 64
-_MAX_CACHE_ENTRIES: Final = 1024
-
-ProgressCallback = Callable[[t.ProgressNotificationParams], "Awaitable[None] | None"]
-ResultClaimHandler = Callable[[str, dict[str, Any]], Awaitable[Mapping[str, Any]]]
-ListKind = Literal["tools", "prompts", "resources"]
-
-
-def _call_with_kind(callback: Callable[[ListKind], Any], kind: ListKind, _note: Any) -> Any:
-    return callback(kind)
-
-
-class Notification(msgspec.Struct, frozen=True):
-    """A notification from the server, as delivered to subscribers.
-
-    Attributes:
-        method: The notification method, e.g. ``notifications/tools/list_changed``.
-        params: The decoded params (a dict; empty when the server sent none).
-    """
-
-    method: str
-    params: dict[str, Any] = {}
-
-
-class _ResultHead(msgspec.Struct, rename="camel"):
-    result_type: str | UnsetType = UNSET
-    input_requests: dict[str, msgspec.Raw] | UnsetType = UNSET
-    request_state: msgspec.Raw | UnsetType = UNSET
-
-
-def _complete_as(raw: msgspec.Raw, tp: type[R]) -> R | None:
-    """``raw`` decoded as ``tp`` if it is one and complete, else None (no error raised)."""
-    try:
-        result = decode_payload(raw, tp, "result")
-    except ProtocolError:  # not a tp: an incomplete result, or an invalid one (said later)
-        return None
-    kind = result.result_type
-    return result if kind is UNSET or kind == "complete" else None
-
-
-class _ToolHeaders:
-    """What ``Mcp-Param-*`` headers need from the last tool listing (modern HTTP)."""
-
-    __slots__ = ("listing", "wire")
-
-    def __init__(self) -> None:
-        #: the tools' wire form (name, inputSchema) of those with annotations, by name
-        self.wire: dict[str, dict[str, Any]] = {}
-        #: the last listing checked, and the positions of the tools it kept
-        self.listing: tuple[list[t.Tool], list[int]] | None = None
-
-
-class _InputRequest(msgspec.Struct):
-    method: str
-    params: msgspec.Raw = msgspec.Raw(b"{}")
-
-
-@dataclass(eq=False)
-class _Subscriber:
-    methods: frozenset[str] | None
-    send: trio.MemorySendChannel[Notification]
-    subscription_id: int | str | None = None
-    uris: frozenset[str] | None = None
-    acknowledged: trio.Event = field(default_factory=trio.Event)
-    granted: Mapping[str, Any] | None = None
-    drops: DropLog = field(
-        default_factory=lambda: DropLog("notification subscriber is full; dropped")
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class _Options:
-    """The session options of :func:`open_mcp_session`, checked once."""
-
-    client_info: t.Implementation | None = None
-    protocol: str = "auto"
-    default_timeout: float | None = None
-    progress_resets_timeout: bool = False
-    max_timeout: float | None = None
-    probe_timeout: float = 3.0
-    init_timeout: float | None = 60.0
-    cancel_notice_timeout: float = 1.0
-    cache: bool = True
-    max_input_rounds: int = 10
-    max_pages: int = 1000
-    notification_buffer: int = 1000
-    listen_ack_timeout: float = 10.0
-    max_server_requests: int = 32
-    era_cache: EraCache | None = None
-    output_validation: str = "report"
-    tasks: bool = False
-    extensions: Mapping[str, Mapping[str, Any]] | None = None
-
-    def __post_init__(self) -> None:
-        for name, settings in (self.extensions or {}).items():
-            if "/" not in name or not isinstance(settings, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
-                raise ValueError(
-                    "open_mcp_session(): extensions maps ids like 'com.example/name' to "
-                    f"settings dicts, not {name!r}: {settings!r}"
-                )
-        if self.output_validation not in ("report", "strict", "off"):
-            raise ValueError(
-                "open_mcp_session(): output_validation must be 'report', 'strict' or 'off', "
-                f"not {self.output_validation!r}"
-            )
-        protocol = self.protocol
-        if protocol not in ("auto", "legacy") and protocol not in MODERN_VERSIONS:
-            raise ValueError(
-                f"open_mcp_session(): protocol must be 'auto', 'legacy' or one of "
-                f"{list(MODERN_VERSIONS)}, not {protocol!r}"
-            )
-        for name in ("default_timeout", "max_timeout", "init_timeout"):
-            value = getattr(self, name)
-            if value is not None and not value > 0:
-                raise ValueError(f"open_mcp_session(): {name} must be positive or None")
-        for name in ("probe_timeout", "cancel_notice_timeout", "listen_ack_timeout"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"open_mcp_session(): {name} must be positive")
-        for name in ("max_input_rounds", "max_pages", "max_server_requests"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"open_mcp_session(): {name} must be at least 1")
-        if self.notification_buffer < 0:
-            raise ValueError("open_mcp_session(): notification_buffer must not be negative")
 
 
 class SessionView:
@@ -291,7 +105,7 @@ class SessionView:
         return self._session.failure
 
 
-class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
+class ClientSession(RequestPath, metaclass=NoPublicConstructor):
     """A session with one MCP server. Open it with :func:`open_mcp_session`.
 
     All methods may be called concurrently from many tasks, and every one is a checkpoint.
@@ -323,22 +137,27 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         if options.tasks:
             self._receiver = TaskReceiver(nursery, handlers.handle, handlers.can_handle)
         self._era_cache = options.era_cache if options.era_cache is not None else era_cache
+        self._cache = ResultCache(enabled=options.cache)
+        self._tools = ToolBook(options.output_validation)
+        self._notes = Notifications(
+            self._cache,
+            self._tools.forget_listing,
+            buffer=options.notification_buffer,
+            cancel_notice_timeout=options.cancel_notice_timeout,
+            listen_ack_timeout=options.listen_ack_timeout,
+        )
         self._rpc = RPCConnection(
             transport,
             nursery,
-            on_notification=self._on_notification,
+            on_notification=self._notes.route,
             handle_request=self._handle_request,
             can_handle=self._can_handle,
-            on_failure=self._on_failure,
+            on_failure=self._notes.close,
             batches_allowed=lambda: self._protocol_version in _BATCH_VERSIONS,
             cancel_notice_timeout=options.cancel_notice_timeout,
             max_server_requests=options.max_server_requests,
         )
-        self._subscribers: list[_Subscriber] = []
-        self._notification_handlers: dict[str, list[Callable[[Notification], Any]]] = {}
-        self._callback_tasks = 0
-        self._callback_drops = DropLog("dropping the async notification callback for")
-        self._cache: dict[tuple[str, str], tuple[float, Any]] = {}
+        self._notes.rpc = self._rpc
 
         self._era: Era | None = None
         self._protocol_version: str | None = None
@@ -348,14 +167,6 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         self._log_level: str | None = None
         self._meta_full: dict[str, Any] = {}
         self._meta_plain: dict[str, Any] = {}
-        self._tool_headers = _ToolHeaders()  # for Mcp-Param-* headers
-        # the tools of the last listing by name, for their outputSchema (compiled lazily,
-        # once per tool); both dropped when the tool list changes.
-        self._output_schemas: dict[str, t.Tool] = {}
-        self._validators: dict[str, CompiledSchema | SchemaError] = {}
-        # notifications/elicitation/complete: waiters, and recently completed ids (bounded)
-        self._elicitation_waiters: dict[str, trio.Event] = {}
-        self._elicitations_done: dict[str, None] = {}
         self._stop_roots: Callable[[], None] | None = None
         # SEP-2133: extensions advertised under capabilities.extensions; resultTypes claimed
         self._extensions: dict[str, dict[str, Any]] = {
@@ -364,9 +175,6 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         if options.tasks:
             self._extensions.setdefault(TASKS_EXTENSION, {})
         self._claims: dict[str, tuple[frozenset[str] | None, ResultClaimHandler]] = {}
-        # every tool ever listed, by name (kept when the list changes), for its
-        # execution.taskSupport (2025-11-25)
-        self._known_tools: dict[str, t.Tool] = {}
         if isinstance(handlers.roots, Roots):
             self._stop_roots = listen_to_roots(handlers.roots, self._roots_changed)
 
@@ -412,275 +220,6 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         """Why the session stopped working (the server went away, ...), or None."""
         return None if self._rpc.closed else self._rpc.failure
 
-    # -- the request path ----------------------------------------------------------------
-
-    def _decode(self, raw: msgspec.Raw, tp: type[T], method: str) -> T:
-        return decode_payload(raw, tp, f"result of {method}")
-
-    def _with_meta(self, method: str, params: Mapping[str, Any] | None) -> dict[str, Any] | Any:
-        if self._era != "modern":
-            return params
-        base = self._meta_full if method in _INPUT_METHODS else self._meta_plain
-        merged: dict[str, Any] = dict(params) if params else {}
-        given = merged.get("_meta")
-        merged["_meta"] = {**given, **base} if isinstance(given, Mapping) and given else base
-        return merged
-
-    @overload
-    async def _call(
-        self,
-        method: str,
-        params: Mapping[str, Any] | None,
-        *,
-        timeout: float | None = None,
-        on_progress: ProgressCallback | None = None,
-        name: str | None = None,
-        headers: Mapping[str, str] | None = None,
-        idempotent: bool = False,
-        keep_task: bool = False,
-        tp: None = None,
-    ) -> msgspec.Raw: ...
-
-    @overload
-    async def _call(
-        self,
-        method: str,
-        params: Mapping[str, Any] | None,
-        *,
-        timeout: float | None = None,
-        on_progress: ProgressCallback | None = None,
-        name: str | None = None,
-        headers: Mapping[str, str] | None = None,
-        idempotent: bool = False,
-        keep_task: bool = False,
-        tp: type[R],
-    ) -> R: ...
-
-    async def _call(
-        self,
-        method: str,
-        params: Mapping[str, Any] | None,
-        *,
-        timeout: float | None = None,
-        on_progress: ProgressCallback | None = None,
-        name: str | None = None,
-        headers: Mapping[str, str] | None = None,
-        idempotent: bool = False,
-        keep_task: bool = False,
-        tp: type[R] | None = None,
-    ) -> msgspec.Raw | R:
-        """One logical call in either era, with one meaning of ``timeout``: the whole call.
-
-        A task the server makes of a ``tools/call`` is driven to its end within that
-        timeout, unless ``keep_task`` asks for the task itself. With ``tp`` the result comes
-        decoded as that type (in the modern era the one decode also tells its
-        ``resultType``); without, raw.
-        """
-        if _tracing.active():
-            with _tracing.traced(method, name, params) as params:
-                out = await self._timed(
-                    method, params, timeout, on_progress, name, headers, idempotent, keep_task, tp
-                )
-        elif timeout is None and self._opts.default_timeout is None:
-            if self._era != "modern" and (params is None or "task" not in params):
-                # The common case, one round trip with nothing around it: straight to the
-                # connection (one coroutine frame per pending request instead of four).
-                out = await self._rpc.request(
-                    method, params, on_progress=on_progress, name=name, headers=headers,
-                    idempotent=idempotent,
-                )  # fmt: skip
-            else:
-                out = await self._rounds(
-                    method, params, on_progress, name, headers, idempotent, keep_task, tp
-                )
-        else:
-            out = await self._timed(
-                method, params, timeout, on_progress, name, headers, idempotent, keep_task, tp
-            )
-        if tp is None:
-            return cast(msgspec.Raw, out)
-        if isinstance(out, tp):
-            return out
-        return self._decode(cast(msgspec.Raw, out), tp, method)
-
-    async def _timed(
-        self,
-        method: str,
-        params: Mapping[str, Any] | None,
-        timeout: float | None,
-        on_progress: ProgressCallback | None,
-        name: str | None,
-        headers: Mapping[str, str] | None,
-        idempotent: bool,
-        keep_task: bool,
-        tp: type[t.Result] | None,
-    ) -> msgspec.Raw | t.Result:
-        if timeout is None:
-            timeout = self._opts.default_timeout
-        if timeout is None:
-            return await self._rounds(
-                method, params, on_progress, name, headers, idempotent, keep_task, tp
-            )
-        if not timeout > 0:
-            raise ValueError(f"timeout must be positive, not {timeout!r}")
-        started = trio.current_time()
-        scope = trio.CancelScope(deadline=started + timeout)
-        if self._opts.progress_resets_timeout:
-            on_progress = self._deadline_bumper(scope, started, timeout, on_progress)
-        with scope:
-            return await self._rounds(
-                method, params, on_progress, name, headers, idempotent, keep_task, tp
-            )
-        raise trio.TooSlowError(f"{method} timed out after {timeout} s")
-
-    def _deadline_bumper(
-        self,
-        scope: trio.CancelScope,
-        started: float,
-        timeout: float,
-        on_progress: ProgressCallback | None,
-    ) -> ProgressCallback:
-        """A progress callback that extends ``scope`` (never past ``max_timeout``)."""
-        hard_limit = self._opts.max_timeout
-
-        def bump(progress: t.ProgressNotificationParams) -> Awaitable[None] | None:
-            deadline = trio.current_time() + timeout
-            if hard_limit is not None:
-                deadline = min(deadline, started + hard_limit)
-            scope.deadline = max(scope.deadline, deadline)
-            return on_progress(progress) if on_progress is not None else None
-
-        return bump
-
-    async def _rounds(
-        self,
-        method: str,
-        params: Mapping[str, Any] | None,
-        on_progress: ProgressCallback | None,
-        name: str | None,
-        headers: Mapping[str, str] | None,
-        idempotent: bool,
-        keep_task: bool = False,
-        tp: type[t.Result] | None = None,
-    ) -> msgspec.Raw | t.Result:
-        """Version retry, idempotent re-issue, the multi-round-trip loop, claimed results.
-
-        A modern result is returned decoded as ``tp`` when it decodes as one and is
-        complete (one decode instead of two: the ``resultType`` comes with it); otherwise
-        raw, after its ``resultType`` was dealt with.
-        """
-        rpc = self._rpc
-        if self._era != "modern":
-            raw = await rpc.request(
-                method, params, on_progress=on_progress, name=name, headers=headers,
-                idempotent=idempotent,
-            )  # fmt: skip
-            if method == "tools/call" and isinstance(params, Mapping) and "task" in params:
-                driver = self._legacy_task(raw)
-                if driver is not None and not keep_task:
-                    return await driver.run()
-            return raw
-        extra: dict[str, Any] = {}
-        version_retried = False
-        stream_retried = False
-        rounds = 0
-        while True:
-            merged = self._with_meta(method, params)
-            if extra:
-                merged = {**merged, **extra}
-            try:
-                raw = await rpc.request(
-                    method, merged, on_progress=on_progress, name=name, headers=headers,
-                    idempotent=idempotent,
-                )  # fmt: skip
-            except UnsupportedProtocolVersionError as exc:
-                mutual = [v for v in MODERN_VERSIONS if v in exc.supported]
-                if version_retried or not mutual or mutual[0] == self._protocol_version:
-                    raise
-                version_retried = True
-                self._set_modern(mutual[0])
-                continue
-            except ConnectionClosed as exc:
-                if not (idempotent and rpc.usable and not stream_retried):
-                    raise
-                stream_retried = True  # only this request's stream broke: re-issue it once
-                logger.debug("re-issuing %s after a broken stream: %s", method, exc)
-                continue
-            if tp is not None:
-                complete = _complete_as(raw, tp)
-                if complete is not None:
-                    return complete
-            head = decode_payload(raw, _ResultHead, f"result of {method}")
-            kind = head.result_type
-            if kind is UNSET or kind == "complete":
-                return raw
-            if kind == "task" and method == "tools/call":
-                return raw if keep_task else await self._modern_task(raw).run()
-            claim = self._claims.get(kind)
-            if claim is not None and (claim[0] is None or method in claim[0]):
-                return await self._resolve_claim(kind, claim[1], method, raw)
-            if kind != "input_required" or method not in _INPUT_METHODS:
-                raise ProtocolError(f"unexpected resultType {kind!r} in the result of {method}")
-            rounds += 1
-            if rounds > self._opts.max_input_rounds:
-                raise InputRequestError(
-                    f"{method} still required input after {self._opts.max_input_rounds} "
-                    "rounds; giving up (raise max_input_rounds to allow more)"
-                )
-            extra = {}
-            if head.input_requests is not UNSET and head.input_requests:
-                extra["inputResponses"] = await self._gather_inputs(head.input_requests)
-            if head.request_state is not UNSET:
-                # echoed byte for byte, so it must be valid JSON (UTF-8 included) first
-                decode_json(head.request_state, f"requestState of {method}")
-                extra["requestState"] = head.request_state
-
-    # -- tasks and claimed result types (SEP-2663, SEP-1686, SEP-2133) ------------------
-
-    def _driver(self, state: TaskState, body: dict[str, Any], *, legacy: bool) -> TaskDriver:
-        return TaskDriver(
-            state=state,
-            legacy=legacy,
-            call=self._call,
-            gather=self._gather_inputs,
-            add_handler=self.add_notification_handler,
-            cancel_notice_timeout=self._opts.cancel_notice_timeout,
-            max_input_rounds=self._opts.max_input_rounds,
-            body=body,
-        )
-
-    def _modern_task(self, raw: msgspec.Raw) -> TaskDriver:
-        body = decode_json(raw, "result of tools/call")
-        if not isinstance(body, dict):
-            raise ProtocolError("the task result of tools/call is not an object")
-        wire = cast("dict[str, Any]", body)
-        return self._driver(decode_task(wire, "result of tools/call"), wire, legacy=False)
-
-    def _legacy_task(self, raw: msgspec.Raw) -> TaskDriver | None:
-        """A 2025-11-25 ``CreateTaskResult``'s driver; None for an ordinary result."""
-        body = decode_json(raw, "result of tools/call")
-        if not isinstance(body, dict):
-            return None
-        task: object = cast("dict[str, Any]", body).get("task")
-        if not isinstance(task, dict) or "content" in body:
-            return None
-        wire = cast("dict[str, Any]", task)
-        return self._driver(decode_task(wire, "CreateTaskResult"), wire, legacy=True)
-
-    async def _resolve_claim(
-        self, kind: str, handler: ResultClaimHandler, method: str, raw: msgspec.Raw
-    ) -> msgspec.Raw:
-        body = decode_json(raw, f"result of {method}")
-        if not isinstance(body, dict):
-            raise ProtocolError(f"the {kind!r} result of {method} is not an object")
-        final = await handler(method, cast("dict[str, Any]", body))
-        try:
-            return msgspec.Raw(msgspec.json.encode(final))
-        except (TypeError, msgspec.EncodeError) as exc:
-            raise ProtocolError(
-                f"the handler of resultType {kind!r} returned no JSON value: {exc}"
-            ) from exc
-
     def claim_result_type(
         self,
         result_type: str,
@@ -718,82 +257,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
 
         return remove
 
-    async def _gather_inputs(self, requests: Mapping[str, msgspec.Raw]) -> dict[str, Any]:
-        """Answer a round's input requests concurrently, through the session's handlers."""
-        responses: dict[str, Any] = {}
-        failures: list[str] = []
-
-        async def one(key: str, raw: msgspec.Raw) -> None:
-            try:
-                request = decode_payload(raw, _InputRequest, f"input request {key!r}")
-                if not self._handlers.can_handle(request.method):
-                    failures.append(f"{key}: no handler for {request.method}")
-                    return
-                ctx = self._context(request.method, key, request.params)
-                responses[key] = await self._handlers.handle(request.method, request.params, ctx)
-            except HandlerError as exc:
-                failures.append(f"{key}: failed: {exc.message}")
-            except Exception as exc:  # never an ExceptionGroup for the caller
-                failures.append(f"{key}: {exc}")
-
-        async with trio.open_nursery() as nursery:
-            for key, raw in requests.items():
-                nursery.start_soon(one, key, raw)
-        if failures:
-            raise InputRequestError(
-                "the server asked for input that could not be given: " + "; ".join(failures)
-            )
-        return responses
-
-    def _context(self, method: str, request_id: RequestId, params: msgspec.Raw) -> RequestContext:
-        name = self._server_info.name if self._server_info is not None else None
-        meta: Mapping[str, Any] | None = None
-        try:
-            decoded: object = decode_json(params, "params")
-        except ProtocolError:
-            decoded = None
-        if isinstance(decoded, dict):
-            found: object = cast("dict[str, Any]", decoded).get("_meta")
-            if isinstance(found, dict):
-                meta = cast("dict[str, Any]", found)
-        return RequestContext(self, method, request_id, name, meta)
-
-    def _can_handle(self, method: str) -> bool:
-        if method in RECEIVER_METHODS:
-            return self._receiver is not None
-        return self._handlers.can_handle(method)
-
-    async def _handle_request(self, request_id: RequestId, method: str, params: msgspec.Raw) -> Any:
-        receiver = self._receiver
-        if receiver is not None:
-            if method in RECEIVER_METHODS:
-                return await receiver.serve(method, params)
-            task = receiver.wants_task(method, params)
-            if task is not None:
-                await trio.lowlevel.checkpoint()
-                ctx = self._context(method, request_id, params)
-                return receiver.create(method, params, ctx, task)
-        return await self._handlers.handle(
-            method, params, self._context(method, request_id, params)
-        )
-
     # -- notifications -------------------------------------------------------------------
-
-    def _on_failure(self) -> None:
-        for sub in self._subscribers:
-            sub.send.close()
-        for event in self._elicitation_waiters.values():
-            event.set()
-
-    def _elicitation_completed(self, elicitation_id: object) -> None:
-        if not isinstance(elicitation_id, str):
-            return
-        self._elicitations_done[elicitation_id] = None
-        while len(self._elicitations_done) > _MAX_CACHE_ENTRIES:
-            del self._elicitations_done[next(iter(self._elicitations_done))]
-        event = self._elicitation_waiters.pop(elicitation_id, None)
-        if event is not None:
-            event.set()
 
     async def wait_elicitation_complete(
         self, elicitation_id: str, *, timeout: float | None = None
@@ -813,129 +277,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
             trio.TooSlowError: The timeout expired.
             ConnectionClosed: The session stopped working while waiting.
         """
-        self._rpc.check_usable()
-        if elicitation_id in self._elicitations_done:
-            await trio.lowlevel.checkpoint()
-            return
-        event = self._elicitation_waiters.setdefault(elicitation_id, trio.Event())
-        with trio.fail_after(timeout if timeout is not None else float("inf")):
-            await event.wait()
-        if elicitation_id not in self._elicitations_done:
-            self._rpc.check_usable()
-
-    def _on_notification(self, method: str, raw: msgspec.Raw) -> None:
-        """Route one notification (in the reader: quick, and total)."""
-        try:
-            decoded: object = decode_json(raw, f"params of {method}")
-        except ProtocolError as exc:
-            logger.debug("dropping a notification with undecodable params: %s", exc)
-            return
-        params = cast("dict[str, Any]", decoded) if isinstance(decoded, dict) else {}
-        if method == "notifications/cancelled":
-            cancelled = params.get("requestId")
-            for sub in self._subscribers:  # the server tore down a subscriptions/listen stream
-                if sub.subscription_id is not None and sub.subscription_id == cancelled:
-                    sub.send.close()
-        elif method == "notifications/message":
-            level = _LOG_LEVELS.get(str(params.get("level")), logging.INFO)
-            server_logger.log(level, "%s: %s", params.get("logger", "server"), params.get("data"))
-        for prefix in _INVALIDATES.get(method, ()):
-            self._invalidate(prefix)
-        if method == "notifications/tools/list_changed":
-            self._forget_listing()
-        elif method == "notifications/elicitation/complete":
-            self._elicitation_completed(params.get("elicitationId"))
-        uri: object = params.get("uri")
-        if method == "notifications/resources/updated" and isinstance(uri, str):
-            self._cache.pop(("resources/read", uri), None)
-        note = Notification(method, params)
-        subscription_id: object = None
-        meta: object = params.get("_meta")
-        if isinstance(meta, dict):
-            subscription_id = cast("dict[str, Any]", meta).get(_META_SUBSCRIPTION)
-        for sub in self._subscribers:
-            if sub.methods is not None and method not in sub.methods:
-                continue
-            if sub.subscription_id is not None:
-                if subscription_id != sub.subscription_id:
-                    continue
-                if method == "notifications/subscriptions/acknowledged":
-                    granted = params.get("notifications")
-                    sub.granted = (
-                        cast("dict[str, Any]", granted) if isinstance(granted, dict) else {}
-                    )
-                    sub.acknowledged.set()
-                    continue
-            if (
-                sub.uris is not None
-                and method == "notifications/resources/updated"
-                and (not isinstance(uri, str) or uri not in sub.uris)
-            ):
-                continue
-            try:
-                sub.send.send_nowait(note)
-            except trio.WouldBlock:
-                sub.drops.dropped(method)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                pass
-        for key in (method, "*"):
-            for callback in tuple(self._notification_handlers.get(key, ())):
-                self._run_callback(callback, note)
-
-    def _run_callback(self, callback: Callable[[Notification], Any], note: Notification) -> None:
-        try:
-            outcome = callback(note)
-        except Exception:
-            logger.exception("notification callback for %s raised", note.method)
-            return
-        if not inspect.isawaitable(outcome):
-            return
-        if self._callback_tasks >= _MAX_CALLBACK_TASKS:
-            self._callback_drops.dropped(f"{note.method} ({self._callback_tasks} are running)")
-            if inspect.iscoroutine(outcome):
-                outcome.close()
-            return
-        self._callback_tasks += 1
-        if not self._rpc.spawn(self._await_callback, outcome, note, name="trio_mcp callback"):
-            self._callback_tasks -= 1
-            if inspect.iscoroutine(outcome):
-                outcome.close()
-
-    async def _await_callback(self, outcome: Awaitable[Any], note: Notification) -> None:
-        try:
-            await outcome
-        except Exception:
-            logger.exception("notification callback for %s raised", note.method)
-        finally:
-            self._callback_tasks -= 1
-
-    # -- caching (modern ttlMs hints) ----------------------------------------------------
-
-    def _invalidate(self, method: str) -> None:
-        for key in [key for key in self._cache if key[0] == method]:
-            del self._cache[key]
-
-    def _cache_get(self, method: str, key: str) -> Any:
-        entry = self._cache.get((method, key))
-        if entry is None:
-            return None
-        expires, value = entry
-        if trio.current_time() >= expires:
-            del self._cache[(method, key)]
-            return None
-        return value
-
-    def _cache_put(self, method: str, key: str, value: Any) -> None:
-        ttl = getattr(value, "ttl_ms", UNSET)
-        if not self._opts.cache or ttl is UNSET or not isinstance(ttl, (int, float)) or ttl <= 0:
-            return
-        now = trio.current_time()
-        if len(self._cache) >= _MAX_CACHE_ENTRIES:  # sweep expired entries, then the oldest
-            for old in [k for k, (expires, _) in self._cache.items() if expires <= now]:
-                del self._cache[old]
-            while len(self._cache) >= _MAX_CACHE_ENTRIES:
-                del self._cache[next(iter(self._cache))]
-        self._cache[(method, key)] = (now + ttl / 1000.0, value)
+        await self._notes.wait_elicitation_complete(elicitation_id, timeout)
 
     # -- low-level public API ------------------------------------------------------------
 
@@ -1016,33 +358,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         Returns:
             A function that removes the handler again.
         """
-        self._notification_handlers.setdefault(method, []).append(callback)
-
-        def remove() -> None:
-            handlers = self._notification_handlers.get(method, [])
-            if callback in handlers:
-                handlers.remove(callback)
-
-        return remove
-
-    def _typed_handler(
-        self, methods: Iterable[str], tp: type[T], callback: Callable[[T], Any]
-    ) -> Callable[[], None]:
-        def deliver(note: Notification) -> Any:
-            try:
-                value = msgspec.convert(note.params, tp)
-            except msgspec.ValidationError as exc:
-                logger.debug("dropping a malformed %s: %s", note.method, exc)
-                return None
-            return callback(value)
-
-        removers = [self.add_notification_handler(method, deliver) for method in methods]
-
-        def remove() -> None:
-            for remover in removers:
-                remover()
-
-        return remove
+        return self._notes.add_handler(method, callback)
 
     def on_log(
         self, callback: Callable[[t.LoggingMessageNotificationParams], Any]
@@ -1059,7 +375,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         Returns:
             A function that removes the callback again.
         """
-        return self._typed_handler(
+        return self._notes.typed_handler(
             ("notifications/message",), t.LoggingMessageNotificationParams, callback
         )
 
@@ -1076,7 +392,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         Returns:
             A function that removes the callback again.
         """
-        return self._typed_handler(
+        return self._notes.typed_handler(
             ("notifications/progress",), t.ProgressNotificationParams, callback
         )
 
@@ -1098,23 +414,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         Raises:
             ValueError: An unknown kind.
         """
-        wanted = kinds or ("tools", "prompts", "resources")
-        for kind in wanted:
-            if kind not in ("tools", "prompts", "resources"):
-                raise ValueError(f"unknown list kind {kind!r}: use tools, prompts or resources")
-        removers = [
-            self.add_notification_handler(
-                f"notifications/{kind}/list_changed",
-                functools.partial(_call_with_kind, callback, kind),
-            )
-            for kind in wanted
-        ]
-
-        def remove() -> None:
-            for remover in removers:
-                remover()
-
-        return remove
+        return self._notes.on_list_changed(callback, kinds)
 
     def on_resource_updated(
         self, callback: Callable[[t.ResourceUpdatedNotificationParams], Any]
@@ -1130,7 +430,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         Returns:
             A function that removes the callback again.
         """
-        return self._typed_handler(
+        return self._notes.typed_handler(
             ("notifications/resources/updated",), t.ResourceUpdatedNotificationParams, callback
         )
 
@@ -1162,8 +462,6 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         Raises:
             ValueError: ``debounce`` is negative or nothing is kept.
         """
-        from ._catalogue import Catalogue, run_catalogue
-
         if debounce < 0 or not (tools or prompts or resources):
             raise ValueError("catalogue(): debounce must be >= 0 and something must be kept")
         catalogue = Catalogue._create(self, tools=tools, prompts=prompts, resources=resources)  # pyright: ignore[reportPrivateUsage]
@@ -1231,74 +529,13 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
             session closes.
         """
         self._rpc.check_usable()
-        async with self._subscribe(frozenset(methods) if methods else None, buffer) as (
+        async with self._notes.subscribe(frozenset(methods) if methods else None, buffer) as (
             channel,
             _sub,
         ):
             yield channel
 
-    @asynccontextmanager
-    async def _subscribe(
-        self,
-        methods: frozenset[str] | None,
-        buffer: int | None,
-        subscription_id: int | str | None = None,
-        uris: frozenset[str] | None = None,
-    ) -> AsyncGenerator[tuple[trio.MemoryReceiveChannel[Notification], _Subscriber], None]:
-        send, receive = trio.open_memory_channel[Notification](
-            self._opts.notification_buffer if buffer is None else buffer
-        )
-        sub = _Subscriber(methods, send, subscription_id, uris)
-        self._subscribers.append(sub)
-        if not self._rpc.usable:
-            send.close()
-        try:
-            async with receive:
-                yield receive, sub
-        finally:
-            self._subscribers.remove(sub)
-            send.close()
-            sub.drops.flush()
-
     # -- typed API -----------------------------------------------------------------------
-
-    async def _page(
-        self, method: str, tp: type[R], cursor: str | None, *, cache: bool = True,
-        timeout: float | None = None,
-    ) -> R:  # fmt: skip
-        key = cursor or ""
-        if cache and self._cache:
-            hit = self._cache_get(method, key)
-            if hit is not None:
-                return cast(R, hit)
-        params = {"cursor": cursor} if cursor else None
-        page = await self._call(method, params, timeout=timeout, idempotent=True, tp=tp)
-        if self._era == "modern":
-            self._cache_put(method, key, page)
-        return page
-
-    async def _all_pages(
-        self, method: str, tp: type[Any], attr: str, *, cache: bool, timeout: float | None
-    ) -> list[Any]:
-        items: list[Any] = []
-        cursor: str | None = None
-        seen: set[str] = set()
-        for _ in range(self._opts.max_pages):
-            page = await self._page(method, tp, cursor, cache=cache, timeout=timeout)
-            items.extend(getattr(page, attr))
-            next_cursor = page.next_cursor
-            if next_cursor is UNSET or next_cursor is None or next_cursor == "":
-                return items
-            if next_cursor in seen:
-                raise ProtocolError(
-                    f"{method}: the server repeated cursor {next_cursor!r}; stopping"
-                )
-            seen.add(next_cursor)
-            cursor = next_cursor
-        raise ProtocolError(
-            f"{method}: more than {self._opts.max_pages} pages; use the *_page method to page "
-            "by hand or raise max_pages"
-        )
 
     async def list_tools(self, *, cache: bool = True, timeout: float | None = None) -> list[t.Tool]:
         """List every tool the server offers, following every ``nextCursor``.
@@ -1313,49 +550,11 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         tools: list[t.Tool] = await self._all_pages(
             "tools/list", t.ListToolsResult, "tools", cache=cache, timeout=timeout
         )
-        self._forget_listing()
-        self._remember_listed(tools)
+        self._tools.forget_listing()
+        self._tools.remember_listed(tools)
         if not self._transport.wants_param_headers:
             return tools
-        return self._check_tool_headers(tools)
-
-    def _check_tool_headers(self, tools: list[t.Tool]) -> list[t.Tool]:
-        """Drop tools with invalid x-mcp-header annotations; keep the rest in wire form."""
-        checked = self._tool_headers.listing
-        if checked is not None and checked[0] == tools:
-            # the same listing as last time (the usual case): the same verdicts, without
-            # encoding every schema again (comparing costs about half as much)
-            kept_at = checked[1]
-            return tools if len(kept_at) == len(tools) else [tools[i] for i in kept_at]
-        kept = self._checked_tool_headers(tools)
-        kept_ids = {id(tool) for tool in kept}
-        kept_at = [i for i, tool in enumerate(tools) if id(tool) in kept_ids]
-        self._tool_headers.listing = (list(tools), kept_at)  # (a copy: the caller owns it)
-        return kept
-
-    def _checked_tool_headers(self, tools: list[t.Tool], *, more: bool = False) -> list[t.Tool]:
-        """The tools whose annotations are valid; records their wire form for calls.
-
-        ``more`` adds to what earlier pages of the same listing recorded.
-        """
-        if not more:
-            self._tool_headers.wire = {}
-        wires = self._tool_headers.wire
-        kept: list[t.Tool] = []
-        if b"x-mcp-header" not in msgspec.json.encode([tool.input_schema for tool in tools]):
-            return tools  # nothing to check (one encode costs far less than the walk)
-        for tool in tools:
-            # what the header rules read (not the whole tool: no to_builtins per listing)
-            wire: dict[str, Any] = {"name": tool.name, "inputSchema": tool.input_schema}
-            reason = validate_tool_headers(wire)
-            if reason is None:
-                kept.append(tool)
-                wires[tool.name] = wire
-            else:
-                logger.warning(
-                    "dropping tool %r: invalid x-mcp-header annotation: %s", tool.name, reason
-                )
-        return kept
+        return self._tools.check_tool_headers(tools)
 
     async def list_tools_page(
         self,
@@ -1379,86 +578,11 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
             "tools/list", t.ListToolsResult, cursor, cache=cache, timeout=timeout
         )
         if cursor is None:
-            self._forget_listing()
-        self._remember_listed(page.tools)
+            self._tools.forget_listing()
+        self._tools.remember_listed(page.tools)
         if not self._transport.wants_param_headers:
             return page
-        # the same rules as list_tools, page by page (the whole-listing memo no longer holds)
-        self._tool_headers.listing = None
-        kept = self._checked_tool_headers(page.tools, more=cursor is not None)
-        return page if kept is page.tools else msgspec.structs.replace(page, tools=kept)
-
-    def _forget_listing(self) -> None:
-        """The tool list changed: its tools' output schemas and compiled validators go."""
-        self._output_schemas = {}
-        self._validators = {}
-
-    def _remember_listed(self, tools: Iterable[t.Tool]) -> None:
-        """Keep listed tools by name, for their output schemas and their task support.
-
-        (The tools themselves: both are read when a tool is called.)
-        """
-        listed = {tool.name: tool for tool in tools}
-        self._output_schemas.update(listed)
-        self._known_tools.update(listed)
-        validators = self._validators
-        if validators:  # (empty after a whole listing: nothing compiled to drop)
-            for name in listed:
-                validators.pop(name, None)
-
-    async def _prepare_output_schema(self, name: str) -> None:
-        """Compile the tool's ``outputSchema`` off the event loop, once.
-
-        Called before the request is sent (a cancellation then loses nothing). Large
-        schemas compile in a worker thread, oversized ones not at all (see
-        ``_validation``); :meth:`_validate_output` then finds the result ready. No
-        checkpoint when there is nothing to compile.
-        """
-        tool = self._output_schemas.get(name)
-        if (
-            self._opts.output_validation == "off"
-            or name in self._validators
-            or tool is None
-            or tool.output_schema is UNSET
-        ):
-            return
-        try:
-            compiled: CompiledSchema | SchemaError = await compile_server_schema_async(
-                tool.output_schema
-            )
-        except SchemaError as exc:
-            compiled = _schema_failed(name, exc)
-        except ModuleNotFoundError:
-            return  # _validate_output reports it (or raises, in strict mode)
-        if self._output_schemas.get(name) is tool:  # the listing did not change meanwhile
-            self._validators[name] = compiled
-
-    def _validate_output(self, name: str, result: t.CallToolResult) -> OutputValidation:
-        """Check ``result`` against the tool's ``outputSchema`` (compiled once per tool)."""
-        tool = self._output_schemas.get(name)
-        if tool is None:
-            return _NOT_LISTED
-        schema = tool.output_schema
-        if schema is UNSET:
-            return _NO_SCHEMA
-        if result.is_error is True:
-            return _IS_ERROR
-        if result.structured_content is UNSET:
-            return OutputValidation("missing")
-        compiled = self._validators.get(name)
-        if compiled is None:  # (not prepared: the listing changed meanwhile) bounded, inline
-            try:
-                compiled = compile_server_schema(schema)
-            except SchemaError as exc:
-                compiled = _schema_failed(name, exc)
-            except ModuleNotFoundError as exc:
-                if self._opts.output_validation == "strict":
-                    raise
-                return OutputValidation("unchecked", reason=str(exc))
-            self._validators[name] = compiled
-        if isinstance(compiled, SchemaError):
-            return OutputValidation("unchecked", reason=f"outputSchema of {name!r}: {compiled}")
-        return compiled.validate(result.structured_content)
+        return self._tools.checked_page(page, more=cursor is not None)
 
     @overload
     async def call_tool(
@@ -1522,7 +646,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         args: Mapping[str, Any] = arguments if arguments is not None else {}
         params, headers = self._tool_call(name, args)
         # before sending: a cancellation while compiling never loses an answered call
-        await self._prepare_output_schema(name)
+        await self._tools.prepare_output_schema(name)
         answer = await self._call(
             "tools/call",
             params,
@@ -1532,54 +656,11 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
             headers=headers,
             tp=t.CallToolResult,
         )
-        result = self._checked(name, answer)
+        result = self._tools.checked(name, answer)
         if result_type is None:
             return result
         result.raise_for_error()
         return decode_structured(result, result_type)
-
-    def _wants_legacy_task(self, name: str) -> bool:
-        """2025-11-25: does this tool call go out task-augmented (``task: {}``)?"""
-        if self._era != "legacy" or self._protocol_version != "2025-11-25":
-            return False
-        tasks = self.server_capabilities.tasks
-        requests: object = tasks.get("requests") if isinstance(tasks, dict) else None
-        tools: object = (
-            cast("dict[str, Any]", requests).get("tools") if isinstance(requests, dict) else None
-        )
-        if not isinstance(tools, dict) or "call" not in tools:
-            return False
-        tool = self._known_tools.get(name)
-        execution = tool.execution if tool is not None else UNSET
-        support = execution.task_support if execution is not UNSET else None
-        return support == "required" or (support == "optional" and self._opts.tasks)
-
-    def _tool_call(
-        self, name: str, args: Mapping[str, Any]
-    ) -> tuple[dict[str, Any], Mapping[str, str] | None]:
-        """The params of a ``tools/call`` and its ``Mcp-Param-*`` headers (if any)."""
-        params: dict[str, Any] = {"name": name, "arguments": args}
-        if self._wants_legacy_task(name):
-            params["task"] = {}
-        headers: Mapping[str, str] | None = None
-        if self._transport.wants_param_headers:
-            headers = self._param_headers(name, args)
-        return params, headers
-
-    def _tool_result(self, name: str, raw: msgspec.Raw) -> t.CallToolResult:
-        """Decode a tool result and check it against the tool's ``outputSchema``."""
-        return self._checked(name, self._decode(raw, t.CallToolResult, "tools/call"))
-
-    def _checked(self, name: str, result: t.CallToolResult) -> t.CallToolResult:
-        """Check a tool result against the tool's ``outputSchema``."""
-        if self._opts.output_validation != "off":
-            validation = self._validate_output(name, result)
-            setattr(result, "_trio_mcp_validation", validation)  # noqa: B010 (no wire field)
-            if not validation.ok and self._opts.output_validation == "strict":
-                raise OutputValidationError(
-                    f"tool {name!r}: {validation.describe()}", result, validation
-                )
-        return result
 
     @asynccontextmanager
     async def start_tool_task(
@@ -1610,31 +691,8 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         Raises:
             ProtocolError: The task the server made has an unknown status.
         """
-        args: Mapping[str, Any] = arguments if arguments is not None else {}
-        params, headers = self._tool_call(name, args)
-        await self._prepare_output_schema(name)  # (the result is checked synchronously)
-        raw = await self._call(
-            "tools/call",
-            params,
-            timeout=timeout,
-            on_progress=on_progress,
-            name=name,
-            headers=headers,
-            keep_task=True,
-        )
-        driver: TaskDriver | None
-        if self._era == "modern":
-            head = decode_payload(raw, _ResultHead, "result of tools/call")
-            driver = self._modern_task(raw) if head.result_type == "task" else None
-        else:
-            driver = self._legacy_task(raw)
-        task = ToolTask(
-            driver, functools.partial(self._tool_result, name), raw if driver is None else None
-        )
-        try:
+        async with self._tool_task(name, arguments, timeout, on_progress) as task:
             yield task
-        finally:
-            await task._close()  # pyright: ignore[reportPrivateUsage]
 
     async def list_tasks(self, *, timeout: float | None = None) -> list[TaskState]:
         """List the server's tasks (2025-11-25 ``tasks/list``, every page).
@@ -1651,33 +709,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
             ServerError: The server has no ``tasks/list`` (e.g. a modern server).
             ProtocolError: A task has an unknown status.
         """
-        states: list[TaskState] = []
-        cursor: str | None = None
-        for _ in range(self._opts.max_pages):
-            raw = await self._call(
-                "tasks/list", {"cursor": cursor} if cursor else None, timeout=timeout,
-                idempotent=True,
-            )  # fmt: skip
-            page = decode_json(raw, "result of tasks/list")
-            body = cast("dict[str, Any]", page) if isinstance(page, dict) else {}
-            items: object = body.get("tasks")
-            if not isinstance(items, list):
-                raise ProtocolError("the result of tasks/list has no tasks array")
-            for item in cast("list[object]", items):
-                if not isinstance(item, dict):
-                    raise ProtocolError("tasks/list: a task is not an object")
-                states.append(decode_task(cast("dict[str, Any]", item), "tasks/list"))
-            next_cursor: object = body.get("nextCursor")
-            if not isinstance(next_cursor, str) or not next_cursor:
-                return states
-            cursor = next_cursor
-        raise ProtocolError(f"tasks/list: more than {self._opts.max_pages} pages")
-
-    def _param_headers(self, name: str, arguments: Mapping[str, Any]) -> Mapping[str, str] | None:
-        tool = self._tool_headers.wire.get(name)
-        if tool is None:
-            return None
-        return param_headers(tool, dict(arguments))
+        return await self._task_states(timeout)
 
     async def list_resources(
         self, *, cache: bool = True, timeout: float | None = None
@@ -1759,8 +791,8 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         Raises:
             ResourceNotFoundError: The server has no such resource.
         """
-        if cache and self._cache:
-            hit = self._cache_get("resources/read", uri)
+        if cache and self._cache.entries:
+            hit = self._cache.get("resources/read", uri)
             if hit is not None:
                 return cast(t.ReadResourceResult, hit)
         raw = await self._call(
@@ -1768,7 +800,7 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         )
         result = self._decode(raw, t.ReadResourceResult, "resources/read")
         if self._era == "modern":
-            self._cache_put("resources/read", uri, result)
+            self._cache.put("resources/read", uri, result)
         return result
 
     async def subscribe_resource(self, uri: str) -> None:
@@ -1883,8 +915,8 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
             level: ``debug``, ``info``, ``notice``, ``warning``, ``error``, ``critical``,
                 ``alert`` or ``emergency``.
         """
-        if level not in _LOG_LEVELS:
-            raise ValueError(f"unknown log level {level!r}; use one of {sorted(_LOG_LEVELS)}")
+        if level not in LOG_LEVELS:
+            raise ValueError(f"unknown log level {level!r}; use one of {sorted(LOG_LEVELS)}")
         self._rpc.check_usable()
         self._log_level = level
         if self._era == "modern":
@@ -1942,100 +974,16 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
         self._rpc.check_usable()
         uris = frozenset(resource_uris)
         if self._era == "modern":
-            async with self._listen_modern(tools, prompts, resources, sorted(uris), buffer) as rx:
-                yield rx
+            wanted = listen_wanted(tools, prompts, resources, sorted(uris))
+            meta = functools.partial(self._with_meta, "subscriptions/listen", None)
+            async with self._notes.listen_modern(wanted, meta, buffer) as channel:
+                yield channel
             return
-        methods: set[str] = set()
-        if tools:
-            methods.add("notifications/tools/list_changed")
-        if prompts:
-            methods.add("notifications/prompts/list_changed")
-        if resources:
-            methods.add("notifications/resources/list_changed")
-        if uris:
-            methods.add("notifications/resources/updated")
-        async with self._subscribe(frozenset(methods), buffer, uris=uris) as (channel, _sub):
-            subscribed: list[str] = []
-            try:
-                for uri in sorted(uris):
-                    await self.subscribe_resource(uri)
-                    subscribed.append(uri)
-                yield channel
-            finally:
-                with trio.move_on_after(self._opts.cancel_notice_timeout, shield=True):
-                    for uri in subscribed:
-                        if not self._rpc.usable:
-                            break
-                        try:
-                            await self.unsubscribe_resource(uri)
-                        except (MCPError, trio.ClosedResourceError) as exc:
-                            logger.debug("unsubscribe %s failed: %r", uri, exc)
-
-    @asynccontextmanager
-    async def _listen_modern(
-        self, tools: bool, prompts: bool, resources: bool, uris: list[str], buffer: int | None
-    ) -> AsyncGenerator[trio.MemoryReceiveChannel[Notification], None]:
-        wanted: dict[str, Any] = {}
-        if tools:
-            wanted["toolsListChanged"] = True
-        if prompts:
-            wanted["promptsListChanged"] = True
-        if resources:
-            wanted["resourcesListChanged"] = True
-        if uris:
-            wanted["resourceSubscriptions"] = uris
-        request_id = self._rpc.new_id()  # its notifications carry this id
-        scope = trio.CancelScope()
-        failures: list[MCPError] = []
-        async with self._subscribe(None, buffer, subscription_id=request_id) as (channel, sub):
-
-            async def hold_request() -> None:
-                # Runs in the session's nursery, so the caller's block never sits inside a
-                # nursery of ours (its exceptions stay bare, never an ExceptionGroup).
-                with scope:
-                    try:
-                        await self._rpc.request(
-                            "subscriptions/listen",
-                            {
-                                **self._with_meta("subscriptions/listen", None),
-                                "notifications": wanted,
-                            },
-                            request_id=request_id,
-                        )  # long-lived by design: no default timeout
-                    except MCPError as exc:
-                        failures.append(exc)
-                        logger.debug("subscriptions/listen ended: %r", exc)
-                    except trio.ClosedResourceError:
-                        logger.debug("subscriptions/listen ended: the session was closed")
-                sub.acknowledged.set()
-                sub.send.close()
-
-            if not self._rpc.spawn(hold_request, name="trio_mcp subscriptions/listen"):
-                self._rpc.check_usable()
-            try:
-                with trio.move_on_after(self._opts.listen_ack_timeout):
-                    await sub.acknowledged.wait()
-                if failures and not isinstance(failures[0], ConnectionClosed):
-                    raise fresh_copy(failures[0])
-                if not self._rpc.usable:
-                    raise self._rpc.error_for_caller()
-                if not sub.acknowledged.is_set():
-                    logger.warning(
-                        "no acknowledgement of subscriptions/listen within %s s; listening anyway",
-                        self._opts.listen_ack_timeout,
-                    )
-                elif sub.granted is not None:
-                    self._check_acknowledged(wanted, sub.granted)
-                yield channel
-            finally:
-                scope.cancel()
-
-    @staticmethod
-    def _check_acknowledged(wanted: Mapping[str, Any], granted: Mapping[str, Any]) -> None:
-        for key, value in wanted.items():
-            got = granted.get(key)
-            if got != value:
-                logger.warning("the server did not acknowledge %s=%r (got %r)", key, value, got)
+        methods = legacy_methods(tools, prompts, resources, uris)
+        async with self._notes.listen_legacy(
+            methods, uris, buffer, self.subscribe_resource, self.unsubscribe_resource
+        ) as channel:
+            yield channel
 
     # -- closing -------------------------------------------------------------------------
 
@@ -2051,10 +999,10 @@ class ClientSession(EraNegotiation, metaclass=NoPublicConstructor):
             return
         if self._stop_roots is not None:
             self._stop_roots()
-        for sub in self._subscribers:
+        for sub in self._notes.subscribers:
             sub.send.close()
         await self._rpc.aclose()
-        self._callback_drops.flush()
+        self._notes.callback_drops.flush()
 
     async def _roots_changed(self) -> None:
         """Tell a legacy server that the :class:`Roots` set changed (bounded, never raises)."""
@@ -2083,9 +1031,3 @@ def _version() -> str:
         return version("trio-mcp")
     except Exception:
         return "0.0.0"
-
-
-def _schema_failed(name: str, error: SchemaError) -> SchemaError:
-    """A tool's ``outputSchema`` that was not compiled: logged once (then cached)."""
-    logger.warning("outputSchema of tool %r: %s", name, error)
-    return error

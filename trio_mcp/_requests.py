@@ -1,0 +1,550 @@
+"""The request path of a session: one meaning of ``timeout=``, and the multi-round-trip loop.
+
+:class:`RequestPath` is a mixin of :class:`~trio_mcp.ClientSession` (the session sets the
+attributes it reads in its ``__init__``; a mixin, not a component, so that the hot path
+stays one method call from ``call_tool`` to the connection). It holds, for requests in
+both directions:
+
+* **One meaning of** ``timeout=``: the whole call, in both eras (every round of a
+  multi-round-trip call and the handlers answering its input requests included), extended
+  by progress when ``progress_resets_timeout`` is set, never past ``max_timeout``.
+* **The multi-round-trip loop** (modern era): ``_meta`` added, protocol-version retry,
+  idempotent re-issue after a broken stream, ``input_required`` rounds answered through
+  the session's handlers, tasks driven to their end, claimed ``resultType`` values.
+* **Server-to-client requests**: their :class:`RequestContext`, and the task receiver.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, Final, TypeVar, cast, overload
+
+import msgspec
+import trio
+from msgspec import UNSET, UnsetType
+
+from . import _tracing
+from . import types as t
+from ._eras import MODERN_VERSIONS
+from ._exceptions import (
+    ConnectionClosed,
+    InputRequestError,
+    ProtocolError,
+    UnsupportedProtocolVersionError,
+)
+from ._handlers import HandlerError, RequestContext
+from ._jsonrpc import RequestId, decode_json, decode_payload
+from ._negotiation import EraNegotiation
+from ._tasks import RECEIVER_METHODS, TaskDriver, TaskState, ToolTask, decode_task
+
+if TYPE_CHECKING:
+    from ._result_cache import ResultCache
+    from ._session import ClientSession
+    from ._subscriptions import Notifications
+    from ._tools import ToolBook
+
+__all__ = ["ProgressCallback", "RequestPath", "ResultClaimHandler", "ResultHead", "T"]
+
+logger = logging.getLogger("trio_mcp")
+
+T = TypeVar("T")
+R = TypeVar("R", bound=t.Result)
+
+_INPUT_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
+ProgressCallback = Callable[[t.ProgressNotificationParams], "Awaitable[None] | None"]
+ResultClaimHandler = Callable[[str, dict[str, Any]], Awaitable[Mapping[str, Any]]]
+
+
+class ResultHead(msgspec.Struct, rename="camel"):
+    result_type: str | UnsetType = UNSET
+    input_requests: dict[str, msgspec.Raw] | UnsetType = UNSET
+    request_state: msgspec.Raw | UnsetType = UNSET
+
+
+def _complete_as(raw: msgspec.Raw, tp: type[R]) -> R | None:
+    """``raw`` decoded as ``tp`` if it is one and complete, else None (no error raised)."""
+    try:
+        result = decode_payload(raw, tp, "result")
+    except ProtocolError:  # not a tp: an incomplete result, or an invalid one (said later)
+        return None
+    kind = result.result_type
+    return result if kind is UNSET or kind == "complete" else None
+
+
+class _InputRequest(msgspec.Struct):
+    method: str
+    params: msgspec.Raw = msgspec.Raw(b"{}")
+
+
+class RequestPath(EraNegotiation):
+    """The request path of :class:`~trio_mcp.ClientSession` (a mixin: the session sets the
+    attributes declared here in its ``__init__``)."""
+
+    _claims: dict[str, tuple[frozenset[str] | None, ResultClaimHandler]]
+    _notes: Notifications
+    _cache: ResultCache
+    _tools: ToolBook
+
+    # -- the request path ----------------------------------------------------------------
+
+    def _decode(self, raw: msgspec.Raw, tp: type[T], method: str) -> T:
+        return decode_payload(raw, tp, f"result of {method}")
+
+    def _with_meta(self, method: str, params: Mapping[str, Any] | None) -> dict[str, Any] | Any:
+        if self._era != "modern":
+            return params
+        base = self._meta_full if method in _INPUT_METHODS else self._meta_plain
+        merged: dict[str, Any] = dict(params) if params else {}
+        given = merged.get("_meta")
+        merged["_meta"] = {**given, **base} if isinstance(given, Mapping) and given else base
+        return merged
+
+    @overload
+    async def _call(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        name: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        idempotent: bool = False,
+        keep_task: bool = False,
+        tp: None = None,
+    ) -> msgspec.Raw: ...
+
+    @overload
+    async def _call(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        name: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        idempotent: bool = False,
+        keep_task: bool = False,
+        tp: type[R],
+    ) -> R: ...
+
+    async def _call(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        name: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        idempotent: bool = False,
+        keep_task: bool = False,
+        tp: type[R] | None = None,
+    ) -> msgspec.Raw | R:
+        """One logical call in either era, with one meaning of ``timeout``: the whole call.
+
+        A task the server makes of a ``tools/call`` is driven to its end within that
+        timeout, unless ``keep_task`` asks for the task itself. With ``tp`` the result comes
+        decoded as that type (in the modern era the one decode also tells its
+        ``resultType``); without, raw.
+        """
+        if _tracing.active():
+            with _tracing.traced(method, name, params) as params:
+                out = await self._timed(
+                    method, params, timeout, on_progress, name, headers, idempotent, keep_task, tp
+                )
+        elif timeout is None and self._opts.default_timeout is None:
+            if self._era != "modern" and (params is None or "task" not in params):
+                # The common case, one round trip with nothing around it: straight to the
+                # connection (one coroutine frame per pending request instead of four).
+                out = await self._rpc.request(
+                    method, params, on_progress=on_progress, name=name, headers=headers,
+                    idempotent=idempotent,
+                )  # fmt: skip
+            else:
+                out = await self._rounds(
+                    method, params, on_progress, name, headers, idempotent, keep_task, tp
+                )
+        else:
+            out = await self._timed(
+                method, params, timeout, on_progress, name, headers, idempotent, keep_task, tp
+            )
+        if tp is None:
+            return cast(msgspec.Raw, out)
+        if isinstance(out, tp):
+            return out
+        return self._decode(cast(msgspec.Raw, out), tp, method)
+
+    async def _timed(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        timeout: float | None,
+        on_progress: ProgressCallback | None,
+        name: str | None,
+        headers: Mapping[str, str] | None,
+        idempotent: bool,
+        keep_task: bool,
+        tp: type[t.Result] | None,
+    ) -> msgspec.Raw | t.Result:
+        if timeout is None:
+            timeout = self._opts.default_timeout
+        if timeout is None:
+            return await self._rounds(
+                method, params, on_progress, name, headers, idempotent, keep_task, tp
+            )
+        if not timeout > 0:
+            raise ValueError(f"timeout must be positive, not {timeout!r}")
+        started = trio.current_time()
+        scope = trio.CancelScope(deadline=started + timeout)
+        if self._opts.progress_resets_timeout:
+            on_progress = self._deadline_bumper(scope, started, timeout, on_progress)
+        with scope:
+            return await self._rounds(
+                method, params, on_progress, name, headers, idempotent, keep_task, tp
+            )
+        raise trio.TooSlowError(f"{method} timed out after {timeout} s")
+
+    def _deadline_bumper(
+        self,
+        scope: trio.CancelScope,
+        started: float,
+        timeout: float,
+        on_progress: ProgressCallback | None,
+    ) -> ProgressCallback:
+        """A progress callback that extends ``scope`` (never past ``max_timeout``)."""
+        hard_limit = self._opts.max_timeout
+
+        def bump(progress: t.ProgressNotificationParams) -> Awaitable[None] | None:
+            deadline = trio.current_time() + timeout
+            if hard_limit is not None:
+                deadline = min(deadline, started + hard_limit)
+            scope.deadline = max(scope.deadline, deadline)
+            return on_progress(progress) if on_progress is not None else None
+
+        return bump
+
+    async def _rounds(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        on_progress: ProgressCallback | None,
+        name: str | None,
+        headers: Mapping[str, str] | None,
+        idempotent: bool,
+        keep_task: bool = False,
+        tp: type[t.Result] | None = None,
+    ) -> msgspec.Raw | t.Result:
+        """Version retry, idempotent re-issue, the multi-round-trip loop, claimed results.
+
+        A modern result is returned decoded as ``tp`` when it decodes as one and is
+        complete (one decode instead of two: the ``resultType`` comes with it); otherwise
+        raw, after its ``resultType`` was dealt with.
+        """
+        rpc = self._rpc
+        if self._era != "modern":
+            raw = await rpc.request(
+                method, params, on_progress=on_progress, name=name, headers=headers,
+                idempotent=idempotent,
+            )  # fmt: skip
+            if method == "tools/call" and isinstance(params, Mapping) and "task" in params:
+                driver = self._legacy_task(raw)
+                if driver is not None and not keep_task:
+                    return await driver.run()
+            return raw
+        extra: dict[str, Any] = {}
+        version_retried = False
+        stream_retried = False
+        rounds = 0
+        while True:
+            merged = self._with_meta(method, params)
+            if extra:
+                merged = {**merged, **extra}
+            try:
+                raw = await rpc.request(
+                    method, merged, on_progress=on_progress, name=name, headers=headers,
+                    idempotent=idempotent,
+                )  # fmt: skip
+            except UnsupportedProtocolVersionError as exc:
+                mutual = [v for v in MODERN_VERSIONS if v in exc.supported]
+                if version_retried or not mutual or mutual[0] == self._protocol_version:
+                    raise
+                version_retried = True
+                self._set_modern(mutual[0])
+                continue
+            except ConnectionClosed as exc:
+                if not (idempotent and rpc.usable and not stream_retried):
+                    raise
+                stream_retried = True  # only this request's stream broke: re-issue it once
+                logger.debug("re-issuing %s after a broken stream: %s", method, exc)
+                continue
+            if tp is not None:
+                complete = _complete_as(raw, tp)
+                if complete is not None:
+                    return complete
+            head = decode_payload(raw, ResultHead, f"result of {method}")
+            kind = head.result_type
+            if kind is UNSET or kind == "complete":
+                return raw
+            if kind == "task" and method == "tools/call":
+                return raw if keep_task else await self._modern_task(raw).run()
+            claim = self._claims.get(kind)
+            if claim is not None and (claim[0] is None or method in claim[0]):
+                return await self._resolve_claim(kind, claim[1], method, raw)
+            if kind != "input_required" or method not in _INPUT_METHODS:
+                raise ProtocolError(f"unexpected resultType {kind!r} in the result of {method}")
+            rounds += 1
+            if rounds > self._opts.max_input_rounds:
+                raise InputRequestError(
+                    f"{method} still required input after {self._opts.max_input_rounds} "
+                    "rounds; giving up (raise max_input_rounds to allow more)"
+                )
+            extra = {}
+            if head.input_requests is not UNSET and head.input_requests:
+                extra["inputResponses"] = await self._gather_inputs(head.input_requests)
+            if head.request_state is not UNSET:
+                # echoed byte for byte, so it must be valid JSON (UTF-8 included) first
+                decode_json(head.request_state, f"requestState of {method}")
+                extra["requestState"] = head.request_state
+
+    # -- tasks and claimed result types (SEP-2663, SEP-1686, SEP-2133) ------------------
+
+    def _driver(self, state: TaskState, body: dict[str, Any], *, legacy: bool) -> TaskDriver:
+        return TaskDriver(
+            state=state,
+            legacy=legacy,
+            call=self._call,
+            gather=self._gather_inputs,
+            add_handler=self._notes.add_handler,
+            cancel_notice_timeout=self._opts.cancel_notice_timeout,
+            max_input_rounds=self._opts.max_input_rounds,
+            body=body,
+        )
+
+    def _modern_task(self, raw: msgspec.Raw) -> TaskDriver:
+        body = decode_json(raw, "result of tools/call")
+        if not isinstance(body, dict):
+            raise ProtocolError("the task result of tools/call is not an object")
+        wire = cast("dict[str, Any]", body)
+        return self._driver(decode_task(wire, "result of tools/call"), wire, legacy=False)
+
+    def _legacy_task(self, raw: msgspec.Raw) -> TaskDriver | None:
+        """A 2025-11-25 ``CreateTaskResult``'s driver; None for an ordinary result."""
+        body = decode_json(raw, "result of tools/call")
+        if not isinstance(body, dict):
+            return None
+        task: object = cast("dict[str, Any]", body).get("task")
+        if not isinstance(task, dict) or "content" in body:
+            return None
+        wire = cast("dict[str, Any]", task)
+        return self._driver(decode_task(wire, "CreateTaskResult"), wire, legacy=True)
+
+    async def _resolve_claim(
+        self, kind: str, handler: ResultClaimHandler, method: str, raw: msgspec.Raw
+    ) -> msgspec.Raw:
+        body = decode_json(raw, f"result of {method}")
+        if not isinstance(body, dict):
+            raise ProtocolError(f"the {kind!r} result of {method} is not an object")
+        final = await handler(method, cast("dict[str, Any]", body))
+        try:
+            return msgspec.Raw(msgspec.json.encode(final))
+        except (TypeError, msgspec.EncodeError) as exc:
+            raise ProtocolError(
+                f"the handler of resultType {kind!r} returned no JSON value: {exc}"
+            ) from exc
+
+    async def _gather_inputs(self, requests: Mapping[str, msgspec.Raw]) -> dict[str, Any]:
+        """Answer a round's input requests concurrently, through the session's handlers."""
+        responses: dict[str, Any] = {}
+        failures: list[str] = []
+
+        async def one(key: str, raw: msgspec.Raw) -> None:
+            try:
+                request = decode_payload(raw, _InputRequest, f"input request {key!r}")
+                if not self._handlers.can_handle(request.method):
+                    failures.append(f"{key}: no handler for {request.method}")
+                    return
+                ctx = self._context(request.method, key, request.params)
+                responses[key] = await self._handlers.handle(request.method, request.params, ctx)
+            except HandlerError as exc:
+                failures.append(f"{key}: failed: {exc.message}")
+            except Exception as exc:  # never an ExceptionGroup for the caller
+                failures.append(f"{key}: {exc}")
+
+        async with trio.open_nursery() as nursery:
+            for key, raw in requests.items():
+                nursery.start_soon(one, key, raw)
+        if failures:
+            raise InputRequestError(
+                "the server asked for input that could not be given: " + "; ".join(failures)
+            )
+        return responses
+
+    def _context(self, method: str, request_id: RequestId, params: msgspec.Raw) -> RequestContext:
+        name = self._server_info.name if self._server_info is not None else None
+        meta: Mapping[str, Any] | None = None
+        try:
+            decoded: object = decode_json(params, "params")
+        except ProtocolError:
+            decoded = None
+        if isinstance(decoded, dict):
+            found: object = cast("dict[str, Any]", decoded).get("_meta")
+            if isinstance(found, dict):
+                meta = cast("dict[str, Any]", found)
+        return RequestContext(cast("ClientSession", self), method, request_id, name, meta)
+
+    def _can_handle(self, method: str) -> bool:
+        if method in RECEIVER_METHODS:
+            return self._receiver is not None
+        return self._handlers.can_handle(method)
+
+    async def _handle_request(self, request_id: RequestId, method: str, params: msgspec.Raw) -> Any:
+        receiver = self._receiver
+        if receiver is not None:
+            if method in RECEIVER_METHODS:
+                return await receiver.serve(method, params)
+            task = receiver.wants_task(method, params)
+            if task is not None:
+                await trio.lowlevel.checkpoint()
+                ctx = self._context(method, request_id, params)
+                return receiver.create(method, params, ctx, task)
+        return await self._handlers.handle(
+            method, params, self._context(method, request_id, params)
+        )
+
+    # -- paged listings ----------------------------------------------------------------
+
+    async def _page(
+        self, method: str, tp: type[R], cursor: str | None, *, cache: bool = True,
+        timeout: float | None = None,
+    ) -> R:  # fmt: skip
+        key = cursor or ""
+        if cache and self._cache.entries:
+            hit = self._cache.get(method, key)
+            if hit is not None:
+                return cast(R, hit)
+        params = {"cursor": cursor} if cursor else None
+        page = await self._call(method, params, timeout=timeout, idempotent=True, tp=tp)
+        if self._era == "modern":
+            self._cache.put(method, key, page)
+        return page
+
+    async def _all_pages(
+        self, method: str, tp: type[Any], attr: str, *, cache: bool, timeout: float | None
+    ) -> list[Any]:
+        items: list[Any] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        for _ in range(self._opts.max_pages):
+            page = await self._page(method, tp, cursor, cache=cache, timeout=timeout)
+            items.extend(getattr(page, attr))
+            next_cursor = page.next_cursor
+            if next_cursor is UNSET or next_cursor is None or next_cursor == "":
+                return items
+            if next_cursor in seen:
+                raise ProtocolError(
+                    f"{method}: the server repeated cursor {next_cursor!r}; stopping"
+                )
+            seen.add(next_cursor)
+            cursor = next_cursor
+        raise ProtocolError(
+            f"{method}: more than {self._opts.max_pages} pages; use the *_page method to page "
+            "by hand or raise max_pages"
+        )
+
+    # -- tool calls and their tasks ------------------------------------------------------
+
+    def _wants_legacy_task(self, name: str) -> bool:
+        """2025-11-25: does this tool call go out task-augmented (``task: {}``)?"""
+        if self._era != "legacy" or self._protocol_version != "2025-11-25":
+            return False
+        tasks = (self._server_capabilities or t.ServerCapabilities()).tasks
+        requests: object = tasks.get("requests") if isinstance(tasks, dict) else None
+        tools: object = (
+            cast("dict[str, Any]", requests).get("tools") if isinstance(requests, dict) else None
+        )
+        if not isinstance(tools, dict) or "call" not in tools:
+            return False
+        tool = self._tools.known.get(name)
+        execution = tool.execution if tool is not None else UNSET
+        support = execution.task_support if execution is not UNSET else None
+        return support == "required" or (support == "optional" and self._opts.tasks)
+
+    def _tool_call(
+        self, name: str, args: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], Mapping[str, str] | None]:
+        """The params of a ``tools/call`` and its ``Mcp-Param-*`` headers (if any)."""
+        params: dict[str, Any] = {"name": name, "arguments": args}
+        if self._wants_legacy_task(name):
+            params["task"] = {}
+        headers: Mapping[str, str] | None = None
+        if self._transport.wants_param_headers:
+            headers = self._tools.param_headers(name, args)
+        return params, headers
+
+    def _tool_result(self, name: str, raw: msgspec.Raw) -> t.CallToolResult:
+        """Decode a tool result and check it against the tool's ``outputSchema``."""
+        return self._tools.checked(name, self._decode(raw, t.CallToolResult, "tools/call"))
+
+    @asynccontextmanager
+    async def _tool_task(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        timeout: float | None,
+        on_progress: ProgressCallback | None,
+    ) -> AsyncGenerator[ToolTask, None]:
+        """:meth:`ClientSession.start_tool_task`: the call, and the task it became."""
+        args: Mapping[str, Any] = arguments if arguments is not None else {}
+        params, headers = self._tool_call(name, args)
+        await self._tools.prepare_output_schema(name)  # (the result is checked synchronously)
+        raw = await self._call(
+            "tools/call",
+            params,
+            timeout=timeout,
+            on_progress=on_progress,
+            name=name,
+            headers=headers,
+            keep_task=True,
+        )
+        driver: TaskDriver | None
+        if self._era == "modern":
+            head = decode_payload(raw, ResultHead, "result of tools/call")
+            driver = self._modern_task(raw) if head.result_type == "task" else None
+        else:
+            driver = self._legacy_task(raw)
+        task = ToolTask(
+            driver, functools.partial(self._tool_result, name), raw if driver is None else None
+        )
+        try:
+            yield task
+        finally:
+            await task._close()  # pyright: ignore[reportPrivateUsage]
+
+    async def _task_states(self, timeout: float | None) -> list[TaskState]:
+        """:meth:`ClientSession.list_tasks`: every page of ``tasks/list``."""
+        states: list[TaskState] = []
+        cursor: str | None = None
+        for _ in range(self._opts.max_pages):
+            raw = await self._call(
+                "tasks/list", {"cursor": cursor} if cursor else None, timeout=timeout,
+                idempotent=True,
+            )  # fmt: skip
+            page = decode_json(raw, "result of tasks/list")
+            body = cast("dict[str, Any]", page) if isinstance(page, dict) else {}
+            items: object = body.get("tasks")
+            if not isinstance(items, list):
+                raise ProtocolError("the result of tasks/list has no tasks array")
+            for item in cast("list[object]", items):
+                if not isinstance(item, dict):
+                    raise ProtocolError("tasks/list: a task is not an object")
+                states.append(decode_task(cast("dict[str, Any]", item), "tasks/list"))
+            next_cursor: object = body.get("nextCursor")
+            if not isinstance(next_cursor, str) or not next_cursor:
+                return states
+            cursor = next_cursor
+        raise ProtocolError(f"tasks/list: more than {self._opts.max_pages} pages")

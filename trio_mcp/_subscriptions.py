@@ -1,0 +1,431 @@
+"""Notifications: route each one the server sends, to channels, callbacks and waiters.
+
+One :class:`Notifications` per session owns everything notification-shaped: the subscriber
+channels (``notifications()``, ``listen()``), the callbacks (``add_notification_handler``
+and the typed ``on_*`` helpers), the ``elicitation/complete`` waiters, and the routing of
+each notification the reader hands over (in the reader: quick, and total), which also
+drops the cached results and tool listing a change notification makes stale. ``listen``
+itself lives here too: ``subscriptions/listen`` for modern servers, a client-side filter
+plus ``resources/subscribe`` for legacy ones.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, TypeVar, cast
+
+import msgspec
+import trio
+
+from . import types as t
+from ._droplog import DropLog
+from ._exceptions import ConnectionClosed, MCPError, ProtocolError, fresh_copy
+from ._jsonrpc import decode_json
+from ._result_cache import MAX_CACHE_ENTRIES, ResultCache
+from ._rpc import RPCConnection
+
+__all__ = ["LOG_LEVELS", "ListKind", "Notification", "Notifications", "Subscriber"]
+
+logger = logging.getLogger("trio_mcp")
+server_logger = logging.getLogger("trio_mcp.server")
+
+T = TypeVar("T")
+ListKind = Literal["tools", "prompts", "resources"]
+
+_META_SUBSCRIPTION: Final = t.META_SUBSCRIPTION_ID
+_MAX_CALLBACK_TASKS: Final = 64
+LOG_LEVELS: Final = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
+_INVALIDATES: Final = {
+    "notifications/tools/list_changed": ("tools/list",),
+    "notifications/prompts/list_changed": ("prompts/list",),
+    "notifications/resources/list_changed": ("resources/list", "resources/templates/list"),
+}
+
+
+def _call_with_kind(callback: Callable[[ListKind], Any], kind: ListKind, _note: Any) -> Any:
+    return callback(kind)
+
+
+class Notification(msgspec.Struct, frozen=True):
+    """A notification from the server, as delivered to subscribers.
+
+    Attributes:
+        method: The notification method, e.g. ``notifications/tools/list_changed``.
+        params: The decoded params (a dict; empty when the server sent none).
+    """
+
+    method: str
+    params: dict[str, Any] = {}
+
+
+@dataclass(eq=False)
+class Subscriber:
+    """One channel's filter: methods, a ``subscriptions/listen`` id, resource URIs."""
+
+    methods: frozenset[str] | None
+    send: trio.MemorySendChannel[Notification]
+    subscription_id: int | str | None = None
+    uris: frozenset[str] | None = None
+    acknowledged: trio.Event = field(default_factory=trio.Event)
+    granted: Mapping[str, Any] | None = None
+    drops: DropLog = field(
+        default_factory=lambda: DropLog("notification subscriber is full; dropped")
+    )
+
+
+class Notifications:
+    """One session's notifications: routing, subscriber channels, callbacks, listen."""
+
+    rpc: RPCConnection  # set by the session right after it made the connection
+
+    def __init__(
+        self,
+        cache: ResultCache,
+        forget_listing: Callable[[], None],
+        *,
+        buffer: int,
+        cancel_notice_timeout: float,
+        listen_ack_timeout: float,
+    ) -> None:
+        self._cache = cache
+        self._forget_listing = forget_listing
+        self._buffer = buffer
+        self._cancel_notice_timeout = cancel_notice_timeout
+        self._listen_ack_timeout = listen_ack_timeout
+        self.subscribers: list[Subscriber] = []
+        self.handlers: dict[str, list[Callable[[Notification], Any]]] = {}
+        self.callback_tasks = 0
+        self.callback_drops = DropLog("dropping the async notification callback for")
+        # notifications/elicitation/complete: waiters, and recently completed ids (bounded)
+        self._elicitation_waiters: dict[str, trio.Event] = {}
+        self._elicitations_done: dict[str, None] = {}
+
+    def close(self) -> None:
+        """The session stopped: every channel ends, every waiter wakes."""
+        for sub in self.subscribers:
+            sub.send.close()
+        for event in self._elicitation_waiters.values():
+            event.set()
+
+    # -- elicitation/complete ------------------------------------------------------------
+
+    def _elicitation_completed(self, elicitation_id: object) -> None:
+        if not isinstance(elicitation_id, str):
+            return
+        self._elicitations_done[elicitation_id] = None
+        while len(self._elicitations_done) > MAX_CACHE_ENTRIES:
+            del self._elicitations_done[next(iter(self._elicitations_done))]
+        event = self._elicitation_waiters.pop(elicitation_id, None)
+        if event is not None:
+            event.set()
+
+    async def wait_elicitation_complete(self, elicitation_id: str, timeout: float | None) -> None:
+        """See :meth:`ClientSession.wait_elicitation_complete`."""
+        self.rpc.check_usable()
+        if elicitation_id in self._elicitations_done:
+            await trio.lowlevel.checkpoint()
+            return
+        event = self._elicitation_waiters.setdefault(elicitation_id, trio.Event())
+        with trio.fail_after(timeout if timeout is not None else float("inf")):
+            await event.wait()
+        if elicitation_id not in self._elicitations_done:
+            self.rpc.check_usable()
+
+    # -- routing -------------------------------------------------------------------------
+
+    def route(self, method: str, raw: msgspec.Raw) -> None:
+        """Route one notification (in the reader: quick, and total)."""
+        try:
+            decoded: object = decode_json(raw, f"params of {method}")
+        except ProtocolError as exc:
+            logger.debug("dropping a notification with undecodable params: %s", exc)
+            return
+        params = cast("dict[str, Any]", decoded) if isinstance(decoded, dict) else {}
+        if method == "notifications/cancelled":
+            cancelled = params.get("requestId")
+            for sub in self.subscribers:  # the server tore down a subscriptions/listen stream
+                if sub.subscription_id is not None and sub.subscription_id == cancelled:
+                    sub.send.close()
+        elif method == "notifications/message":
+            level = LOG_LEVELS.get(str(params.get("level")), logging.INFO)
+            server_logger.log(level, "%s: %s", params.get("logger", "server"), params.get("data"))
+        for prefix in _INVALIDATES.get(method, ()):
+            self._cache.invalidate(prefix)
+        if method == "notifications/tools/list_changed":
+            self._forget_listing()
+        elif method == "notifications/elicitation/complete":
+            self._elicitation_completed(params.get("elicitationId"))
+        uri: object = params.get("uri")
+        if method == "notifications/resources/updated" and isinstance(uri, str):
+            self._cache.forget("resources/read", uri)
+        note = Notification(method, params)
+        subscription_id: object = None
+        meta: object = params.get("_meta")
+        if isinstance(meta, dict):
+            subscription_id = cast("dict[str, Any]", meta).get(_META_SUBSCRIPTION)
+        for sub in self.subscribers:
+            if sub.methods is not None and method not in sub.methods:
+                continue
+            if sub.subscription_id is not None:
+                if subscription_id != sub.subscription_id:
+                    continue
+                if method == "notifications/subscriptions/acknowledged":
+                    granted = params.get("notifications")
+                    sub.granted = (
+                        cast("dict[str, Any]", granted) if isinstance(granted, dict) else {}
+                    )
+                    sub.acknowledged.set()
+                    continue
+            if (
+                sub.uris is not None
+                and method == "notifications/resources/updated"
+                and (not isinstance(uri, str) or uri not in sub.uris)
+            ):
+                continue
+            try:
+                sub.send.send_nowait(note)
+            except trio.WouldBlock:
+                sub.drops.dropped(method)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass
+        for key in (method, "*"):
+            for callback in tuple(self.handlers.get(key, ())):
+                self._run_callback(callback, note)
+
+    def _run_callback(self, callback: Callable[[Notification], Any], note: Notification) -> None:
+        try:
+            outcome = callback(note)
+        except Exception:
+            logger.exception("notification callback for %s raised", note.method)
+            return
+        if not inspect.isawaitable(outcome):
+            return
+        if self.callback_tasks >= _MAX_CALLBACK_TASKS:
+            self.callback_drops.dropped(f"{note.method} ({self.callback_tasks} are running)")
+            if inspect.iscoroutine(outcome):
+                outcome.close()
+            return
+        self.callback_tasks += 1
+        if not self.rpc.spawn(self._await_callback, outcome, note, name="trio_mcp callback"):
+            self.callback_tasks -= 1
+            if inspect.iscoroutine(outcome):
+                outcome.close()
+
+    async def _await_callback(self, outcome: Awaitable[Any], note: Notification) -> None:
+        try:
+            await outcome
+        except Exception:
+            logger.exception("notification callback for %s raised", note.method)
+        finally:
+            self.callback_tasks -= 1
+
+    # -- callbacks -----------------------------------------------------------------------
+
+    def add_handler(
+        self, method: str, callback: Callable[[Notification], Any]
+    ) -> Callable[[], None]:
+        """See :meth:`ClientSession.add_notification_handler`."""
+        self.handlers.setdefault(method, []).append(callback)
+
+        def remove() -> None:
+            handlers = self.handlers.get(method, [])
+            if callback in handlers:
+                handlers.remove(callback)
+
+        return remove
+
+    def typed_handler(
+        self, methods: Iterable[str], tp: type[T], callback: Callable[[T], Any]
+    ) -> Callable[[], None]:
+        """Call ``callback`` with each notification of ``methods``, its params as ``tp``."""
+
+        def deliver(note: Notification) -> Any:
+            try:
+                value = msgspec.convert(note.params, tp)
+            except msgspec.ValidationError as exc:
+                logger.debug("dropping a malformed %s: %s", note.method, exc)
+                return None
+            return callback(value)
+
+        removers = [self.add_handler(method, deliver) for method in methods]
+
+        def remove() -> None:
+            for remover in removers:
+                remover()
+
+        return remove
+
+    def on_list_changed(
+        self, callback: Callable[[ListKind], Any], kinds: tuple[ListKind, ...]
+    ) -> Callable[[], None]:
+        """See :meth:`ClientSession.on_list_changed`."""
+        wanted = kinds or ("tools", "prompts", "resources")
+        for kind in wanted:
+            if kind not in ("tools", "prompts", "resources"):
+                raise ValueError(f"unknown list kind {kind!r}: use tools, prompts or resources")
+        removers = [
+            self.add_handler(
+                f"notifications/{kind}/list_changed",
+                functools.partial(_call_with_kind, callback, kind),
+            )
+            for kind in wanted
+        ]
+
+        def remove() -> None:
+            for remover in removers:
+                remover()
+
+        return remove
+
+    # -- channels ------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def subscribe(
+        self,
+        methods: frozenset[str] | None,
+        buffer: int | None,
+        subscription_id: int | str | None = None,
+        uris: frozenset[str] | None = None,
+    ) -> AsyncGenerator[tuple[trio.MemoryReceiveChannel[Notification], Subscriber], None]:
+        """A channel of the notifications that pass the filter, while the block runs."""
+        send, receive = trio.open_memory_channel[Notification](
+            self._buffer if buffer is None else buffer
+        )
+        sub = Subscriber(methods, send, subscription_id, uris)
+        self.subscribers.append(sub)
+        if not self.rpc.usable:
+            send.close()
+        try:
+            async with receive:
+                yield receive, sub
+        finally:
+            self.subscribers.remove(sub)
+            send.close()
+            sub.drops.flush()
+
+    @asynccontextmanager
+    async def listen_legacy(
+        self,
+        methods: frozenset[str],
+        uris: frozenset[str],
+        buffer: int | None,
+        subscribe: Callable[[str], Awaitable[None]],
+        unsubscribe: Callable[[str], Awaitable[None]],
+    ) -> AsyncGenerator[trio.MemoryReceiveChannel[Notification], None]:
+        """``listen`` for a legacy server: filter here, ``resources/subscribe`` the URIs."""
+        async with self.subscribe(methods, buffer, uris=uris) as (channel, _sub):
+            subscribed: list[str] = []
+            try:
+                for uri in sorted(uris):
+                    await subscribe(uri)
+                    subscribed.append(uri)
+                yield channel
+            finally:
+                with trio.move_on_after(self._cancel_notice_timeout, shield=True):
+                    for uri in subscribed:
+                        if not self.rpc.usable:
+                            break
+                        try:
+                            await unsubscribe(uri)
+                        except (MCPError, trio.ClosedResourceError) as exc:
+                            logger.debug("unsubscribe %s failed: %r", uri, exc)
+
+    @asynccontextmanager
+    async def listen_modern(
+        self, wanted: dict[str, Any], meta: Callable[[], Any], buffer: int | None
+    ) -> AsyncGenerator[trio.MemoryReceiveChannel[Notification], None]:
+        """``listen`` for a modern server: one long-lived ``subscriptions/listen``."""
+        rpc = self.rpc
+        request_id = rpc.new_id()  # its notifications carry this id
+        scope = trio.CancelScope()
+        failures: list[MCPError] = []
+        async with self.subscribe(None, buffer, subscription_id=request_id) as (channel, sub):
+
+            async def hold_request() -> None:
+                # Runs in the session's nursery, so the caller's block never sits inside a
+                # nursery of ours (its exceptions stay bare, never an ExceptionGroup).
+                with scope:
+                    try:
+                        await rpc.request(
+                            "subscriptions/listen",
+                            {**meta(), "notifications": wanted},
+                            request_id=request_id,
+                        )  # long-lived by design: no default timeout
+                    except MCPError as exc:
+                        failures.append(exc)
+                        logger.debug("subscriptions/listen ended: %r", exc)
+                    except trio.ClosedResourceError:
+                        logger.debug("subscriptions/listen ended: the session was closed")
+                sub.acknowledged.set()
+                sub.send.close()
+
+            if not rpc.spawn(hold_request, name="trio_mcp subscriptions/listen"):
+                rpc.check_usable()
+            try:
+                with trio.move_on_after(self._listen_ack_timeout):
+                    await sub.acknowledged.wait()
+                if failures and not isinstance(failures[0], ConnectionClosed):
+                    raise fresh_copy(failures[0])
+                if not rpc.usable:
+                    raise rpc.error_for_caller()
+                if not sub.acknowledged.is_set():
+                    logger.warning(
+                        "no acknowledgement of subscriptions/listen within %s s; listening anyway",
+                        self._listen_ack_timeout,
+                    )
+                elif sub.granted is not None:
+                    _check_acknowledged(wanted, sub.granted)
+                yield channel
+            finally:
+                scope.cancel()
+
+
+def listen_wanted(tools: bool, prompts: bool, resources: bool, uris: list[str]) -> dict[str, Any]:
+    """The ``notifications`` param of ``subscriptions/listen``."""
+    wanted: dict[str, Any] = {}
+    if tools:
+        wanted["toolsListChanged"] = True
+    if prompts:
+        wanted["promptsListChanged"] = True
+    if resources:
+        wanted["resourcesListChanged"] = True
+    if uris:
+        wanted["resourceSubscriptions"] = uris
+    return wanted
+
+
+def legacy_methods(
+    tools: bool, prompts: bool, resources: bool, uris: frozenset[str]
+) -> frozenset[str]:
+    """The notification methods ``listen`` passes on from a legacy server."""
+    methods: set[str] = set()
+    if tools:
+        methods.add("notifications/tools/list_changed")
+    if prompts:
+        methods.add("notifications/prompts/list_changed")
+    if resources:
+        methods.add("notifications/resources/list_changed")
+    if uris:
+        methods.add("notifications/resources/updated")
+    return frozenset(methods)
+
+
+def _check_acknowledged(wanted: Mapping[str, Any], granted: Mapping[str, Any]) -> None:
+    for key, value in wanted.items():
+        got = granted.get(key)
+        if got != value:
+            logger.warning("the server did not acknowledge %s=%r (got %r)", key, value, got)
