@@ -30,7 +30,7 @@ import signal
 import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
+from typing import Any, ClassVar, Final, TypeVar
 
 import outcome
 import trio
@@ -41,14 +41,10 @@ from ._construction import NoPublicConstructor
 from ._session import ClientSession, Notification, SessionView
 from ._tasks import TaskState, ToolTask, ToolTaskView
 
-if TYPE_CHECKING:
-    from ._asyncio_api import AsyncioSession
-
 __all__ = [
     "AsyncioNotifications",
     "AsyncioSessionBase",
     "AsyncioToolTask",
-    "open_asyncio_session",
 ]
 
 logger = logging.getLogger("trio_mcp")
@@ -525,80 +521,3 @@ def _wrap_handlers(host: _GuestHost, options: dict[str, Any]) -> dict[str, Any]:
         if callable(handler):
             wrapped[name] = _in_asyncio(host, handler)
     return wrapped
-
-
-@asynccontextmanager
-async def _open(target: Any, options: dict[str, Any]) -> AsyncGenerator[AsyncioSession, None]:
-    from ._asyncio_api import AsyncioSession  # generated from this module's base class
-    from ._connect import open_mcp_session
-
-    host = await _acquire_host()
-    try:
-        bridge = _Bridge(host)
-        opened: asyncio.Future[ClientSession] = host.loop.create_future()
-        ended = bridge.ended
-        scope = trio.CancelScope()
-        handlers = _wrap_handlers(host, options)
-
-        async def run_session() -> None:
-            try:
-                with scope:
-                    async with open_mcp_session(target, **handlers) as session:
-                        if not opened.done():
-                            opened.set_result(session)
-                        await bridge.stop.wait()
-            except Exception as exc:
-                if not opened.done():
-                    opened.set_exception(exc)
-                else:
-                    logger.debug("closing an asyncio-bridged session failed", exc_info=True)
-            finally:
-                if not opened.done():
-                    opened.set_exception(trio.ClosedResourceError("the MCP session was closed"))
-                ended.set_result(None)
-
-        host.bridges[bridge] = None  # held until closed: closed at loop end or exit
-        host.spawn(run_session)
-        try:
-            bridge.session = await opened
-        except BaseException:
-            bridge.closed = True
-            host.run_sync(scope.cancel)
-            await bridge.shut()
-            raise
-        try:
-            yield AsyncioSession._create(bridge)
-        finally:
-            await bridge.shut()
-    finally:
-        await _release_host(host)
-
-
-def open_asyncio_session(
-    target: Any, /, **options: Any
-) -> AbstractAsyncContextManager[AsyncioSession]:
-    """Connect to an MCP server from asyncio code (Trio runs as a guest of the asyncio loop).
-
-    ::
-
-        async with trio_mcp.open_asyncio_session(["python", "-m", "server"]) as session:
-            print(await session.list_tools())
-
-    Leaving the block closes the session (for stdio, the server process too); the block
-    is left only once that is done.
-
-    Args:
-        target: What :func:`open_mcp_session` connects to: an argv list, a command line, an
-            ``http(s)://`` or ``ws(s)://`` URL, or a parameters object.
-        **options: The options of :func:`open_mcp_session`. ``sampling``, ``elicitation``
-            and ``roots`` handlers may be plain or asyncio coroutine functions.
-
-    Returns:
-        An async context manager yielding the :class:`AsyncioSession`.
-
-    Raises:
-        RuntimeError: No asyncio loop is running, or this thread already runs Trio.
-        TypeError: Wrong arguments, or an option that does not apply to the target.
-        ConnectionClosed: The server could not be started or went away during start-up.
-    """
-    return _open(target, options)

@@ -34,7 +34,7 @@ import threading
 from collections.abc import Awaitable, Callable, Generator, Iterator
 from contextlib import AbstractAsyncContextManager, contextmanager
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
+from typing import Any, ClassVar, Final, TypeVar
 
 import trio
 
@@ -44,14 +44,10 @@ from ._construction import NoPublicConstructor
 from ._session import ClientSession, Notification, SessionView
 from ._tasks import TaskState, ToolTask, ToolTaskView
 
-if TYPE_CHECKING:
-    from ._blocking_api import BlockingSession
-
 __all__ = [
     "BlockingNotifications",
     "BlockingSessionBase",
     "BlockingToolTask",
-    "open_blocking_session",
 ]
 
 logger = logging.getLogger("trio_mcp")
@@ -525,38 +521,3 @@ def _wrap_handlers(options: dict[str, Any]) -> dict[str, Any]:
         if callable(handler):
             wrapped[name] = _in_thread(handler)
     return wrapped
-
-
-def open_blocking_session(target: Any, /, **options: Any) -> BlockingSession:
-    """Connect to an MCP server from code that does not run Trio, and return the session.
-
-    Starts ``trio.run`` in a daemon thread and opens the session there with
-    ``trio_mcp.open_mcp_session(target, **options)``; returns once the session is ready.
-    Use it as a context manager, or call :meth:`BlockingSession.close` (sessions still open
-    at interpreter exit are closed then)::
-
-        with trio_mcp.open_blocking_session(["python", "-m", "server"]) as session:
-            print(session.list_tools())
-
-    Args:
-        target: What :func:`open_mcp_session` connects to: an argv list, a command line, an
-            ``http(s)://`` or ``ws(s)://`` URL, or a parameters object.
-        **options: The options of :func:`open_mcp_session`. ``sampling``, ``elicitation``
-            and ``roots`` handlers may be plain functions: they run in a worker thread.
-
-    Returns:
-        The open :class:`BlockingSession`.
-
-    Raises:
-        RuntimeError: Called from inside a Trio task.
-        TypeError: Wrong arguments, or an option that does not apply to the target.
-        ConnectionClosed: The server could not be started or went away during start-up.
-    """
-    _check_not_in_trio("open_blocking_session()")
-    runner = _Runner()
-    runner.cancel_notice_timeout = float(options.get("cancel_notice_timeout", 1.0))
-    runner.start(target, _wrap_handlers(options))
-    from ._blocking_api import BlockingSession  # generated from this module's base class
-
-    session: BlockingSession = BlockingSession._create(runner)
-    return session
