@@ -16,9 +16,12 @@ from typing import Any
 
 import trio
 
-from ._asyncio import _acquire_host, _Bridge, _release_host, _wrap_handlers, logger
+from ._asyncio import Bridge, acquire_host, logger, release_host, wrap_handlers
 from ._asyncio_api import AsyncioSession
-from ._connect import open_mcp_session
+from ._connect import (
+    open_mcp_session,
+    take_transport_options,
+)
 from ._session import ClientSession
 
 __all__ = ["open_asyncio_session"]
@@ -26,13 +29,13 @@ __all__ = ["open_asyncio_session"]
 
 @asynccontextmanager
 async def _open(target: Any, options: dict[str, Any]) -> AsyncGenerator[AsyncioSession, None]:
-    host = await _acquire_host()
+    host = await acquire_host()
     try:
-        bridge = _Bridge(host)
+        bridge = Bridge(host)
         opened: asyncio.Future[ClientSession] = host.loop.create_future()
         ended = bridge.ended
         scope = trio.CancelScope()
-        handlers = _wrap_handlers(host, options)
+        handlers = wrap_handlers(host, options)
 
         async def run_session() -> None:
             try:
@@ -65,7 +68,7 @@ async def _open(target: Any, options: dict[str, Any]) -> AsyncGenerator[AsyncioS
         finally:
             await bridge.shut()
     finally:
-        await _release_host(host)
+        await release_host(host)
 
 
 def open_asyncio_session(
@@ -95,4 +98,5 @@ def open_asyncio_session(
         TypeError: Wrong arguments, or an option that does not apply to the target.
         ConnectionClosed: The server could not be started or went away during start-up.
     """
+    target, options = take_transport_options(target, options, stacklevel=2)  # deprecated
     return _open(target, options)

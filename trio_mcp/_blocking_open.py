@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._blocking import _check_not_in_trio, _Runner, _wrap_handlers
+from ._blocking import Runner, check_not_in_trio, wrap_handlers
 from ._blocking_api import BlockingSession
+from ._connect import take_transport_options
 
 __all__ = ["open_blocking_session"]
 
@@ -41,9 +42,10 @@ def open_blocking_session(target: Any, /, **options: Any) -> BlockingSession:
         TypeError: Wrong arguments, or an option that does not apply to the target.
         ConnectionClosed: The server could not be started or went away during start-up.
     """
-    _check_not_in_trio("open_blocking_session()")
-    runner = _Runner()
+    check_not_in_trio("open_blocking_session()")
+    target, options = take_transport_options(target, options, stacklevel=2)  # deprecated
+    runner = Runner()
     runner.cancel_notice_timeout = float(options.get("cancel_notice_timeout", 1.0))
-    runner.start(target, _wrap_handlers(options))
+    runner.start(target, wrap_handlers(options))
     session: BlockingSession = BlockingSession._create(runner)
     return session
