@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+import trio
 from hypothesis import given
 from hypothesis import strategies as st
 
 import trio_mcp
 from trio_mcp._exceptions import fresh_copy
 from trio_mcp._jsonrpc import server_error_from_wire
+from trio_mcp.testing import MockServer, ToolContext
 
 GOOD = {"mode": "url", "message": "Sign in", "url": "https://example.com/a", "elicitationId": "e1"}
 
@@ -71,3 +74,21 @@ def test_any_data_gives_an_error_with_a_list_of_url_elicitations(data: Any) -> N
     assert all(isinstance(e, trio_mcp.ElicitRequestURLParams) for e in error.elicitations)
     if isinstance(data, dict) and isinstance(data.get("elicitations"), list):
         assert len(error.elicitations) == data["elicitations"].count(GOOD)
+
+
+async def test_a_test_server_raising_one_reaches_the_client_with_its_elicitations() -> None:
+    server = MockServer(eras="legacy")
+    needed = trio_mcp.ElicitRequestURLParams(
+        message="Sign in", url="https://example.com/a", elicitation_id="e1"
+    )
+
+    @server.tool
+    async def read_files(ctx: ToolContext) -> str:
+        raise trio_mcp.URLElicitationRequiredError(-32042, "sign in first", elicitations=[needed])
+
+    async with trio.open_nursery() as nursery:
+        async with trio_mcp.open_mcp_session(nursery, server) as session:
+            with pytest.raises(trio_mcp.URLElicitationRequiredError) as info:
+                await session.call_tool("read_files", {})
+    assert info.value.elicitations == [needed]
+    assert info.value.method == "tools/call"
