@@ -116,11 +116,9 @@ def take_transport_options(
     warning names the parameters object to use and points ``stacklevel`` frames above the
     caller; an option that does not fit the target is a :class:`TypeError`, as before.
     """
-    transport = {key: value for key, value in options.items() if key in _TRANSPORT_OPTIONS}
-    rest = {key: value for key, value in options.items() if key not in _TRANSPORT_OPTIONS}
-    if not transport:
-        return target, rest
-    names = sorted(transport)
+    names = sorted(key for key in options if key in _TRANSPORT_OPTIONS)
+    if not names:
+        return target, dict(options)
     cls = _parameters_name(target)
     where = (
         f"trio_mcp.{cls}(target, {', '.join(f'{name}=...' for name in names)}) as the target"
@@ -133,7 +131,7 @@ def take_transport_options(
         DeprecationWarning,
         stacklevel=stacklevel + 1,
     )
-    return _resolve_target(target, transport), rest
+    return with_transport_options(target, options)
 
 
 def with_transport_options(
@@ -142,9 +140,10 @@ def with_transport_options(
     """Apply the transport options among ``options`` to ``target``; return the rest.
 
     For the APIs whose own options still mix both kinds (server groups, the CLI, config
-    entries): ``open_mcp_session(*with_transport_options(target, options))`` then takes
-    only session options. Raises :class:`TypeError` as ``open_mcp_session`` does for an
-    option that does not apply to the target.
+    entries), with no warning: ``target, rest = with_transport_options(target, options)``,
+    then ``open_mcp_session(target, **rest)`` gets only session options. Raises
+    :class:`TypeError` as ``open_mcp_session`` does for an option that does not apply to
+    the target.
     """
     transport = {key: value for key, value in options.items() if key in _TRANSPORT_OPTIONS}
     rest = {key: value for key, value in options.items() if key not in _TRANSPORT_OPTIONS}
