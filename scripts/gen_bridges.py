@@ -19,8 +19,8 @@ The description of the bridges is the tables below; ``ClientSession`` is read wi
 :mod:`ast` (no import of trio_mcp, so a broken generated file can always be regenerated):
 
 * the kind of each public ``ClientSession`` member, from its definition: an ``async def``
-  is a *call* (blocking: ``_Runner.call``, which blocks the calling thread; asyncio:
-  ``_Bridge.call``, awaited from asyncio), an ``@asynccontextmanager`` is *held* (a
+  is a *call* (blocking: ``Runner.call``, which blocks the calling thread; asyncio:
+  ``Bridge.call``, awaited from asyncio), an ``@asynccontextmanager`` is *held* (a
   context manager, ``with`` or ``async with``, whose value :data:`YIELDS` wraps), a plain
   ``def`` is *sync* (blocking: run on the Trio thread, a returned remover made callable
   from any thread; asyncio: called at once) and a ``@property`` is read through;

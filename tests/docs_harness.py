@@ -123,7 +123,7 @@ async def _over_example_http(
             if isinstance(target, trio_mcp.StreamableHTTPParameters):
                 target = dataclasses.replace(target, url=http.url, client=http.client)
             else:
-                target, kwargs["client"] = http.url, http.client
+                target = trio_mcp.StreamableHTTPParameters(http.url, client=http.client)
             where = (nursery,) if nursery is not None else ()
             async with real(*where, target, *args, **kwargs) as session:
                 yield session

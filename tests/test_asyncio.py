@@ -147,7 +147,10 @@ def test_callbacks_and_handlers_may_be_asyncio_coroutines() -> None:
 
 def test_start_up_errors_and_sequential_sessions() -> None:
     async def main() -> None:
-        with pytest.raises(TypeError, match="headers"):
+        with (  # a deprecated transport keyword that does not fit the target
+            pytest.warns(DeprecationWarning, match="StdioParameters"),
+            pytest.raises(TypeError, match="headers"),
+        ):
             async with trio_mcp.open_asyncio_session(DEMO, headers={}):
                 pass
         with pytest.raises(trio_mcp.ConnectionClosed):

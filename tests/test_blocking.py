@@ -240,7 +240,10 @@ def test_server_dying_mid_call_fails_like_the_async_api() -> None:
 
 
 def test_start_up_errors_arrive_bare() -> None:
-    with pytest.raises(TypeError, match="headers"):
+    with (  # a deprecated transport keyword that does not fit the target
+        pytest.warns(DeprecationWarning, match="StdioParameters"),
+        pytest.raises(TypeError, match="headers"),
+    ):
         trio_mcp.open_blocking_session(DEMO, headers={})
     with pytest.raises(trio_mcp.ConnectionClosed):
         trio_mcp.open_blocking_session([sys.executable, "-c", "pass"])

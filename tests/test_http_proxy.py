@@ -170,8 +170,9 @@ async def mcp_server(
         nursery.cancel_scope.cancel()
 
 
-async def call(url: str, **options: Any) -> str:
-    async with trio_mcp.open_mcp_session(url, **options) as session:
+async def call(url: str | trio_mcp.StreamableHTTPParameters, **options: Any) -> str:
+    target = url if not isinstance(url, str) else trio_mcp.StreamableHTTPParameters(url, **options)
+    async with trio_mcp.open_mcp_session(target) as session:
         result = await session.call_tool("anything", {})
         text: str = result.content[0].text  # type: ignore[union-attr]
         return text
@@ -330,7 +331,7 @@ async def test_ssl_context_for_an_https_target() -> None:
             with pytest.raises(trio_mcp.TransportError, match="unable to get local issuer"):
                 await call(url)  # the system's CAs do not know this one
             params = trio_mcp.StreamableHTTPParameters(url, ssl_context=client_context)
-            assert await call(params) == "done"  # type: ignore[arg-type]
+            assert await call(params) == "done"
     assert proxy.seen == []
 
 

@@ -114,7 +114,9 @@ def challenge_flow(library: Any) -> Any:
 
 
 async def call(url: str, **options: Any) -> str:
-    async with trio_mcp.open_mcp_session(url, **options) as session:
+    async with trio_mcp.open_mcp_session(
+        trio_mcp.StreamableHTTPParameters(url, **options)
+    ) as session:
         result = await session.call_tool("anything", {})
         text: str = result.content[0].text  # type: ignore[union-attr]
         return text

@@ -1,4 +1,4 @@
-"""The testing kit and the config package import each other in one direction only.
+"""No import cycle in trio_mcp at run time; the testing kit and config package in one direction.
 
 Their modules' imports (``ast``, so nothing runs) form a graph with no cycle at run time,
 and no module hides an import of a sibling inside a function; an import kept inside a
@@ -8,6 +8,7 @@ function for another reason (import cost, a platform) says why in a comment.
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -146,3 +147,49 @@ def test_every_import_inside_a_function_says_why(package: str) -> None:
             if "#" not in line and not above.startswith("#"):
                 silent.append(f"{module}:{lineno}: {text}")
     assert silent == []
+
+
+def _whole_package_graph() -> dict[str, set[str]]:
+    """Every module of ``trio_mcp`` and the modules of ours it imports when it runs.
+
+    Module-level and function-level imports count (a function's import still ties the two
+    modules together); those under ``if TYPE_CHECKING:`` do not. An import of a name is an
+    edge to the innermost module that holds it; a module importing its own package (the
+    ``from . import types`` of a submodule loads ``trio_mcp`` first) is not a cycle of ours.
+    """
+    files = {_module_name(p): p for p in ROOT.rglob("*.py")}
+    graph: dict[str, set[str]] = {m: set() for m in files}
+    for module, path in files.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for _, where, names in _imports(ast.parse(path.read_text()), package):
+            if where == "typing":
+                continue
+            for name in names:
+                while name and name not in files:
+                    name = name.rpartition(".")[0]
+                if name and name != module and not module.startswith(name + "."):
+                    graph[module].add(name)
+    return graph
+
+
+def test_the_whole_package_has_no_import_cycle_at_run_time() -> None:
+    graph = _whole_package_graph()
+    assert {"trio_mcp._blocking", "trio_mcp._exceptions", "trio_mcp.cli._app"} <= set(graph)
+    assert "trio_mcp.types" in graph["trio_mcp._jsonrpc"]
+    assert _cycles(graph) == []
+
+
+def test_a_function_level_import_counts_and_a_type_checking_one_does_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package = tmp_path / "trio_mcp"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "_a.py").write_text("from . import _b\n")
+    (package / "_b.py").write_text("def f():\n    from ._a import x\n")
+    (package / "_c.py").write_text(
+        "from typing import TYPE_CHECKING\nfrom . import _a\nif TYPE_CHECKING:\n    from . import _d\n"
+    )
+    (package / "_d.py").write_text("from ._c import y\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", package)
+    assert _cycles(_whole_package_graph()) == [["trio_mcp._a", "trio_mcp._b"]]

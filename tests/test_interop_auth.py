@@ -200,7 +200,9 @@ async def test_authorization_code_pkce_dcr_end_to_end() -> None:
         auth = trio_mcp.OAuth(user_agent=agent, store=store, http_client=log.client)
         async with log.client:
             with trio.fail_after(60):
-                async with trio_mcp.open_mcp_session(server.url, auth=auth) as session:
+                async with trio_mcp.open_mcp_session(
+                    trio_mcp.StreamableHTTPParameters(server.url, auth=auth)
+                ) as session:
                     assert _text(await session.call_tool("echo", {"text": "hi"})) == "hi"
                     who = _tool_json(await session.call_tool("whoami", {}))
         # DCR: one registration at the provider, as a public native client
@@ -247,7 +249,9 @@ async def test_refresh_on_expiry_against_the_real_server() -> None:
             )
             async with log.client:
                 with trio.fail_after(60):
-                    async with trio_mcp.open_mcp_session(server.url, auth=auth) as session:
+                    async with trio_mcp.open_mcp_session(
+                        trio_mcp.StreamableHTTPParameters(server.url, auth=auth)
+                    ) as session:
                         assert _text(await session.call_tool("echo", {"text": "1"})) == "1"
                         client = await store.get_client(provider.url)
                         assert client is not None
@@ -277,7 +281,9 @@ async def test_client_credentials() -> None:
         )
         async with log.client:
             with trio.fail_after(60):
-                async with trio_mcp.open_mcp_session(server.url, auth=auth) as session:
+                async with trio_mcp.open_mcp_session(
+                    trio_mcp.StreamableHTTPParameters(server.url, auth=auth)
+                ) as session:
                     who = _tool_json(await session.call_tool("whoami", {}))
         assert who == {"sub": "svc", "client_id": "svc", "scopes": ["mcp:tools"], "dpop": False}
         assert log.grants() == ["client_credentials"]
@@ -290,7 +296,9 @@ async def test_client_credentials_wrong_secret_is_a_token_request_error() -> Non
             grant="client_credentials", client_id="svc", client_secret="nope", dpop=False
         )
         with trio.fail_after(60), pytest.raises(trio_mcp.TokenRequestError) as caught:
-            async with trio_mcp.open_mcp_session(server.url, auth=auth):
+            async with trio_mcp.open_mcp_session(
+                trio_mcp.StreamableHTTPParameters(server.url, auth=auth)
+            ):
                 pass
         assert caught.value.error == "invalid_client"
 
@@ -303,7 +311,9 @@ async def test_wrong_issuer_in_the_metadata_is_refused() -> None:
             agent = FormUserAgent()
             auth = trio_mcp.OAuth(user_agent=agent, dpop=False)
             with trio.fail_after(60), pytest.raises(trio_mcp.AuthDiscoveryError) as caught:
-                async with trio_mcp.open_mcp_session(server.url, auth=auth):
+                async with trio_mcp.open_mcp_session(
+                    trio_mcp.StreamableHTTPParameters(server.url, auth=auth)
+                ):
                     pass
             assert "localhost" in str(caught.value)
             assert agent.authorization_urls == []  # nothing was authorized
@@ -318,7 +328,9 @@ async def test_wrong_resource_in_the_metadata_is_refused() -> None:
             agent = FormUserAgent()
             auth = trio_mcp.OAuth(user_agent=agent, dpop=False)
             with trio.fail_after(60), pytest.raises(trio_mcp.AuthDiscoveryError) as caught:
-                async with trio_mcp.open_mcp_session(server.url, auth=auth):
+                async with trio_mcp.open_mcp_session(
+                    trio_mcp.StreamableHTTPParameters(server.url, auth=auth)
+                ):
                     pass
             assert "does not cover" in str(caught.value)
             assert agent.authorization_urls == []
@@ -344,7 +356,11 @@ async def test_a_token_for_one_server_is_never_sent_to_another() -> None:
                     with trio.fail_after(60):
                         async with (
                             httpx.AsyncClient(transport=transport) as client,
-                            trio_mcp.open_mcp_session(server.url, auth=auth, client=client) as s,
+                            trio_mcp.open_mcp_session(
+                                trio_mcp.StreamableHTTPParameters(
+                                    server.url, auth=auth, client=client
+                                )
+                            ) as s,
                         ):
                             await s.call_tool("echo", {"text": "x"})
                     if server is server_a:
@@ -382,8 +398,16 @@ async def test_one_provider_for_two_servers_at_once() -> None:
                 async with httpx.AsyncClient(transport=transports[server_b.url]) as cb:
                     with trio.fail_after(90):
                         async with (
-                            trio_mcp.open_mcp_session(server_a.url, auth=auth, client=ca) as a,
-                            trio_mcp.open_mcp_session(server_b.url, auth=auth, client=cb) as b,
+                            trio_mcp.open_mcp_session(
+                                trio_mcp.StreamableHTTPParameters(
+                                    server_a.url, auth=auth, client=ca
+                                )
+                            ) as a,
+                            trio_mcp.open_mcp_session(
+                                trio_mcp.StreamableHTTPParameters(
+                                    server_b.url, auth=auth, client=cb
+                                )
+                            ) as b,
                         ):
                             for session in (a, b, a, b, a, b):
                                 assert _text(await session.call_tool("echo", {"text": "x"}))
@@ -438,7 +462,9 @@ async def test_dpop_bound_tokens_when_asked() -> None:
         )
         async with log.client:
             with trio.fail_after(60):
-                async with trio_mcp.open_mcp_session(server.url, auth=auth) as session:
+                async with trio_mcp.open_mcp_session(
+                    trio_mcp.StreamableHTTPParameters(server.url, auth=auth)
+                ) as session:
                     who = _tool_json(await session.call_tool("whoami", {}))
                     await session.call_tool("echo", {"text": "again"})
         assert who["dpop"] is True
@@ -579,7 +605,9 @@ async def test_device_authorization_grant() -> None:
         auth = trio_mcp.OAuth(device=trio_mcp.DeviceFlow(show), http_client=log.client, dpop=False)
         async with log.client:
             with trio.fail_after(60):
-                async with trio_mcp.open_mcp_session(server.url, auth=auth) as session:
+                async with trio_mcp.open_mcp_session(
+                    trio_mcp.StreamableHTTPParameters(server.url, auth=auth)
+                ) as session:
                     who = _tool_json(await session.call_tool("whoami", {}))
         assert who["sub"] == "dave"
         assert len(codes) == 1 and codes[0].user_code

@@ -421,8 +421,11 @@ def test_client_session_has_no_public_constructor() -> None:
 async def test_a_misspelt_option_names_itself_and_open_mcp_session() -> None:
     with pytest.raises(TypeError, match="open_mcp_session"):
         trio_mcp.open_mcp_session(["x"], defualt_timeout=1)  # type: ignore[call-overload]
-    with pytest.raises(TypeError, match="'env' does not apply"):
-        trio_mcp.open_mcp_session("http://127.0.0.1:1/mcp", env={"A": "1"})
+    with (
+        pytest.warns(DeprecationWarning, match="StreamableHTTPParameters"),
+        pytest.raises(TypeError, match="'env' does not apply"),
+    ):
+        trio_mcp.open_mcp_session("http://127.0.0.1:1/mcp", env={"A": "1"})  # type: ignore[call-overload]
     with pytest.raises(ValueError, match="protocol"):
         trio_mcp.open_mcp_session(["x"], protocol="2099-01-01")
     with pytest.raises(TypeError, match=r"\(nursery, target\)"):

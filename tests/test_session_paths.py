@@ -61,8 +61,11 @@ def test_bad_option_values_are_value_errors(option: dict[str, Any]) -> None:
 
 def test_options_on_a_transport_object_are_type_errors() -> None:
     client, _server = memory_transport_pair()
-    with pytest.raises(TypeError, match="set them on the object"):
-        trio_mcp.open_mcp_session(client, headers={"a": "b"})
+    with (
+        pytest.warns(DeprecationWarning, match="the parameters object given as the target"),
+        pytest.raises(TypeError, match="set them on the object"),
+    ):
+        trio_mcp.open_mcp_session(client, headers={"a": "b"})  # type: ignore[call-overload]
     with pytest.raises(TypeError, match="cannot connect"):
         trio_mcp.open_mcp_session(42)  # type: ignore[call-overload]
 

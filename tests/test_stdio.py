@@ -98,7 +98,9 @@ async def test_partial_last_line_is_reported() -> None:
 
 async def test_oversize_message_gives_specific_error() -> None:
     async with trio.open_nursery() as nursery:
-        async with trio_mcp.open_mcp_session(nursery, EDGE, max_message_size=100_000) as session:
+        async with trio_mcp.open_mcp_session(
+            nursery, trio_mcp.StdioParameters(EDGE, max_message_size=100_000)
+        ) as session:
             ok = await session.call_tool("big", {"size": 50_000})
             assert len(ok.content[0].text) == 50_000  # type: ignore[union-attr]
             with pytest.raises(trio_mcp.MessageTooLargeError) as info:

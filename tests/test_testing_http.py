@@ -26,7 +26,9 @@ def make_server(era: str) -> MockServer:
 async def test_http_round_trip(era: str) -> None:
     server = make_server(era)
     async with trio.open_nursery() as nursery, server.open_http(nursery) as http:
-        async with trio_mcp.open_mcp_session(nursery, http.url, client=http.client) as session:
+        async with trio_mcp.open_mcp_session(
+            nursery, trio_mcp.StreamableHTTPParameters(http.url, client=http.client)
+        ) as session:
             result = await session.call_tool("echo", {"text": "hi"})
             assert result.content[0].text == "hi"  # type: ignore[union-attr]
     methods = [m for m, _ in http.requests]
@@ -41,7 +43,9 @@ async def test_http_json_responses(era: str) -> None:
     server = make_server(era)
     async with trio.open_nursery() as nursery, server.open_http(nursery) as http:
         http.json_responses = True
-        async with trio_mcp.open_mcp_session(nursery, http.url, client=http.client) as session:
+        async with trio_mcp.open_mcp_session(
+            nursery, trio_mcp.StreamableHTTPParameters(http.url, client=http.client)
+        ) as session:
             result = await session.call_tool("echo", {"text": "json"})
             assert result.content[0].text == "json"  # type: ignore[union-attr]
 
@@ -53,7 +57,9 @@ async def test_http_delay_exact_virtual_time(
     server = make_server(era)
     server.faults.delay("tools/call", 30)
     async with trio.open_nursery() as nursery, server.open_http(nursery) as http:
-        async with trio_mcp.open_mcp_session(nursery, http.url, client=http.client) as session:
+        async with trio_mcp.open_mcp_session(
+            nursery, trio_mcp.StreamableHTTPParameters(http.url, client=http.client)
+        ) as session:
             start = trio.current_time()
             await session.call_tool("echo", {"text": "late"})
             assert trio.current_time() - start == 30
@@ -65,7 +71,9 @@ async def test_http_drop_then_error(era: str, autojump_clock: trio.testing.MockC
     server.faults.drop("tools/call")
     server.faults.error("tools/call", -32000, "boom")
     async with trio.open_nursery() as nursery, server.open_http(nursery) as http:
-        async with trio_mcp.open_mcp_session(nursery, http.url, client=http.client) as session:
+        async with trio_mcp.open_mcp_session(
+            nursery, trio_mcp.StreamableHTTPParameters(http.url, client=http.client)
+        ) as session:
             start = trio.current_time()
             with pytest.raises(trio.TooSlowError):
                 await session.call_tool("echo", {"text": "x"}, timeout=5)
@@ -78,7 +86,9 @@ async def test_http_drop_then_error(era: str, autojump_clock: trio.testing.MockC
 async def test_http_expire_session_reinitializes() -> None:
     server = make_server("legacy")
     async with trio.open_nursery() as nursery, server.open_http(nursery) as http:
-        async with trio_mcp.open_mcp_session(nursery, http.url, client=http.client) as session:
+        async with trio_mcp.open_mcp_session(
+            nursery, trio_mcp.StreamableHTTPParameters(http.url, client=http.client)
+        ) as session:
             await session.call_tool("echo", {"text": "one"})
             server.faults.expire_session()
             result = await session.call_tool("echo", {"text": "two"})
@@ -93,7 +103,9 @@ async def test_http_crash_takes_the_server_down(era: str) -> None:
     server = make_server(era)
     server.faults.crash("tools/call")
     async with trio.open_nursery() as nursery, server.open_http(nursery) as http:
-        async with trio_mcp.open_mcp_session(nursery, http.url, client=http.client) as session:
+        async with trio_mcp.open_mcp_session(
+            nursery, trio_mcp.StreamableHTTPParameters(http.url, client=http.client)
+        ) as session:
             with pytest.raises(trio_mcp.TransportError):
                 await session.call_tool("echo", {"text": "x"})
             assert http.down
@@ -107,7 +119,9 @@ async def test_http_crash_takes_the_server_down(era: str) -> None:
 async def test_http_garbage_and_truncated(era: str, autojump_clock: trio.testing.MockClock) -> None:
     server = make_server(era)
     async with trio.open_nursery() as nursery, server.open_http(nursery) as http:
-        async with trio_mcp.open_mcp_session(nursery, http.url, client=http.client) as session:
+        async with trio_mcp.open_mcp_session(
+            nursery, trio_mcp.StreamableHTTPParameters(http.url, client=http.client)
+        ) as session:
             for inject in (server.faults.garbage, server.faults.truncate):
                 inject("tools/call")
                 with pytest.raises((trio_mcp.MCPError, trio.TooSlowError)):
@@ -121,7 +135,9 @@ async def test_http_stall_until_release(era: str, autojump_clock: trio.testing.M
     server = make_server(era)
     server.faults.stall("tools/call")
     async with trio.open_nursery() as nursery, server.open_http(nursery) as http:
-        async with trio_mcp.open_mcp_session(nursery, http.url, client=http.client) as session:
+        async with trio_mcp.open_mcp_session(
+            nursery, trio_mcp.StreamableHTTPParameters(http.url, client=http.client)
+        ) as session:
 
             async def release_later() -> None:
                 await trio.sleep(7)
@@ -137,6 +153,8 @@ async def test_http_get_stream_405_is_fine() -> None:
     server = make_server("legacy")
     async with trio.open_nursery() as nursery, server.open_http(nursery) as http:
         http.get_stream = False
-        async with trio_mcp.open_mcp_session(nursery, http.url, client=http.client) as session:
+        async with trio_mcp.open_mcp_session(
+            nursery, trio_mcp.StreamableHTTPParameters(http.url, client=http.client)
+        ) as session:
             await session.call_tool("echo", {"text": "x"})
     assert any(m == "GET" for m, _ in http.requests)

@@ -29,8 +29,8 @@ from ._agent import run_agent as run_agent
 from ._agent import sampling_handler as sampling_handler
 from ._blocking import BlockingNotifications as BlockingNotifications
 from ._blocking import BlockingToolTask as BlockingToolTask
-from ._blocking import open_blocking_session as open_blocking_session
 from ._blocking_api import BlockingSession as BlockingSession
+from ._blocking_open import open_blocking_session as open_blocking_session
 from ._catalogue import Catalogue as Catalogue
 from ._config import ConfigInput as ConfigInput
 from ._config import ConsentRequest as ConsentRequest
@@ -154,8 +154,8 @@ from .types import to_builtins as to_builtins
 if TYPE_CHECKING:
     from ._asyncio import AsyncioNotifications as AsyncioNotifications
     from ._asyncio import AsyncioToolTask as AsyncioToolTask
-    from ._asyncio import open_asyncio_session as open_asyncio_session
     from ._asyncio_api import AsyncioSession as AsyncioSession
+    from ._asyncio_open import open_asyncio_session as open_asyncio_session
     from ._auth import DeviceCode as DeviceCode
     from ._auth import DeviceFlow as DeviceFlow
     from ._auth import FileTokenStore as FileTokenStore
@@ -180,7 +180,7 @@ _LAZY = {
     "AsyncioNotifications": "._asyncio",
     "AsyncioSession": "._asyncio_api",
     "AsyncioToolTask": "._asyncio",
-    "open_asyncio_session": "._asyncio",
+    "open_asyncio_session": "._asyncio_open",
     "DeviceCode": "._auth",
     "DeviceFlow": "._auth",
     "FileTokenStore": "._auth",

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+import warnings
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import replace
 from typing import Any, Final, NoReturn, cast, overload
@@ -90,7 +91,66 @@ def _resolve_target(target: Target, options: dict[str, Any]) -> TransportFactory
     )
 
 
-_NOT_GIVEN: Any = object()
+_TRANSPORT_OPTIONS: Final = _STDIO_OPTIONS | _HTTP_OPTIONS | _WS_OPTIONS
+
+
+def _parameters_name(target: object) -> str | None:
+    """The parameters class whose constructor takes ``target``'s transport options."""
+    if isinstance(target, str):
+        lowered = target.lower()
+        if lowered.startswith(("http://", "https://")):
+            return "StreamableHTTPParameters"
+        if lowered.startswith(("ws://", "wss://")):
+            return "WebSocketParameters"
+        return "StdioParameters"
+    if isinstance(target, Sequence) and not isinstance(target, bytes):
+        return "StdioParameters"
+    return None
+
+
+def take_transport_options(
+    target: Any, options: Mapping[str, Any], *, stacklevel: int
+) -> tuple[Any, dict[str, Any]]:
+    """Apply the deprecated transport keywords among ``options`` to ``target``, warning once.
+
+    Returns the target (a parameters object when any applied) and the other options. The
+    warning names the parameters object to use and points ``stacklevel`` frames above the
+    caller; an option that does not fit the target is a :class:`TypeError`, as before.
+    """
+    names = sorted(key for key in options if key in _TRANSPORT_OPTIONS)
+    if not names:
+        return target, dict(options)
+    cls = _parameters_name(target)
+    where = (
+        f"trio_mcp.{cls}(target, {', '.join(f'{name}=...' for name in names)}) as the target"
+        if cls is not None
+        else "the parameters object given as the target"
+    )
+    warnings.warn(
+        f"open_mcp_session(): transport options on open_mcp_session are deprecated "
+        f"({', '.join(names)}); give them to {where}",
+        DeprecationWarning,
+        stacklevel=stacklevel + 1,
+    )
+    return with_transport_options(target, options)
+
+
+def with_transport_options(
+    target: Target, options: Mapping[str, Any]
+) -> tuple[TransportFactory | Transport | Target, dict[str, Any]]:
+    """Apply the transport options among ``options`` to ``target``; return the rest.
+
+    For the APIs whose own options still mix both kinds (server groups, the CLI, config
+    entries), with no warning: ``target, rest = with_transport_options(target, options)``,
+    then ``open_mcp_session(target, **rest)`` gets only session options. Raises
+    :class:`TypeError` as ``open_mcp_session`` does for an option that does not apply to
+    the target.
+    """
+    transport = {key: value for key, value in options.items() if key in _TRANSPORT_OPTIONS}
+    rest = {key: value for key, value in options.items() if key not in _TRANSPORT_OPTIONS}
+    if not transport:
+        return target, rest
+    return _resolve_target(target, transport), rest
 
 
 @overload
@@ -121,20 +181,6 @@ def open_mcp_session(
     output_validation: str = "report",
     tasks: bool = False,
     extensions: Mapping[str, Mapping[str, Any]] | None = None,
-    env: Mapping[str, str] | None = ...,
-    cwd: Any = ...,
-    inherit_env: bool = ...,
-    max_message_size: int = ...,
-    on_stderr: Callable[[str], None] | None = ...,
-    shutdown_timeout: float = ...,
-    headers: Mapping[str, str] | None = ...,
-    auth: Any = ...,
-    client: Any = ...,
-    timeout: float = ...,
-    retry: Any = ...,
-    breaker: Any = ...,
-    sse_fallback: bool = ...,
-    ssl_context: Any = ...,
 ) -> AbstractAsyncContextManager[ClientSession]: ...
 @overload
 def open_mcp_session(
@@ -163,20 +209,6 @@ def open_mcp_session(
     output_validation: str = "report",
     tasks: bool = False,
     extensions: Mapping[str, Mapping[str, Any]] | None = None,
-    env: Mapping[str, str] | None = ...,
-    cwd: Any = ...,
-    inherit_env: bool = ...,
-    max_message_size: int = ...,
-    on_stderr: Callable[[str], None] | None = ...,
-    shutdown_timeout: float = ...,
-    headers: Mapping[str, str] | None = ...,
-    auth: Any = ...,
-    client: Any = ...,
-    timeout: float = ...,
-    retry: Any = ...,
-    breaker: Any = ...,
-    sse_fallback: bool = ...,
-    ssl_context: Any = ...,
 ) -> AbstractAsyncContextManager[ClientSession]: ...
 def open_mcp_session(
     nursery_or_target: trio.Nursery | Target,
@@ -205,20 +237,7 @@ def open_mcp_session(
     output_validation: str = "report",
     tasks: bool = False,
     extensions: Mapping[str, Mapping[str, Any]] | None = None,
-    env: Mapping[str, str] | None = _NOT_GIVEN,
-    cwd: Any = _NOT_GIVEN,
-    inherit_env: bool = _NOT_GIVEN,
-    max_message_size: int = _NOT_GIVEN,
-    on_stderr: Callable[[str], None] | None = _NOT_GIVEN,
-    shutdown_timeout: float = _NOT_GIVEN,
-    headers: Mapping[str, str] | None = _NOT_GIVEN,
-    auth: Any = _NOT_GIVEN,
-    client: Any = _NOT_GIVEN,
-    timeout: float = _NOT_GIVEN,
-    retry: Any = _NOT_GIVEN,
-    breaker: Any = _NOT_GIVEN,
-    sse_fallback: bool = _NOT_GIVEN,
-    ssl_context: Any = _NOT_GIVEN,
+    **transport_options: Any,
 ) -> AbstractAsyncContextManager[ClientSession]:
     """Connect to an MCP server and yield a ready :class:`ClientSession`.
 
@@ -282,27 +301,18 @@ def open_mcp_session(
             (see ``docs/tasks.md``).
         extensions: Further client extensions to advertise (SEP-2133), e.g.
             ``{"io.modelcontextprotocol/ui": {"mimeTypes": [...]}}``.
-        env: stdio: extra environment variables for the server process.
-        cwd: stdio: the server's working directory.
-        inherit_env: stdio: pass this process's whole environment.
-        max_message_size: The largest message accepted from the server, in bytes.
-        on_stderr: stdio: called with each line the server writes to stderr.
-        shutdown_timeout: stdio: seconds each shutdown step waits.
-        headers: HTTP/WebSocket: extra headers on every request.
-        auth: HTTP: an ``httpx.Auth`` (or an ``httpx2.Auth``).
-        client: HTTP: your own ``httpx.AsyncClient`` or ``httpx2.AsyncClient``, used as
-            you configured it (not closed by the session).
-        timeout: HTTP/WebSocket: network timeout in seconds for connecting and each read.
-        retry: HTTP: a :class:`RetryPolicy` for requests that surely did not arrive.
-        breaker: HTTP: a :class:`CircuitBreaker`.
-        sse_fallback: HTTP: fall back to the legacy HTTP+SSE transport.
-        ssl_context: HTTP/WebSocket: TLS settings for ``https://`` and ``wss://``.
+        **transport_options: Deprecated: transport options (``env=``, ``cwd=``,
+            ``headers=``, ``auth=``, ``ssl_context=``...) belong on the parameters object
+            (:class:`StdioParameters`, :class:`StreamableHTTPParameters`,
+            :class:`WebSocketParameters`), given as the target. Still accepted for one
+            release with a :class:`DeprecationWarning`; type checkers flag them.
 
     Yields:
         The session, with the era negotiated and the handshake (if any) done.
 
     Raises:
-        TypeError: Wrong arguments, or an option that does not apply to the target.
+        TypeError: Wrong arguments, or a (deprecated) transport option that does not
+            apply to the target.
         ConnectionClosed: The server could not be started or went away during start-up.
         ProtocolError: The server speaks no protocol revision trio_mcp supports.
     """
@@ -318,14 +328,10 @@ def open_mcp_session(
             "open_mcp_session() takes (nursery, target) or (target); "
             f"{nursery_or_target!r} is not a trio.Nursery"
         )
-    given = {
-        "env": env, "cwd": cwd, "inherit_env": inherit_env,
-        "max_message_size": max_message_size, "on_stderr": on_stderr,
-        "shutdown_timeout": shutdown_timeout, "headers": headers, "auth": auth,
-        "client": client, "timeout": timeout, "retry": retry, "breaker": breaker,
-        "sse_fallback": sse_fallback, "ssl_context": ssl_context,
-    }  # fmt: skip
-    transport_options = {key: value for key, value in given.items() if value is not _NOT_GIVEN}
+    unknown = sorted(set(transport_options) - _TRANSPORT_OPTIONS)
+    if unknown:
+        raise TypeError(f"open_mcp_session() got an unexpected keyword argument {unknown[0]!r}")
+    chosen, _ = take_transport_options(target, transport_options, stacklevel=2)  # deprecated
     options = _Options(
         client_info=client_info, protocol=protocol, default_timeout=default_timeout,
         progress_resets_timeout=progress_resets_timeout, max_timeout=max_timeout,
@@ -336,7 +342,7 @@ def open_mcp_session(
         max_server_requests=max_server_requests, era_cache=era_cache,
         output_validation=output_validation, tasks=tasks, extensions=extensions,
     )  # fmt: skip
-    resolved = _resolve_target(target, transport_options)
+    resolved = _resolve_target(chosen, {})
     handlers = ServerRequestHandlers(
         sampling=sampling, elicitation=elicitation, roots=roots,
         elicitation_modes=elicitation_modes,

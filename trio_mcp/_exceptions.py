@@ -59,8 +59,10 @@ tracebacks never mix across tasks.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+import msgspec
 import trio
 
 if TYPE_CHECKING:
@@ -547,29 +549,37 @@ class URLElicitationRequiredError(ServerError):
     Show each of :attr:`elicitations` to the user (check it with
     :func:`~trio_mcp.check_url` first), wait for ``notifications/elicitation/complete``
     (:meth:`~trio_mcp.ClientSession.wait_elicitation_complete`), then retry the request.
+
+    Args:
+        code: The JSON-RPC error code (``-32042``).
+        message: The error message.
+        data: The ``data`` member of the error; defaults to ``{"elicitations": [...]}``
+            built from ``elicitations`` (what a test server sends on the wire).
+        method: The method of the request that failed, when known.
+        elicitations: The required elicitations, as
+            :class:`~trio_mcp.ElicitRequestURLParams`.
+
+    Attributes:
+        elicitations: The required elicitations, as
+            :class:`~trio_mcp.ElicitRequestURLParams`: for an error the server sent, parsed
+            from ``data["elicitations"]`` when the error was decoded (entries that are not
+            valid URL-mode elicitations are left out); otherwise those given to the
+            constructor.
     """
 
-    @property
-    def elicitations(self) -> list[Any]:
-        """The required elicitations, as :class:`~trio_mcp.types.ElicitRequestURLParams`.
-
-        Entries that are not valid URL-mode elicitations are left out.
-        """
-        import msgspec
-
-        from .types import ElicitRequestURLParams
-
-        data: object = self.data
-        found: list[Any] = []
-        if isinstance(data, dict):
-            items: object = cast("dict[str, object]", data).get("elicitations")
-            if isinstance(items, list):
-                for item in cast("list[object]", items):
-                    try:
-                        found.append(msgspec.convert(item, ElicitRequestURLParams))
-                    except msgspec.ValidationError:
-                        continue
-        return found
+    def __init__(
+        self,
+        code: int,
+        message: str,
+        data: Any = None,
+        *,
+        method: str | None = None,
+        elicitations: Sequence[Any] = (),
+    ):
+        self.elicitations: list[Any] = list(elicitations)
+        if data is None and self.elicitations:
+            data = {"elicitations": msgspec.to_builtins(self.elicitations)}
+        super().__init__(code, message, data, method=method)
 
 
 class OutputValidationError(MCPError):
@@ -664,26 +674,6 @@ class AgentIterationLimitError(AgentError):
 
 class AgentDeadlineError(AgentError, trio.TooSlowError):
     """The agentic tool loop's ``timeout`` passed; tool calls in flight were cancelled."""
-
-
-_ERROR_CLASSES: dict[int, type[ServerError]] = {
-    -32002: ResourceNotFoundError,
-    -32020: HeaderMismatchError,
-    -32021: MissingClientCapabilityError,
-    -32022: UnsupportedProtocolVersionError,
-    -32042: URLElicitationRequiredError,
-}
-
-
-def server_error_from_wire(
-    code: int, message: str, data: Any = None, *, method: str | None = None, modern: bool = False
-) -> ServerError:
-    """Build the most specific :class:`ServerError` for a JSON-RPC error."""
-    del modern  # -32602 on resources/read means "not found" in practice in both eras
-    if code == -32602 and method == "resources/read":
-        return ResourceNotFoundError(code, message, data, method=method)
-    cls = _ERROR_CLASSES.get(code, ServerError)
-    return cls(code, message, data, method=method)
 
 
 def fresh_copy(error: _E) -> _E:

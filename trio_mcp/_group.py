@@ -27,7 +27,7 @@ from msgspec import UNSET
 from . import types as t
 from ._config import ApprovalCallback, ConsentStore, MCPConfig, ServerConfig, check_consent
 from ._config import redact_exception as _redact_exception
-from ._connect import Target, open_mcp_session
+from ._connect import Target, open_mcp_session, with_transport_options
 from ._droplog import DropLog
 from ._exceptions import (
     CircuitOpenError,
@@ -459,7 +459,8 @@ class ServerGroup:
         failure: BaseException
         permanent = False
         try:
-            async with open_mcp_session(member.target, **member.options) as session:
+            target, options = with_transport_options(member.target, member.options)
+            async with open_mcp_session(target, **options) as session:
                 member.session = session
                 async with trio.open_nursery() as run_nursery:
                     if session.era == "modern":  # list_changed arrives on a listen stream

@@ -13,13 +13,21 @@ field. Nothing foreign (msgspec, Unicode, Recursion errors) gets past it.
 
 from __future__ import annotations
 
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypeVar, cast
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from ._exceptions import ProtocolError
-from .types import decoder_for
+from ._exceptions import (
+    HeaderMismatchError,
+    MissingClientCapabilityError,
+    ProtocolError,
+    ResourceNotFoundError,
+    ServerError,
+    UnsupportedProtocolVersionError,
+    URLElicitationRequiredError,
+)
+from .types import ElicitRequestURLParams, decoder_for
 
 __all__ = [
     "UNDECODABLE",
@@ -36,6 +44,8 @@ __all__ = [
     "decode_payload",
     "is_batch",
     "salvage_head",
+    "server_error_from_wire",
+    "url_elicitations",
     "split_batch",
     "encode_error_response",
     "encode_notification",
@@ -339,3 +349,48 @@ def encode_error_response(
 ) -> bytes:
     """Encode an error response."""
     return _encoder.encode(_ErrorResponse("2.0", request_id, ErrorObject(code, message, data)))
+
+
+_ERROR_CLASSES: Final[dict[int, type[ServerError]]] = {
+    -32002: ResourceNotFoundError,
+    -32020: HeaderMismatchError,
+    -32021: MissingClientCapabilityError,
+    -32022: UnsupportedProtocolVersionError,
+}
+
+
+def server_error_from_wire(
+    code: int, message: str, data: Any = None, *, method: str | None = None, modern: bool = False
+) -> ServerError:
+    """Build the most specific :class:`ServerError` for a JSON-RPC error.
+
+    ``data`` is the error's decoded ``data`` member; what a subclass reads from it is parsed
+    here, at the trust boundary (the elicitations of a ``-32042``).
+    """
+    del modern  # -32602 on resources/read means "not found" in practice in both eras
+    if code == -32602 and method == "resources/read":
+        return ResourceNotFoundError(code, message, data, method=method)
+    if code == -32042:
+        return URLElicitationRequiredError(
+            code, message, data, method=method, elicitations=url_elicitations(data)
+        )
+    cls = _ERROR_CLASSES.get(code, ServerError)
+    return cls(code, message, data, method=method)
+
+
+def url_elicitations(data: object) -> list[ElicitRequestURLParams]:
+    """The URL-mode elicitations in the ``data`` of a ``-32042`` error.
+
+    Entries that are not valid URL-mode elicitations are left out; anything but a mapping
+    with an ``elicitations`` list gives an empty list.
+    """
+    found: list[ElicitRequestURLParams] = []
+    if isinstance(data, dict):
+        items: object = cast("dict[str, object]", data).get("elicitations")
+        if isinstance(items, list):
+            for item in cast("list[object]", items):
+                try:
+                    found.append(msgspec.convert(item, ElicitRequestURLParams))
+                except Exception:  # the trust boundary: a bad entry is left out
+                    continue
+    return found

@@ -40,7 +40,6 @@ from ._exceptions import (
     MCPError,
     ProtocolError,
     fresh_copy,
-    server_error_from_wire,
 )
 from ._handlers import HandlerError
 from ._jsonrpc import (
@@ -57,6 +56,7 @@ from ._jsonrpc import (
     encode_response,
     is_batch,
     salvage_head,
+    server_error_from_wire,
     split_batch,
 )
 from ._transports._base import MessageInfo, Transport

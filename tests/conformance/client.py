@@ -346,14 +346,13 @@ async def run(url: str, scenario: str, version: str | None, context: Mapping[str
     async with trio.open_nursery() as nursery:
         async with trio_mcp.open_mcp_session(
             nursery,
-            url,
+            trio_mcp.StreamableHTTPParameters(url, auth=auth),
             protocol=protocol,
             client_info=CLIENT_INFO,
             elicitation=accept_elicitation,
             sampling=sample,
             roots=ROOTS,
             default_timeout=20.0,
-            auth=auth,
         ) as session:
             log.info(
                 "connected: era %s, version %s, server %s",

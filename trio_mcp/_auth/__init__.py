@@ -1,4 +1,4 @@
-"""OAuth 2.1 authorization for HTTP sessions: ``open_mcp_session(url, auth=trio_mcp.OAuth())``.
+"""OAuth 2.1 authorization for HTTP sessions: ``StreamableHTTPParameters(url, auth=OAuth())``.
 
 Each guarantee lives in one module, named after it:
 

@@ -30,9 +30,8 @@ from .._exceptions import (
     MCPError,
     ProtocolError,
     TransportError,
-    server_error_from_wire,
 )
-from .._jsonrpc import decode_envelope
+from .._jsonrpc import decode_envelope, server_error_from_wire
 
 if TYPE_CHECKING:
     import httpx

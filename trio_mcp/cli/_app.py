@@ -16,7 +16,7 @@ from typing import Any, TextIO, cast
 import trio
 
 from .. import types as t
-from .._connect import _resolve_target, open_mcp_session
+from .._connect import _resolve_target, open_mcp_session, with_transport_options
 from .._session import ClientSession
 from .._terminal import for_terminal
 from ._args import (
@@ -260,10 +260,10 @@ class App:
     async def connect(self) -> AsyncGenerator[ClientSession]:
         """Open the session; ``--timeout`` bounds the whole connect (start and handshake)."""
         conn = await self.prepare()
-        target: Any = conn.target
-        options = dict(conn.options)
+        target: Any
+        target, options = with_transport_options(conn.target, conn.options)
         if self.args.verbose:
-            target, options = WiretapFactory(_resolve_target(target, options), self._wire), {}
+            target = WiretapFactory(_resolve_target(target, {}), self._wire)
         handlers: dict[str, Any] = {}
         if self.term is not None:
             handlers = {

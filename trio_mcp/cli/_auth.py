@@ -61,6 +61,7 @@ def _entries(url: str) -> list[tuple[str, str, str, dict[str, Any]]]:
 async def _login(args: argparse.Namespace, url: str) -> dict[str, Any]:
     from .._auth import FileTokenStore, LoopbackBrowser, OAuth
     from .._connect import open_mcp_session
+    from .._transports._http import StreamableHTTPParameters
 
     browser = LoopbackBrowser(open_browser=not args.no_browser)
     auth = OAuth(
@@ -70,7 +71,7 @@ async def _login(args: argparse.Namespace, url: str) -> dict[str, Any]:
         scopes=args.scope,
     )
     with trio.fail_after(args.timeout):
-        async with open_mcp_session(url, auth=auth) as session:
+        async with open_mcp_session(StreamableHTTPParameters(url, auth=auth)) as session:
             info = session.server_info
             return {"url": url, "server": info.name if info else None, "loggedIn": True}
 

@@ -524,7 +524,8 @@ class MockServer:
         The real HTTP client code runs (trio_mcp's transport, or yours) with no socket::
 
             async with server.open_http(nursery) as http:
-                async with open_mcp_session(nursery, http.url, client=http.client) as s:
+                params = StreamableHTTPParameters(http.url, client=http.client)
+                async with open_mcp_session(nursery, params) as s:
                     ...
 
         Args:
