@@ -28,7 +28,7 @@ def test_a_decoded_error_carries_its_valid_elicitations() -> None:
     assert isinstance(error, trio_mcp.URLElicitationRequiredError)
     assert error.data == data
     assert error.elicitations == [
-        trio_mcp.ElicitRequestURLParams(
+        trio_mcp.types.ElicitRequestURLParams(
             message="Sign in", url="https://example.com/a", elicitation_id="e1"
         )
     ]
@@ -37,7 +37,7 @@ def test_a_decoded_error_carries_its_valid_elicitations() -> None:
 
 
 def test_a_constructed_error_keeps_its_elicitations_and_builds_its_data() -> None:
-    needed = trio_mcp.ElicitRequestURLParams(message="m", url="https://example.com/b")
+    needed = trio_mcp.types.ElicitRequestURLParams(message="m", url="https://example.com/b")
     error = trio_mcp.URLElicitationRequiredError(-32042, "go", elicitations=[needed])
     assert error.elicitations == [needed]
     wire = {"mode": "url", "message": "m", "url": "https://example.com/b"}
@@ -71,14 +71,14 @@ JSON = st.recursive(
 def test_any_data_gives_an_error_with_a_list_of_url_elicitations(data: Any) -> None:
     error = server_error_from_wire(-32042, "m", data)
     assert isinstance(error, trio_mcp.URLElicitationRequiredError)
-    assert all(isinstance(e, trio_mcp.ElicitRequestURLParams) for e in error.elicitations)
+    assert all(isinstance(e, trio_mcp.types.ElicitRequestURLParams) for e in error.elicitations)
     if isinstance(data, dict) and isinstance(data.get("elicitations"), list):
         assert len(error.elicitations) == data["elicitations"].count(GOOD)
 
 
 async def test_a_test_server_raising_one_reaches_the_client_with_its_elicitations() -> None:
     server = MockServer(eras="legacy")
-    needed = trio_mcp.ElicitRequestURLParams(
+    needed = trio_mcp.types.ElicitRequestURLParams(
         message="Sign in", url="https://example.com/a", elicitation_id="e1"
     )
 

@@ -557,11 +557,11 @@ class URLElicitationRequiredError(ServerError):
             built from ``elicitations`` (what a test server sends on the wire).
         method: The method of the request that failed, when known.
         elicitations: The required elicitations, as
-            :class:`~trio_mcp.ElicitRequestURLParams`.
+            :class:`~trio_mcp.types.ElicitRequestURLParams`.
 
     Attributes:
         elicitations: The required elicitations, as
-            :class:`~trio_mcp.ElicitRequestURLParams`: for an error the server sent, parsed
+            :class:`~trio_mcp.types.ElicitRequestURLParams`: for an error the server sent, parsed
             from ``data["elicitations"]`` when the error was decoded (entries that are not
             valid URL-mode elicitations are left out); otherwise those given to the
             constructor.
