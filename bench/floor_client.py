@@ -293,9 +293,13 @@ class FloorSession:
                         self._dispatch(line)
         finally:
             self._closed = True
-            for slot in self._pending.values():
-                slot.error = _CLOSED
-                slot.event.set()
+            self._fail_pending()
+
+    def _fail_pending(self) -> None:
+        """The connection is gone: wake every waiting caller with a closed-connection error."""
+        for slot in self._pending.values():
+            slot.error = _CLOSED
+            slot.event.set()
 
     def _dispatch(self, line: bytes | bytearray) -> None:
         env = _decode_envelope(line)
@@ -319,15 +323,24 @@ class FloorSession:
             await self._process.wait()
 
 
+S = TypeVar("S", bound=FloorSession)
+
+
 @asynccontextmanager
-async def open_session(command: list[str]) -> AsyncIterator[FloorSession]:
-    """Starts the server, initializes, yields the session, then closes it all."""
+async def open_session(
+    command: list[str],
+    session_type: type[S] = FloorSession,  # type: ignore[assignment]
+) -> AsyncIterator[S]:
+    """Starts the server, initializes, yields the session, then closes it all.
+
+    ``session_type`` is the session class (the channel floor passes its subclass).
+    """
     process = await trio.lowlevel.open_process(
         command, stdin=subprocess.PIPE, stdout=subprocess.PIPE
     )
     try:
         async with trio.open_nursery() as nursery:
-            session = FloorSession(process)
+            session = session_type(process)
             nursery.start_soon(session._reader)
             nursery.start_soon(session._writer)
             try:
