@@ -204,11 +204,21 @@ def test_json_output_stays_exact(env: dict[str, str]) -> None:
     proc = run("call", "result")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["content"][0]["text"] == f"result {EVIL}"
-    # the bytes as JSON writes them: escapes for C0, the rest (U+202E, C1) unchanged
-    assert json.dumps(f"result {EVIL}", ensure_ascii=False).encode() in proc.stdout
+    # exact JSON, and escapes for everything a terminal acts on: C0 as json writes them,
+    # DEL, C1 and U+202E as \\uNNNN too (the bytes a terminal would act on never arrive)
+    assert_safe(proc.stdout, shown=False)
+    assert b"\\u202eevil" in proc.stdout
+    assert b"\\u009b31m" in proc.stdout
     proc = run("tools")
     names = [tool["name"] for tool in json.loads(proc.stdout)]
     assert f"name{EVIL}" in names
+    assert_safe(proc.stdout, shown=False)
+    # the error envelope on stderr likewise
+    proc = run("call", "broken")
+    assert proc.returncode == 1
+    envelope = json.loads(proc.stderr.splitlines()[-1])
+    assert EVIL in envelope["error"]["message"]
+    assert_safe(proc.stderr, shown=False)
 
 
 async def test_authorization_server_text_is_neutralised(capsys: pytest.CaptureFixture[str]) -> None:

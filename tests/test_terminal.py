@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trio_mcp import for_terminal
+from trio_mcp._terminal import json_for_terminal
 
 EXAMPLES = int(os.environ.get("TRIO_MCP_FUZZ_EXAMPLES", "200"))
 
@@ -65,3 +67,27 @@ def test_no_generated_string_yields_a_control_character(text: str, newlines: boo
         0xD800 <= ord(c) <= 0xDFFF for c in text
     ):
         assert out == text
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=EXAMPLES)
+@given(JSON_VALUES, st.sampled_from([None, 2]))
+def test_json_for_terminal_is_exact_and_safe(value: object, indent: int | None) -> None:
+    # --json output: the very same value back, and nothing a terminal acts on (not even
+    # the newline inside a string: JSON escapes it), while plain non-ASCII stays readable.
+    out = json_for_terminal(value, indent=indent)
+    assert json.loads(out) == value
+    assert not (set(out) & (DANGEROUS - {"\n"}))
+    assert not any(0xD800 <= ord(c) <= 0xDFFF for c in out)
+    out.encode("utf-8")  # no lone surrogate left to break the write
+
+
+def test_json_for_terminal_escapes_c1_and_bidi_keeps_other_text() -> None:
+    out = json_for_terminal({"name": "a\u202eb\x9b31m\x7f é 日本"})
+    assert out == '{"name": "a\\u202eb\\u009b31m\\u007f é 日本"}'

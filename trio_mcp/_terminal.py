@@ -13,15 +13,18 @@ that prints a peer string for a person passes it through :func:`for_terminal` fi
 * nothing is ever interpreted as markup: this function only returns plain text, and the
   CLI prints it with markup off (or as a ``rich.text.Text``).
 
-``--json`` output is exact and does not go through here: JSON escapes control characters
-itself.
+``--json`` output stays exact JSON and goes through :func:`json_for_terminal`: JSON escapes
+C0 itself, and DEL, C1, the bidi controls, U+2028/9 and lone surrogates become ``\\uNNNN``
+escapes too, so the document decodes to the very same value and a terminal sees none of them.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
-__all__ = ["for_terminal"]
+__all__ = ["for_terminal", "json_for_terminal"]
 
 # C0 except \t and \n, DEL, C1; bidi controls; U+2028/U+2029; lone surrogates.
 _UNSAFE = re.compile(
@@ -64,3 +67,28 @@ def for_terminal(text: object, *, newlines: bool = True) -> str:
     if pattern.search(string) is None:  # the common case: nothing to do, no copy
         return string
     return pattern.sub(_visible, string)
+
+
+# What json.dumps(ensure_ascii=False) leaves raw and a terminal would act on. Outside
+# strings its output is ASCII, so these can only sit inside a string, where \uNNNN is exact.
+_UNSAFE_IN_JSON = re.compile(
+    "[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]"
+)
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def json_for_terminal(value: Any, *, indent: int | None = None) -> str:
+    """Return ``value`` as exact JSON that is also safe to write to a terminal.
+
+    ``json.dumps`` escapes C0 control characters but leaves DEL, C1 characters, bidi
+    controls, U+2028/9 and lone surrogates raw (with ``ensure_ascii=False``); here they
+    become ``\\uNNNN`` escapes, so ``json.loads`` of the result is exactly ``value`` and
+    other non-ASCII text stays readable.
+    """
+    text = json.dumps(value, indent=indent, ensure_ascii=False)
+    if _UNSAFE_IN_JSON.search(text) is None:
+        return text
+    return _UNSAFE_IN_JSON.sub(_json_escape, text)

@@ -18,7 +18,7 @@ import trio
 from .. import types as t
 from .._connect import _resolve_target, open_mcp_session, with_transport_options
 from .._session import ClientSession
-from .._terminal import for_terminal
+from .._terminal import for_terminal, json_for_terminal
 from ._args import (
     UnknownName,
     UsageError,
@@ -545,7 +545,7 @@ def report(app: App | None, json_mode: bool, exc: BaseException) -> int:
         data: Any = getattr(exc, "data", None)
         if data is not None:
             envelope["error"]["data"] = data
-        print(json.dumps(envelope, ensure_ascii=False), file=sys.stderr, flush=True)
+        print(json_for_terminal(envelope), file=sys.stderr, flush=True)
         return code
     out = app.out if app is not None else Output(json_mode=False)
     if isinstance(exc, Interrupted):

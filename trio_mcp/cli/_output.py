@@ -17,7 +17,7 @@ from typing import Any, TextIO
 from msgspec import UNSET
 
 from .. import types as t
-from .._terminal import for_terminal
+from .._terminal import for_terminal, json_for_terminal
 from ._args import as_mapping
 
 __all__ = ["Output", "StdoutClosed", "to_plain"]
@@ -149,7 +149,7 @@ class Output:
 
     def json(self, value: Any) -> None:
         """Print one JSON document, exactly (JSON escapes control characters itself)."""
-        self._write(json.dumps(value, indent=2, ensure_ascii=False))
+        self._write(json_for_terminal(value, indent=2))
 
     def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
         """Print a table (rich) or aligned columns (plain); every cell neutralised.

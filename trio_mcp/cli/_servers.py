@@ -11,7 +11,6 @@ asks (on a terminal), or needs ``--yes``; approvals are kept by the library's co
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
 import shutil
@@ -22,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from .._terminal import for_terminal
+from .._terminal import for_terminal, json_for_terminal
 from ._args import UsageError
 
 if TYPE_CHECKING:
@@ -220,7 +219,7 @@ def run_servers(args: argparse.Namespace) -> int:
     """Run ``trio-mcp servers``; returns the exit status (2 when a config file is invalid)."""
     rows, errors = trio.run(_collect, args.config)
     if args.json:
-        print(json.dumps({"servers": rows, "errors": errors}, indent=2, ensure_ascii=False))
+        print(json_for_terminal({"servers": rows, "errors": errors}, indent=2))
     elif not rows:
         print("(no servers configured)" if not errors else "(no servers listed)")
     else:
