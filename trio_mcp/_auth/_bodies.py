@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import httpx
 import trio
 
-from .._exceptions import AuthError
+from .._exceptions import AuthError, TokenRequestError
 
 __all__ = ["BODY_LIMIT", "Answer", "open_client", "send"]
 
@@ -149,8 +149,6 @@ async def send(
 
 
 def _failed(error: type[AuthError], message: str, code: str) -> AuthError:
-    from .._exceptions import TokenRequestError
-
     if issubclass(error, TokenRequestError):
         return error(message, error=code or "invalid_response", status_code=0)
     return error(message)
