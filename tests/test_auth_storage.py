@@ -132,7 +132,7 @@ async def test_a_token_from_another_issuer_is_not_sent_before_discovery() -> Non
     world = World()
     await _session(world, store)
     oauth = trio_mcp.OAuth(store=store, client_id="dcr-client", issuer="https://other.example")
-    assert await oauth._bound_token(SERVER) is None  # pyright: ignore[reportPrivateUsage]
+    assert await oauth._keeper.bound(SERVER) is None  # pyright: ignore[reportPrivateUsage]
 
 
 async def test_expired_stored_token_waits_for_discovery(autojump_clock: trio.abc.Clock) -> None:

@@ -193,3 +193,68 @@ def test_a_function_level_import_counts_and_a_type_checking_one_does_not(
     (package / "_d.py").write_text("from ._c import y\n")
     monkeypatch.setattr(sys.modules[__name__], "ROOT", package)
     assert _cycles(_whole_package_graph()) == [["trio_mcp._a", "trio_mcp._b"]]
+
+
+# -- no cycle counting TYPE_CHECKING imports (the OAuth client, the CLI, the errors) -------
+
+
+def _graph_counting_type_checking() -> dict[str, set[str]]:
+    """Every module of ``trio_mcp`` and the modules of ours it imports, for a type checker.
+
+    Like :func:`_whole_package_graph`, but the imports under ``if TYPE_CHECKING:`` count
+    too: a type checker follows them, and a newcomer reading one module must read the other.
+    """
+    files = {_module_name(p): p for p in ROOT.rglob("*.py")}
+    graph: dict[str, set[str]] = {m: set() for m in files}
+    for module, path in files.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for _, _, names in _imports(ast.parse(path.read_text()), package):
+            for name in names:
+                while name and name not in files:
+                    name = name.rpartition(".")[0]
+                if name and name != module and not module.startswith(name + "."):
+                    graph[module].add(name)
+    return graph
+
+
+def _cycles_through(modules: set[str]) -> list[list[str]]:
+    """The cycles (counting TYPE_CHECKING imports) that hold one of ``modules``."""
+    return [c for c in _cycles(_graph_counting_type_checking()) if modules & set(c)]
+
+
+def _package_modules(package: str) -> set[str]:
+    found = {m for m in map(_module_name, ROOT.rglob("*.py")) if m.startswith(f"{package}.")}
+    assert found, package
+    return found
+
+
+def test_the_oauth_client_has_no_import_cycle_counting_type_checking_imports() -> None:
+    # the provider builds its parts; the parts read its settings through a protocol
+    assert _cycles_through(_package_modules("trio_mcp._auth")) == []
+
+
+def test_the_cli_has_no_import_cycle_counting_type_checking_imports() -> None:
+    # _app starts the Repl; _repl knows the run only as its Host protocol
+    assert _cycles_through(_package_modules("trio_mcp.cli")) == []
+
+
+def test_exceptions_and_resilience_have_no_import_cycle_counting_type_checking_imports() -> None:
+    # CircuitState lives beside CircuitOpenError: _resilience imports _exceptions, not back
+    assert _cycles_through({"trio_mcp._exceptions", "trio_mcp._resilience"}) == []
+
+
+def test_a_type_checking_import_counts_for_the_type_checker_graph(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package = tmp_path / "trio_mcp"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "_a.py").write_text("from . import _b\n")
+    (package / "_b.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ._a import x\n"
+    )
+    (package / "_c.py").write_text("from . import _a\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", package)
+    assert _cycles(_whole_package_graph()) == []
+    assert _cycles_through({"trio_mcp._a"}) == [["trio_mcp._a", "trio_mcp._b"]]
+    assert _cycles_through({"trio_mcp._c"}) == []

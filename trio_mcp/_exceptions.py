@@ -59,14 +59,12 @@ tracebacks never mix across tasks.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import msgspec
 import trio
-
-if TYPE_CHECKING:
-    from ._resilience import CircuitState
 
 _E = TypeVar("_E", bound=BaseException)
 
@@ -308,6 +306,21 @@ class SkillVerificationError(MCPError):
     def __init__(self, message: str, *, uri: str) -> None:
         self.uri = uri
         super().__init__(message)
+
+
+class CircuitState(enum.Enum):
+    """The states of a :class:`~trio_mcp.CircuitBreaker`.
+
+    Defined beside :class:`CircuitOpenError`, which carries one, so that this module
+    depends on nothing of the package (``_resilience`` imports it from here).
+    """
+
+    #: Calls go through; consecutive failures are counted.
+    CLOSED = "closed"
+    #: Calls are refused with :class:`CircuitOpenError` until the recovery time has passed.
+    OPEN = "open"
+    #: A limited number of trial calls go through to probe whether the service recovered.
+    HALF_OPEN = "half_open"
 
 
 class CircuitOpenError(MCPError):

@@ -15,7 +15,6 @@ Cancellation is never retried and never counts as a failure.
 
 from __future__ import annotations
 
-import enum
 import math
 import random as _rnd
 from collections.abc import Awaitable, Callable
@@ -26,7 +25,7 @@ from typing import TypeAlias, TypeVar
 
 import trio
 
-from ._exceptions import CircuitOpenError, HTTPStatusError, TransportError
+from ._exceptions import CircuitOpenError, CircuitState, HTTPStatusError, TransportError
 
 __all__ = ["Backoff", "CircuitBreaker", "CircuitOpenError", "CircuitState", "RetryPolicy"]
 
@@ -256,17 +255,6 @@ class RetryPolicy:
             # Sleep outside the ``except`` block so a later exception is not chained to
             # this one through ``__context__``.
             await trio.sleep(delay)
-
-
-class CircuitState(enum.Enum):
-    """The states of a :class:`CircuitBreaker`."""
-
-    #: Calls go through; consecutive failures are counted.
-    CLOSED = "closed"
-    #: Calls are refused with :class:`CircuitOpenError` until the recovery time has passed.
-    OPEN = "open"
-    #: A limited number of trial calls go through to probe whether the service recovered.
-    HALF_OPEN = "half_open"
 
 
 class CircuitBreaker:

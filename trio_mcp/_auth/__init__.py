@@ -18,8 +18,13 @@ Each guarantee lives in one module, named after it:
 * ``_dpop`` (DPoP keys, proofs and nonces, RFC 9449), ``_storage`` (token stores),
   ``_keyring`` (the OS keyring store), ``_browser`` (the loopback redirect and the
   browser).
-* ``_provider``: the ``httpx.Auth`` that drives discovery, client identity (and
-  registrations per redirect URI) and the flows.
+* ``_provider``: ``OAuth``, the ``httpx.Auth``: the user's settings (``_settings``, the
+  protocol the parts read them through) and the parts it puts together:
+  ``_challenges`` (one request's answers to ``401``, ``403`` and DPoP nonce challenges),
+  ``_authorizer`` (one authorization at a time: recovery, step-up, discovery, which grant
+  runs), ``_keeper`` (tokens kept, refreshed one at a time per key, stored and found
+  again), ``_identity`` (client identity, registrations per redirect URI) and
+  ``_token_endpoint`` (token requests with their DPoP proofs and nonces).
 
 Importing this package imports httpx; PyJWT and ``cryptography`` are imported only when a
 JWT is signed or a DPoP key made. Secrets never appear in reprs (``trio_mcp._redact``).

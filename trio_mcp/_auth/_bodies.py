@@ -7,21 +7,23 @@ plus one network chunk has been read, so a hostile endpoint cannot grow this pro
 A compressed body is decompressed with the same bound (no decompression bomb); only
 ``identity``, ``gzip`` and ``deflate`` encodings are accepted (``identity`` is asked for).
 Redirects are never followed (even by a caller's client that follows them): a redirect's
-target would escape the endpoint policy.
+target would escape the endpoint policy. :func:`open_client` is the client those requests
+go through: the caller's ``http_client=``, or a short-lived one.
 """
 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Mapping
+from collections.abc import AsyncGenerator, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import httpx
 import trio
 
-from .._exceptions import AuthError
+from .._exceptions import AuthError, TokenRequestError
 
-__all__ = ["BODY_LIMIT", "Answer", "send"]
+__all__ = ["BODY_LIMIT", "Answer", "open_client", "send"]
 
 BODY_LIMIT = 1024 * 1024
 """The largest body read from an OAuth endpoint, in bytes."""
@@ -54,6 +56,16 @@ class _Decoder:
         if len(out) >= room or self._zlib.unconsumed_tail:
             return None
         return out
+
+
+@asynccontextmanager
+async def open_client(given: httpx.AsyncClient | None) -> AsyncGenerator[httpx.AsyncClient]:
+    """The client for one flow: ``given`` (its owner closes it), else a new one, closed after."""
+    if given is not None:
+        yield given
+        return
+    async with httpx.AsyncClient(follow_redirects=False, timeout=30.0) as client:
+        yield client
 
 
 async def send(
@@ -137,8 +149,6 @@ async def send(
 
 
 def _failed(error: type[AuthError], message: str, code: str) -> AuthError:
-    from .._exceptions import TokenRequestError
-
     if issubclass(error, TokenRequestError):
         return error(message, error=code or "invalid_response", status_code=0)
     return error(message)

@@ -29,12 +29,11 @@ from .._exceptions import (
 from .._jsonrpc import UNDECODABLE
 from .._terminal import for_terminal
 from . import _grants
-from ._browser import check_browser_url
-from ._metadata import AuthorizationServerMetadata
+from ._browser import LoopbackBrowser, UserAgent, check_browser_url
+from ._metadata import AuthorizationServerMetadata, Discovery
 
 if TYPE_CHECKING:
-    from ._flows import Discovery, Flow
-    from ._provider import OAuth
+    from ._flows import Flow
     from ._tokens import Token
 
 __all__ = ["DeviceCode", "DeviceFlow"]
@@ -121,17 +120,26 @@ class DeviceFlow:
         self.prefer: bool = prefer
 
 
-def should_use(provider: OAuth, metadata: AuthorizationServerMetadata) -> bool:
-    """Whether ``provider``'s next user authorization at this server is a device flow."""
-    device = provider.device
+def should_use(
+    device: DeviceFlow | None,
+    metadata: AuthorizationServerMetadata,
+    *,
+    interactive: bool,
+    user_agent: UserAgent,
+) -> bool:
+    """Whether the next user authorization at this server is a device flow.
+
+    Args:
+        device: The provider's ``device=`` (``None``: never).
+        metadata: The authorization server's metadata (it must offer the endpoint).
+        interactive: The provider's ``interactive=`` (headless: no browser).
+        user_agent: The provider's browser step (one that opens no browser prefers this).
+    """
     if device is None or metadata.device_authorization_endpoint is None:
         return False
-    if device.prefer or not provider.interactive:
+    if device.prefer or not interactive:
         return True
-    from ._browser import LoopbackBrowser
-
-    agent = provider.user_agent
-    return isinstance(agent, LoopbackBrowser) and not agent.open_browser
+    return isinstance(user_agent, LoopbackBrowser) and not user_agent.open_browser
 
 
 class _DeviceAuthorization(msgspec.Struct, kw_only=True):

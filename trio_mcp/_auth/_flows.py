@@ -1,7 +1,7 @@
 """The grant flows, as functions over a small :class:`Flow`: what one authorization needs.
 
-A flow gets the discovery result (:class:`Discovery`), the scope to ask for, and three
-services lent by the provider: the client identity (pre-registered, metadata document,
+A flow gets the discovery result (:class:`._metadata.Discovery`), the scope to ask for,
+and three services lent by the provider: the client identity (pre-registered, metadata document,
 stored or registered), the token request (client authentication, DPoP proofs and nonces,
 the 1 MiB bound) and ``keep`` (turn an answer into the token of this server's key and
 store it). No flow reaches into the provider: the authorization code flow lives here,
@@ -29,22 +29,9 @@ from ._tokens import Token
 if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup
 
-__all__ = ["Discovery", "Flow", "authorization_code", "check_callback", "client_credentials"]
+__all__ = ["Flow", "authorization_code", "check_callback", "client_credentials"]
 
 logger = logging.getLogger("trio_mcp.auth")
-
-
-@dataclass
-class Discovery:
-    """What discovery found for one MCP endpoint."""
-
-    server_url: str
-    resource: str
-    issuer: str
-    metadata: _metadata.AuthorizationServerMetadata
-    prm: _metadata.ProtectedResourceMetadata | None
-    # the resource server challenged with the DPoP scheme (so it accepts DPoP tokens)
-    rs_offers_dpop: bool = False
 
 
 @dataclass
@@ -65,7 +52,7 @@ class Flow:
     """
 
     http: httpx.AsyncClient
-    context: Discovery
+    context: _metadata.Discovery
     scope: str | None
     private_key: Any
     signing_algorithm: str
@@ -154,7 +141,7 @@ def _only_error(group: BaseExceptionGroup[Any]) -> BaseException:
     return leaves[0] if len(leaves) == 1 else group
 
 
-def check_callback(callback: str, state: str, context: Discovery) -> str:
+def check_callback(callback: str, state: str, context: _metadata.Discovery) -> str:
     """The code of an authorization response, after checking ``state`` and ``iss``.
 
     Raises:

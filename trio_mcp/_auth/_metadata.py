@@ -5,6 +5,7 @@ Metadata Discovery"): protected-resource metadata from the challenge's ``resourc
 first, then path-aware, then root; authorization-server metadata by RFC 8414 and OpenID
 Connect Discovery, with path insertion (and OIDC path appending) for an issuer with a path.
 An issuer is compared by exact string equality, never normalised (RFC 8414 §3.3, RFC 9207).
+:func:`discover` runs that order for one MCP endpoint and returns a :class:`Discovery`.
 """
 
 from __future__ import annotations
@@ -28,10 +29,12 @@ logger = logging.getLogger("trio_mcp.auth")
 __all__ = [
     "AuthorizationServerMetadata",
     "Challenge",
+    "Discovery",
     "ProtectedResourceMetadata",
     "as_metadata_urls",
     "decode_as_metadata",
     "decode_prm",
+    "discover",
     "fetch",
     "parse_challenge",
     "prm_urls",
@@ -299,4 +302,70 @@ def legacy_metadata(origin: str) -> AuthorizationServerMetadata:
             registration_endpoint=f"{origin}/register",
             code_challenge_methods_supported=["S256"],
         )
+    )
+
+
+@dataclass
+class Discovery:
+    """What discovery found for one MCP endpoint."""
+
+    server_url: str
+    resource: str
+    issuer: str
+    metadata: AuthorizationServerMetadata
+    prm: ProtectedResourceMetadata | None
+    # the resource server challenged with the DPoP scheme (so it accepts DPoP tokens)
+    rs_offers_dpop: bool = False
+
+
+async def discover(http: httpx.AsyncClient, server_url: str, challenge: Challenge) -> Discovery:
+    """Protected-resource metadata, then the authorization server's, for ``server_url``.
+
+    Every URL found passes the endpoint policy (:mod:`._policy`); every document is read
+    with the 1 MiB bound (:mod:`._bodies`). A server without protected-resource metadata
+    (2025-03-26) has its origin as issuer, and the fallback endpoints when that publishes
+    no metadata either.
+
+    Raises:
+        AuthDiscoveryError: The metadata names a resource that does not cover
+            ``server_url``, an endpoint the policy refuses, or is missing or malformed.
+    """
+    prm: ProtectedResourceMetadata | None = None
+    for url in prm_urls(server_url, challenge.resource_metadata):
+        body = await fetch(http, url)
+        if body is not None:
+            prm = decode_prm(body, url)
+            logger.debug("%s: protected-resource metadata at %s", server_url, url)
+            break
+    if prm is not None:
+        if not resource_covers(prm.resource, server_url):
+            raise AuthDiscoveryError(
+                f"the protected-resource metadata of {server_url} is for resource "
+                f"{prm.resource!r}, which does not cover this server; refusing to "
+                "authorize (a token for it could be replayed elsewhere)"
+            )
+        resource = prm.resource
+        issuer = check_endpoint(prm.authorization_servers[0], "the authorization server")
+    else:
+        # 2025-03-26: no protected-resource metadata; the server's origin is the issuer
+        parts = urlsplit(server_url)
+        issuer = f"{parts.scheme}://{parts.netloc}"
+        resource = server_url
+        logger.debug("%s: no protected-resource metadata; issuer %s", server_url, issuer)
+    metadata: AuthorizationServerMetadata | None = None
+    for url in as_metadata_urls(issuer):
+        body = await fetch(http, url)
+        if body is not None:
+            metadata = decode_as_metadata(body, url, issuer)
+            logger.debug("%s: authorization-server metadata at %s", server_url, url)
+            break
+    if metadata is None:
+        if prm is not None:
+            raise AuthDiscoveryError(
+                f"authorization server {issuer} publishes no metadata at "
+                f"{', '.join(as_metadata_urls(issuer))}"
+            )
+        metadata = legacy_metadata(issuer)
+    return Discovery(
+        server_url, resource, issuer, metadata, prm, challenge.scheme.lower() == "dpop"
     )

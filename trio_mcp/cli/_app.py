@@ -294,13 +294,14 @@ class App:
     async def _subscribe(self, session: ClientSession) -> None:
         level: str | None = self.args.log_level
         if level is not None:
-            session.on_log(self._on_log)
+            session.on_log(self.on_log)
             try:
                 await self.interruptible(session.set_logging_level, level)
             except Exception as exc:  # a server without logging: say so, go on
                 self.out.note(f"the server did not accept --log-level {level}: {exc}", "yellow")
 
-    def _on_log(self, note: t.LoggingMessageNotificationParams) -> None:
+    def on_log(self, note: t.LoggingMessageNotificationParams) -> None:
+        """Show one log message of the server (``--log-level``)."""
         data = note.data if isinstance(note.data, str) else json.dumps(note.data)
         source = f" {note.logger}" if isinstance(note.logger, str) else ""
         style = "red" if note.level in ("error", "critical", "alert", "emergency") else "dim"

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import shlex
 from collections.abc import AsyncGenerator, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 from msgspec import UNSET
@@ -23,9 +24,10 @@ if TYPE_CHECKING:
     from prompt_toolkit.document import Document
 
     from .._session import ClientSession
-    from ._app import App
+    from ._interact import Terminal
+    from ._output import Output
 
-__all__ = ["COMMANDS", "RECONNECT", "Repl"]
+__all__ = ["COMMANDS", "RECONNECT", "Host", "Repl"]
 
 #: What :meth:`Repl.run` returns when the user asks for a new connection.
 RECONNECT = -1
@@ -52,6 +54,61 @@ def history_path() -> Path:
     return Path(base) / "trio-mcp" / "history"
 
 
+class Host(Protocol):
+    """What the interactive mode uses of the run it belongs to (``cli._app.App``).
+
+    A protocol, so that the dependency points one way: ``_app`` starts a :class:`Repl`
+    and ``_repl`` knows only this much of it.
+    """
+
+    #: The interactive mode waits for a command (its prompt, or between two prompts).
+    idle: bool
+
+    @property
+    def args(self) -> argparse.Namespace:
+        """The parsed command line."""
+        ...
+
+    @property
+    def out(self) -> Output:
+        """Where results and notes are printed."""
+        ...
+
+    @property
+    def term(self) -> Terminal | None:
+        """The terminal, when a person answers questions (``None``: ``--no-input``)."""
+        ...
+
+    @property
+    def tools(self) -> dict[str, t.Tool]:
+        """The tools last listed, by name."""
+        ...
+
+    def interrupted(self, *, at_prompt: bool = False) -> bool:
+        """Count one Ctrl-C; true when it asks to quit."""
+        ...
+
+    def reset_interrupts(self) -> None:
+        """Start counting Ctrl-C afresh."""
+        ...
+
+    async def interruptible(self, operation: Any, *args: Any, **kwargs: Any) -> Any:
+        """Run one request under ``--timeout``; Ctrl-C cancels it."""
+        ...
+
+    async def list_tools(self, session: ClientSession) -> list[t.Tool]:
+        """List the tools and remember them."""
+        ...
+
+    async def run_command(self, session: ClientSession, command: str, rest: list[str]) -> int:
+        """Run one command."""
+        ...
+
+    def on_log(self, note: t.LoggingMessageNotificationParams) -> None:
+        """Show one log message of the server."""
+        ...
+
+
 class Repl:
     """The interactive mode over an open session.
 
@@ -60,7 +117,7 @@ class Repl:
         session: The session, kept open until the user leaves.
     """
 
-    def __init__(self, app: App, session: ClientSession) -> None:
+    def __init__(self, app: Host, session: ClientSession) -> None:
         self.app = app
         self.session = session
         self.resources: list[str] = []
@@ -79,7 +136,7 @@ class Repl:
         self._notify(f"[server] resource updated: {getattr(note, 'uri', note)}")
 
     def _on_log(self, note: t.LoggingMessageNotificationParams) -> None:
-        self.app._on_log(note)  # pyright: ignore[reportPrivateUsage]
+        self.app.on_log(note)
 
     async def _prefetch(self) -> None:
 
