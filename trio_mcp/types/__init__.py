@@ -58,12 +58,12 @@ from typing import (
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from ._exceptions import ToolError
+from .._exceptions import ToolError
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-    from ._validation import OutputValidation
+    from .._validation import OutputValidation
 
 # Public protocol names and to_builtins; the other helpers at the bottom (decoder_for, ...)
 # are for the session engine and stay out of the star-export.
