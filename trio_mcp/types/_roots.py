@@ -1,0 +1,24 @@
+"""Roots: the directories and files a client lets a server operate on (``roots/list``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from ._base import Result, _Wire
+
+
+class Root(_Wire, kw_only=True):
+    """A directory or file the server may operate on."""
+
+    uri: str
+    name: str | UnsetType = UNSET
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
+
+
+class ListRootsResult(Result, kw_only=True):
+    """The client's answer to ``roots/list``."""
+
+    roots: list[Root]
