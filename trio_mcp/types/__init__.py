@@ -31,8 +31,6 @@ is present, and to the generic :class:`ResourceContents` otherwise.
 
 Use :func:`decoder_for` (not a bare ``msgspec.json.Decoder``) to decode these types: it is
 fast on the common path and only falls back to the tolerant slow path when a message holds
-Use :func:`decoder_for` (not a bare ``msgspec.json.Decoder``) to decode these types: it is
-fast on the common path and only falls back to the tolerant slow path when a message holds
 something the strict decoder rejects, such as an unknown content block.
 """
 
@@ -50,208 +48,223 @@ something the strict decoder rejects, such as an unknown content block.
 #   _prompts        prompts
 #   _completion     completion/complete
 #   _notifications  logging, progress, cancellation, subscriptions/listen
-#   _roots          roots
+#   _roots          roots/list
 #   _sampling       sampling/createMessage (it names Tool)
 #   _elicitation    elicitation/create, form schemas
 #   _input          2026-07-28 multi round-trip input, and the three requests retried with it
-#   _decoding       Decoder, decoder_for, from_builtins, peek_result_type
+#
+# (roots, sampling and elicitation also hold their request's 2026-07-28 input-request form:
+# ListRootsRequest, CreateMessageRequest, ElicitRequest.)
+#
+# This module itself adds the session engine's decoding entry points, which need every area:
+# Decoder, decoder_for, from_builtins and peek_result_type.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import FunctionType
+from typing import Any, Final, Generic, TypeVar, overload
 
-# Bound for the annotations of the structs (see _adopt below), not used in this module.
-from typing import Any, ClassVar, Literal  # noqa: F401
+# ClassVar, Literal and UnsetType are not used in this module: the structs' field annotations
+# spell them, and are evaluated here (see _adopt below).
+from typing import ClassVar as ClassVar
+from typing import Literal as Literal
 
-from msgspec import UnsetType  # noqa: F401
+import msgspec
+from msgspec import UnsetType as UnsetType
 
+# The order of these imports is the order of the API reference page (mkdocstrings lists
+# re-exported names in source order): by area as the modules go, then as each module goes.
+# isort: off
 from ._base import (
-    META_CLIENT_CAPABILITIES,
-    META_CLIENT_INFO,
-    META_LOG_LEVEL,
+    Role,
+    LoggingLevel,
+    RequestId,
+    ProgressToken,
+    Cursor,
+    ResultType,
+    CacheScope,
     META_PROGRESS_TOKEN,
     META_PROTOCOL_VERSION,
-    META_RELATED_TASK,
+    META_CLIENT_INFO,
+    META_CLIENT_CAPABILITIES,
+    META_LOG_LEVEL,
     META_SERVER_INFO,
     META_SUBSCRIPTION_ID,
-    BaseMetadata,
-    CacheableResult,
-    CacheScope,
-    Cursor,
-    EmptyResult,
-    Error,
+    META_RELATED_TASK,
     Icon,
     Icons,
-    LoggingLevel,
-    NotificationParams,
-    PaginatedRequestParams,
-    PaginatedResult,
-    ProgressToken,
-    RequestId,
+    BaseMetadata,
     RequestParams,
+    NotificationParams,
     Result,
-    ResultType,
-    Role,
+    EmptyResult,
+    PaginatedResult,
+    CacheableResult,
+    PaginatedRequestParams,
+    Error,
     to_builtins,
-)
-from ._completion import (
-    CompleteRequestParams,
-    CompleteResult,
-    Completion,
-    CompletionArgument,
-    CompletionContext,
-    PromptReference,
-    ResourceReference,
-    ResourceTemplateReference,
 )
 from ._content import (
     Annotations,
-    AnyResourceContents,
-    AudioContent,
-    BlobResourceContents,
-    ContentBlock,
-    EmbeddedResource,
-    ImageContent,
-    ResourceContents,
-    ResourceLink,
-    SamplingMessageContentBlock,
     TextContent,
+    ImageContent,
+    AudioContent,
+    ResourceLink,
+    ResourceContents,
     TextResourceContents,
-    ToolResultContent,
+    BlobResourceContents,
+    EmbeddedResource,
     ToolUseContent,
+    ToolResultContent,
     UnknownContent,
+    ContentBlock,
+    SamplingMessageContentBlock,
+    AnyResourceContents,
 )
-from ._content import _ContentField as _ContentField
-from ._content import _ResourceContentsField as _ResourceContentsField
-from ._decoding import Decoder as Decoder
-from ._decoding import decoder_for as decoder_for
-from ._decoding import from_builtins as from_builtins
-from ._decoding import peek_result_type as peek_result_type
-from ._elicitation import (
-    BooleanSchema,
-    ElicitationCompleteNotificationParams,
-    ElicitRequestFormParams,
-    ElicitRequestParams,
-    ElicitRequestURLParams,
-    ElicitResult,
-    EnumSchema,
-    LegacyTitledEnumSchema,
-    MultiSelectEnumSchema,
-    NumberSchema,
-    PrimitiveSchemaDefinition,
-    SingleSelectEnumSchema,
-    StringSchema,
-    TitledEnumItems,
-    TitledEnumOption,
-    TitledMultiSelectEnumSchema,
-    TitledSingleSelectEnumSchema,
-    UntitledEnumItems,
-    UntitledMultiSelectEnumSchema,
-    UntitledSingleSelectEnumSchema,
-)
-from ._elicitation import _ElicitParamsField as _ElicitParamsField
-from ._input import (
-    CallToolRequestParams,
-    CreateMessageRequest,
-    ElicitRequest,
-    GetPromptRequestParams,
-    InputRequest,
-    InputRequests,
-    InputRequiredResult,
-    InputResponse,
-    InputResponseRequestParams,
-    InputResponses,
-    ListRootsRequest,
-    ReadResourceRequestParams,
-)
-from ._input import _InputResponsesField as _InputResponsesField
 from ._lifecycle import (
-    ClientCapabilities,
-    CompletionsCapability,
-    DiscoverResult,
-    ElicitationCapability,
     Implementation,
-    InitializeRequestParams,
-    InitializeResult,
-    LoggingCapability,
-    NotificationMetaObject,
-    PromptsCapability,
-    RequestMetaObject,
-    ResourcesCapability,
-    ResultMetaObject,
     RootsCapability,
     SamplingCapability,
-    ServerCapabilities,
-    SubscriptionsListenResultMetaObject,
+    ElicitationCapability,
+    ClientCapabilities,
+    PromptsCapability,
+    ResourcesCapability,
     ToolsCapability,
-)
-from ._notifications import (
-    CancelledNotificationParams,
-    LoggingMessageNotificationParams,
-    ProgressNotificationParams,
-    SetLevelRequestParams,
-    SubscriptionFilter,
-    SubscriptionsAcknowledgedNotificationParams,
-    SubscriptionsListenRequestParams,
-    SubscriptionsListenResult,
-)
-from ._prompts import (
-    GetPromptResult,
-    ListPromptsResult,
-    Prompt,
-    PromptArgument,
-    PromptMessage,
-)
-from ._resources import (
-    ListResourcesResult,
-    ListResourceTemplatesResult,
-    ReadResourceResult,
-    Resource,
-    ResourceRequestParams,
-    ResourceTemplate,
-    ResourceUpdatedNotificationParams,
-    SubscribeRequestParams,
-    UnsubscribeRequestParams,
-)
-from ._roots import (
-    ListRootsResult,
-    Root,
-)
-from ._sampling import (
-    CreateMessageRequestParams,
-    CreateMessageResult,
-    IncludeContext,
-    ModelHint,
-    ModelPreferences,
-    SamplingMessage,
-    ToolChoice,
+    LoggingCapability,
+    CompletionsCapability,
+    ServerCapabilities,
+    InitializeRequestParams,
+    InitializeResult,
+    DiscoverResult,
+    RequestMetaObject,
+    ResultMetaObject,
+    NotificationMetaObject,
+    SubscriptionsListenResultMetaObject,
 )
 from ._tasks import (
-    CancelTaskRequestParams,
-    CancelTaskResult,
-    CreateTaskResult,
-    GetTaskPayloadRequestParams,
-    GetTaskPayloadResult,
-    GetTaskRequestParams,
-    GetTaskResult,
-    ListTasksResult,
-    RelatedTaskMetadata,
-    Task,
-    TaskAugmentedRequestParams,
-    TaskMetadata,
     TaskStatus,
+    TaskMetadata,
+    RelatedTaskMetadata,
+    TaskAugmentedRequestParams,
+    Task,
+    CreateTaskResult,
+    GetTaskRequestParams,
+    GetTaskPayloadRequestParams,
+    CancelTaskRequestParams,
+    GetTaskResult,
+    CancelTaskResult,
+    GetTaskPayloadResult,
+    ListTasksResult,
     TaskStatusNotificationParams,
 )
 from ._tools import (
-    CallToolResult,
-    ListToolsResult,
-    Tool,
     ToolAnnotations,
     ToolExecution,
+    Tool,
+    ListToolsResult,
+    CallToolResult,
+)
+from ._resources import (
+    Resource,
+    ResourceTemplate,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
+    ResourceRequestParams,
+    ReadResourceResult,
+    SubscribeRequestParams,
+    UnsubscribeRequestParams,
+    ResourceUpdatedNotificationParams,
+)
+from ._prompts import (
+    PromptArgument,
+    Prompt,
+    PromptMessage,
+    ListPromptsResult,
+    GetPromptResult,
+)
+from ._completion import (
+    PromptReference,
+    ResourceTemplateReference,
+    ResourceReference,
+    CompletionArgument,
+    CompletionContext,
+    CompleteRequestParams,
+    Completion,
+    CompleteResult,
+)
+from ._notifications import (
+    SetLevelRequestParams,
+    LoggingMessageNotificationParams,
+    ProgressNotificationParams,
+    CancelledNotificationParams,
+    SubscriptionFilter,
+    SubscriptionsListenRequestParams,
+    SubscriptionsListenResult,
+    SubscriptionsAcknowledgedNotificationParams,
+)
+from ._roots import (
+    Root,
+    ListRootsResult,
+    ListRootsRequest,
+)
+from ._sampling import (
+    IncludeContext,
+    ModelHint,
+    ModelPreferences,
+    ToolChoice,
+    SamplingMessage,
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    CreateMessageRequest,
+)
+from ._elicitation import (
+    StringSchema,
+    NumberSchema,
+    BooleanSchema,
+    UntitledSingleSelectEnumSchema,
+    TitledEnumOption,
+    TitledSingleSelectEnumSchema,
+    UntitledEnumItems,
+    TitledEnumItems,
+    UntitledMultiSelectEnumSchema,
+    TitledMultiSelectEnumSchema,
+    LegacyTitledEnumSchema,
+    SingleSelectEnumSchema,
+    MultiSelectEnumSchema,
+    EnumSchema,
+    PrimitiveSchemaDefinition,
+    ElicitRequestFormParams,
+    ElicitRequestURLParams,
+    ElicitRequestParams,
+    ElicitResult,
+    ElicitationCompleteNotificationParams,
+    ElicitRequest,
+)
+from ._input import (
+    InputRequest,
+    InputRequests,
+    InputResponse,
+    InputResponses,
+    InputRequiredResult,
+    InputResponseRequestParams,
+    CallToolRequestParams,
+    ReadResourceRequestParams,
+    GetPromptRequestParams,
 )
 
-# Public protocol names and to_builtins; the helpers of _decoding (decoder_for, ...) are for
-# the session engine and stay out of the star-export.
+# isort: on
+from ._content import _ContentField as _ContentField
+from ._content import _resource_contents
+from ._content import _ResourceContentsField as _ResourceContentsField
+from ._elicitation import _elicit_params
+from ._elicitation import _ElicitParamsField as _ElicitParamsField
+from ._input import _input_response
+from ._input import _InputResponsesField as _InputResponsesField
+from ._tolerant import _convert, _mapping, _repair
+
+# Public protocol names and to_builtins; the decoding helpers at the bottom (decoder_for, ...)
+# are for the session engine and stay out of the star-export.
 __all__ = [
     "Annotations",
     "AnyResourceContents",
@@ -418,10 +431,143 @@ def _adopt() -> None:
     Type aliases are left alone: they are typing objects (``Literal[...]``, ``str | int``, or
     ``str`` itself) that other code may share, not objects of ours.
     """
-    for name in (*__all__, "Decoder", "decoder_for", "from_builtins", "peek_result_type"):
+    for name in __all__:
         value = globals()[name]
         if isinstance(value, (type, FunctionType)) and value.__module__.startswith(f"{__name__}._"):
             value.__module__ = __name__
 
 
 _adopt()
+
+
+# ---------------------------------------------------------------------------------------
+# Decoding: the fast strict path, and the tolerant one when it fails
+# ---------------------------------------------------------------------------------------
+
+_T = TypeVar("_T")
+
+_any_decoder: Final = msgspec.json.Decoder()
+
+
+def _input_responses_from(value: Any) -> Any:
+    mapping = _mapping(value)
+    if mapping is None:
+        raise msgspec.ValidationError(f"Expected `object`, got `{type(value).__name__}`")
+    return {key: _input_response(item) for key, item in mapping.items()}
+
+
+_UNTAGGED: Final[dict[Any, Callable[[Any], Any]]] = {
+    ElicitRequestParams: _elicit_params,
+    AnyResourceContents: _resource_contents,
+    InputResponse: _input_response,
+    InputResponses: _input_responses_from,
+}
+
+
+class Decoder(Generic[_T]):
+    """A reusable JSON decoder for one protocol type, tolerant of unknown content blocks.
+
+    The strict msgspec decoder runs first; only when it rejects a message (for instance
+    because a content block has a ``type`` from a newer revision) does the slower tolerant
+    path run, which keeps such blocks as :class:`UnknownContent`.
+    """
+
+    __slots__ = ("_fast", "_special", "_type")
+
+    def __init__(self, tp: Any) -> None:
+        self._type = tp
+        self._special = _UNTAGGED.get(tp)
+        self._fast: msgspec.json.Decoder[Any] | None = (
+            None if self._special is not None else msgspec.json.Decoder(tp)
+        )
+
+    def decode(self, data: bytes | bytearray | memoryview | msgspec.Raw) -> _T:
+        """Decode one JSON document.
+
+        Args:
+            data: The JSON bytes (a :class:`msgspec.Raw` slice of an envelope works too).
+
+        Returns:
+            The decoded value.
+
+        Raises:
+            msgspec.DecodeError: The bytes are not valid JSON.
+            msgspec.ValidationError: The JSON does not match the type.
+        """
+        if self._fast is not None:
+            try:
+                return self._fast.decode(data)  # type: ignore[no-any-return]
+            except msgspec.ValidationError as exc:
+                return _repair(_any_decoder.decode(data), self._type, exc)  # type: ignore[no-any-return]
+        assert self._special is not None
+        return self._special(_any_decoder.decode(data))  # type: ignore[no-any-return]
+
+
+_decoders: dict[Any, Decoder[Any]] = {}
+
+
+@overload
+def decoder_for(tp: type[_T]) -> Decoder[_T]: ...
+@overload
+def decoder_for(tp: Any) -> Decoder[Any]: ...
+def decoder_for(tp: Any) -> Decoder[Any]:
+    """Return the cached :class:`Decoder` for a protocol type (or union, list, dict of them).
+
+    Args:
+        tp: The type to decode, e.g. ``CallToolResult`` or ``list[Tool]``.
+
+    Returns:
+        A decoder built once per type and reused.
+    """
+    decoder = _decoders.get(tp)
+    if decoder is None:
+        decoder = _decoders[tp] = Decoder(tp)
+    return decoder
+
+
+@overload
+def from_builtins(obj: Any, tp: type[_T]) -> _T: ...
+@overload
+def from_builtins(obj: Any, tp: Any) -> Any: ...
+def from_builtins(obj: Any, tp: Any) -> Any:
+    """Convert already-decoded JSON (dicts, lists, ...) to a protocol type, tolerantly.
+
+    Like :func:`msgspec.convert`, but unknown content blocks become :class:`UnknownContent`.
+
+    Args:
+        obj: Decoded JSON.
+        tp: The target type.
+
+    Returns:
+        The converted value.
+
+    Raises:
+        msgspec.ValidationError: ``obj`` does not match the type.
+    """
+    special = _UNTAGGED.get(tp)
+    if special is not None:
+        return special(obj)
+    return _convert(obj, tp)
+
+
+class _ResultTypePeek(msgspec.Struct):
+    result_type: str = msgspec.field(default="complete", name="resultType")
+
+
+_peek_decoder: Final = msgspec.json.Decoder(_ResultTypePeek)
+
+
+def peek_result_type(data: bytes | bytearray | memoryview | msgspec.Raw) -> str:
+    """Return a raw result's ``resultType`` (``"complete"`` when absent, as legacy servers do).
+
+    Args:
+        data: The raw JSON of a ``result`` member.
+
+    Returns:
+        ``"complete"``, ``"input_required"``, or whatever newer value the server sent.
+
+    Raises:
+        msgspec.DecodeError: The bytes are not valid JSON.
+        msgspec.ValidationError: The result is not an object or ``resultType`` is not a string.
+    """
+    return _peek_decoder.decode(data).result_type

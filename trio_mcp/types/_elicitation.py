@@ -217,6 +217,16 @@ class ElicitationCompleteNotificationParams(NotificationParams, kw_only=True):
     elicitation_id: str
 
 
+class ElicitRequest(_Wire, kw_only=True, tag_field="method", tag="elicitation/create"):
+    """An elicitation input request inside an :class:`InputRequiredResult` (2026-07-28)."""
+
+    method: ClassVar[Literal["elicitation/create"]] = "elicitation/create"
+    params: _ElicitParamsField
+
+    def __post_init__(self) -> None:
+        self.params = _elicit_params(self.params)
+
+
 # What msgspec decodes the params of an ``ElicitRequest`` with at runtime (a plain dict, turned
 # into the right mode by ``_elicit_params``) versus what type checkers see.
 

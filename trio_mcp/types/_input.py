@@ -1,49 +1,26 @@
 """Multi round-trip input (2026-07-28): what a server asks for, and the retried requests.
 
 A server that needs sampling, roots or elicitation before it can answer returns an
-:class:`InputRequiredResult` holding :data:`InputRequests`; the client fulfils them and
-retries the original request with :data:`InputResponses`. The three requests that may be
-retried so (``tools/call``, ``resources/read``, ``prompts/get``) have their params here.
+:class:`InputRequiredResult` holding :data:`InputRequests` (each one the input-request form
+defined with its feature: ``CreateMessageRequest``, ``ListRootsRequest``, ``ElicitRequest``);
+the client fulfils them and retries the original request with :data:`InputResponses`. The
+three requests that may be retried so (``tools/call``, ``resources/read``, ``prompts/get``)
+have their params here.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from ._base import RequestParams, Result, _Wire
-from ._elicitation import ElicitResult, _elicit_params, _ElicitParamsField
-from ._roots import ListRootsResult
-from ._sampling import CreateMessageRequestParams, CreateMessageResult
+from ._base import RequestParams, Result
+from ._elicitation import ElicitRequest, ElicitResult
+from ._roots import ListRootsRequest, ListRootsResult
+from ._sampling import CreateMessageRequest, CreateMessageResult
 from ._tasks import TaskMetadata
-from ._tolerant import _convert, _mapping
-
-
-class CreateMessageRequest(_Wire, kw_only=True, tag_field="method", tag="sampling/createMessage"):
-    """A sampling input request inside an :class:`InputRequiredResult` (2026-07-28)."""
-
-    method: ClassVar[Literal["sampling/createMessage"]] = "sampling/createMessage"
-    params: CreateMessageRequestParams
-
-
-class ListRootsRequest(_Wire, kw_only=True, tag_field="method", tag="roots/list"):
-    """A roots input request inside an :class:`InputRequiredResult` (2026-07-28)."""
-
-    method: ClassVar[Literal["roots/list"]] = "roots/list"
-    params: RequestParams | UnsetType = UNSET
-
-
-class ElicitRequest(_Wire, kw_only=True, tag_field="method", tag="elicitation/create"):
-    """An elicitation input request inside an :class:`InputRequiredResult` (2026-07-28)."""
-
-    method: ClassVar[Literal["elicitation/create"]] = "elicitation/create"
-    params: _ElicitParamsField
-
-    def __post_init__(self) -> None:
-        self.params = _elicit_params(self.params)
-
+from ._tolerant import _convert
 
 InputRequest: TypeAlias = CreateMessageRequest | ListRootsRequest | ElicitRequest
 """A request the server needs the client to fulfil before retrying (tagged by ``method``)."""
@@ -109,13 +86,6 @@ class InputResponseRequestParams(RequestParams, kw_only=True):
 
     def __post_init__(self) -> None:
         self.input_responses = _input_responses(self.input_responses)
-
-
-def _input_responses_from(value: Any) -> Any:
-    mapping = _mapping(value)
-    if mapping is None:
-        raise msgspec.ValidationError(f"Expected `object`, got `{type(value).__name__}`")
-    return {key: _input_response(item) for key, item in mapping.items()}
 
 
 # ---------------------------------------------------------------------------------------

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from ._base import Result, _Wire
+from ._base import RequestParams, Result, _Wire
 
 
 class Root(_Wire, kw_only=True):
@@ -22,3 +22,10 @@ class ListRootsResult(Result, kw_only=True):
     """The client's answer to ``roots/list``."""
 
     roots: list[Root]
+
+
+class ListRootsRequest(_Wire, kw_only=True, tag_field="method", tag="roots/list"):
+    """A roots input request inside an :class:`InputRequiredResult` (2026-07-28)."""
+
+    method: ClassVar[Literal["roots/list"]] = "roots/list"
+    params: RequestParams | UnsetType = UNSET

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -71,3 +71,10 @@ class CreateMessageResult(Result, kw_only=True):
     content: _ContentField | list[_ContentField]
     model: str
     stop_reason: str | UnsetType = UNSET
+
+
+class CreateMessageRequest(_Wire, kw_only=True, tag_field="method", tag="sampling/createMessage"):
+    """A sampling input request inside an :class:`InputRequiredResult` (2026-07-28)."""
+
+    method: ClassVar[Literal["sampling/createMessage"]] = "sampling/createMessage"
+    params: CreateMessageRequestParams

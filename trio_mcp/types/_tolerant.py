@@ -3,7 +3,7 @@
 :func:`_convert` tries :func:`msgspec.convert` and, when it fails, :func:`_repair` descends
 into the value and rebuilds it field by field, so that a content block of a ``type`` this
 library does not know becomes an :class:`~trio_mcp.types.UnknownContent` instead of failing
-the whole message. The decoders of :mod:`trio_mcp.types._decoding` fall back on it.
+the whole message. The decoders of :mod:`trio_mcp.types` fall back on it.
 """
 
 from __future__ import annotations
