@@ -211,4 +211,7 @@ def test_reprs_pickles_and_help_name_trio_mcp_types() -> None:
         assert pickle.loads(data) == value
         assert type(pickle.loads(data)) is type(value)
     assert repr(values[0]) == "Tool(name='echo', input_schema={'type': 'object'})"
-    assert "in module trio_mcp.types" in pydoc.render_doc(t.Tool, renderer=pydoc.plaintext)
+    page = pydoc.render_doc(t.Tool, renderer=pydoc.plaintext)
+    assert "in module trio_mcp.types" in page
+    assert "class Tool(_Wire)" in page
+    assert "trio_mcp.types._" not in page

@@ -254,6 +254,7 @@ from ._input import (
 )
 
 # isort: on
+from ._base import _Wire as _Wire
 from ._content import _ContentField as _ContentField
 from ._content import _resource_contents
 from ._content import _ResourceContentsField as _ResourceContentsField
@@ -420,7 +421,10 @@ __all__ = [
 
 
 def _adopt() -> None:
-    """Make every public class and function of the private modules show as trio_mcp.types.X.
+    """Make every class and function of the private modules bound here show as trio_mcp.types.X.
+
+    That is the public names, and the private ``_Wire`` base that ``help()`` shows in every
+    struct's bases.
 
     msgspec and ``typing.get_type_hints`` evaluate a struct's string annotations (every module
     here uses ``from __future__ import annotations``) in the namespace of the struct's
@@ -431,8 +435,7 @@ def _adopt() -> None:
     Type aliases are left alone: they are typing objects (``Literal[...]``, ``str | int``, or
     ``str`` itself) that other code may share, not objects of ours.
     """
-    for name in __all__:
-        value = globals()[name]
+    for value in list(globals().values()):
         if isinstance(value, (type, FunctionType)) and value.__module__.startswith(f"{__name__}._"):
             value.__module__ = __name__
 
