@@ -179,6 +179,24 @@ def test_the_whole_package_has_no_import_cycle_at_run_time() -> None:
     assert _cycles(graph) == []
 
 
+def test_the_types_package_points_one_way_type_checking_imports_included() -> None:
+    """trio_mcp.types' private modules import only those below them (base, content, features).
+
+    Type checkers follow ``if TYPE_CHECKING:`` imports too, so those count here; and no
+    module of the package imports the package itself (it would see it half-initialised).
+    """
+    files = {_module_name(p): p for p in (ROOT / "types").glob("*.py")}
+    graph: dict[str, set[str]] = {m: set() for m in files}
+    for module, path in files.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for _, _, names in _imports(ast.parse(path.read_text()), package):
+            graph[module] |= {n for n in names if n in files and n != module}
+    assert len(files) > 10
+    assert _cycles(graph) == []
+    assert graph["trio_mcp.types._base"] == set()
+    assert [m for m, targets in graph.items() if "trio_mcp.types" in targets] == []
+
+
 def test_a_function_level_import_counts_and_a_type_checking_one_does_not(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

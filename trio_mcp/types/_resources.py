@@ -1,0 +1,102 @@
+"""Resources: listing, templates, reading, subscribing, and the ``updated`` notification.
+
+The params of ``resources/read`` (:class:`ReadResourceRequestParams`) live in
+:mod:`trio_mcp.types._input` with the other requests a 2026-07-28 client may retry with
+input responses; the contents a read returns are in :mod:`trio_mcp.types._content`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from ._base import Icon, NotificationParams, PaginatedResult, RequestParams, Result, _Wire
+from ._content import Annotations, _resource_contents, _ResourceContentsField
+
+
+class Resource(_Wire, kw_only=True):
+    """A resource the server can read.
+
+    ``title`` and ``meta`` are 2025-06-18+, ``icons`` 2025-11-25+.
+    """
+
+    uri: str
+    name: str
+    title: str | UnsetType = UNSET
+    description: str | UnsetType = UNSET
+    mime_type: str | UnsetType = UNSET
+    size: int | UnsetType = UNSET
+    icons: list[Icon] | UnsetType = UNSET
+    annotations: Annotations | UnsetType = UNSET
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
+
+
+class ResourceTemplate(_Wire, kw_only=True):
+    """A template (RFC 6570) for resources the server can read."""
+
+    uri_template: str
+    name: str
+    title: str | UnsetType = UNSET
+    description: str | UnsetType = UNSET
+    mime_type: str | UnsetType = UNSET
+    icons: list[Icon] | UnsetType = UNSET
+    annotations: Annotations | UnsetType = UNSET
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
+
+
+class ListResourcesResult(PaginatedResult, kw_only=True):
+    """Result of ``resources/list``; cacheable in 2026-07-28."""
+
+    resources: list[Resource]
+    ttl_ms: int | UnsetType = UNSET
+    cache_scope: str | UnsetType = UNSET  # CacheScope; a newer value must not break decoding
+
+
+class ListResourceTemplatesResult(PaginatedResult, kw_only=True):
+    """Result of ``resources/templates/list``; cacheable in 2026-07-28."""
+
+    resource_templates: list[ResourceTemplate]
+    ttl_ms: int | UnsetType = UNSET
+    cache_scope: str | UnsetType = UNSET  # CacheScope; a newer value must not break decoding
+
+
+class ResourceRequestParams(RequestParams, kw_only=True):
+    """Params of a request about one resource URI."""
+
+    uri: str
+
+
+class ReadResourceResult(Result, kw_only=True):
+    """Result of ``resources/read``; cacheable in 2026-07-28.
+
+    Attributes:
+        contents: One entry per resource read: :class:`TextResourceContents`,
+            :class:`BlobResourceContents`, or a generic :class:`ResourceContents`.
+    """
+
+    contents: list[_ResourceContentsField]
+    ttl_ms: int | UnsetType = UNSET
+    cache_scope: str | UnsetType = UNSET  # CacheScope; a newer value must not break decoding
+
+    def __post_init__(self) -> None:
+        self.contents = [_resource_contents(item) for item in self.contents]
+
+
+class SubscribeRequestParams(RequestParams, kw_only=True):
+    """Params of ``resources/subscribe`` (2024-11-05 to 2025-11-25)."""
+
+    uri: str
+
+
+class UnsubscribeRequestParams(RequestParams, kw_only=True):
+    """Params of ``resources/unsubscribe`` (2024-11-05 to 2025-11-25)."""
+
+    uri: str
+
+
+class ResourceUpdatedNotificationParams(NotificationParams, kw_only=True):
+    """Params of ``notifications/resources/updated``."""
+
+    uri: str
