@@ -18,7 +18,7 @@ from typing import Any, TypeAlias, cast, overload
 import trio
 
 from .._config import ApprovalCallback, ConsentStore, MCPConfig, ServerConfig, check_consent
-from .._connect import Target, _only_error, _raise_bare  # pyright: ignore[reportPrivateUsage]
+from .._connect import Target, _only_error, _raise_bare
 from .._handlers import ElicitationHandler, RequestContext, RootsHandler, SamplingHandler
 from .._transports._base import Transport
 from ._members import Member, RestartPolicy
@@ -258,8 +258,8 @@ async def _run_group(
     if approve is not None and configs:
         approved = await check_consent(configs, approve, store)
     try:
-        group._start(nursery, approved)  # pyright: ignore[reportPrivateUsage]
-        await group._settled()  # pyright: ignore[reportPrivateUsage]
+        group._start(nursery, approved)
+        await group._settled()
         yield group
     finally:
         await group.aclose()
