@@ -18,7 +18,8 @@ from typing import Any, TypeAlias, cast, overload
 import trio
 
 from .._config import ApprovalCallback, ConsentStore, MCPConfig, ServerConfig, check_consent
-from .._connect import Target, _only_error, _raise_bare
+from .._config._model import target_parts
+from .._connect import Target, _only_error, _raise_bare, warn_transport_options
 from .._handlers import ElicitationHandler, RequestContext, RootsHandler, SamplingHandler
 from .._transports._base import Transport
 from ._members import Member, RestartPolicy
@@ -118,7 +119,7 @@ def open_server_group(
         consent_store: Where approvals are kept (default: a file in the user's config
             folder).
         server_options: Per server name, more :func:`~trio_mcp.open_mcp_session` options
-            (``headers``, ``auth``, ``roots``, ``sampling``, ...); they win over the rest.
+            (``roots``, ``sampling``, ``default_timeout``, ...); they win over the rest.
         sampling: Handles sampling for every server; ``ctx.server_name`` is the server's
             name in the group.
         elicitation: Handles elicitation for every server (``ctx.server_name`` as above).
@@ -126,7 +127,12 @@ def open_server_group(
         notification_buffer: The buffer of each server's notification forwarding and of
             :meth:`ServerGroup.notifications` channels.
         **session_options: More :func:`~trio_mcp.open_mcp_session` options for every
-            server (``default_timeout``, ``init_timeout``, ``protocol``, ...).
+            server (``default_timeout``, ``init_timeout``, ``protocol``, ...). Transport
+            options (``env=``, ``headers=``, ``auth=``, ``ssl_context=``...), here or in
+            ``server_options``, are deprecated as they are on ``open_mcp_session``: still
+            applied, with a :class:`DeprecationWarning`; give each server as a parameters
+            object instead (:class:`~trio_mcp.StdioParameters`,
+            :class:`~trio_mcp.StreamableHTTPParameters`, ...).
 
     Yields:
         The group.
@@ -155,6 +161,10 @@ def open_server_group(
         if value is not None
     }
     members = _members(servers, session_options, server_options or {}, handlers)
+    given = [*session_options, *(key for per in (server_options or {}).values() for key in per)]
+    warn_transport_options(  # deprecated: they belong on each server's parameters object
+        "open_server_group", given, [member.target for member in members], stacklevel=2
+    )
     group = ServerGroup(
         members,
         collisions=collisions,
@@ -232,7 +242,7 @@ def _members(
         options: dict[str, Any] = {}
         redact = target.redact if isinstance(target, ServerConfig) else None
         if isinstance(target, ServerConfig):
-            target, options = target.target()
+            target, options = target_parts(target)  # put together when the member runs
         options.update(session_options)
         options.update(handlers)
         options.update(server_options.get(name, {}))
