@@ -9,7 +9,9 @@ script's folder). Prints, without importing the package:
 * the import cycles among the package's modules: strongly connected components of the graph
   of ``import`` statements, module-level and function-level alike (an import inside a
   function still ties the two modules together); once as Python runs them, once counting
-  the imports under ``if TYPE_CHECKING:`` too (type checkers follow those).
+  the imports under ``if TYPE_CHECKING:`` too (type checkers follow those), and those
+  counted per package (``tests/test_import_graph.py`` keeps the testing kit, the config
+  package and the server groups at zero).
 """
 
 from __future__ import annotations
@@ -151,7 +153,24 @@ def main(argv: list[str]) -> int:
         print(f"import cycles {label}: {len(cycles)}")
         for component in cycles:
             print(f"  {len(component)} modules: {', '.join(component)}")
+    print("import cycles counting TYPE_CHECKING imports, by package:")
+    for package, count in _cycles_by_package(_edges(root, modules, typing=True)).items():
+        print(f"  {count:6d}  {package}")
     return 0
+
+
+def _cycles_by_package(graph: dict[str, set[str]]) -> dict[str, int]:
+    """Each package's cycles among its own modules (its subpackages' modules included)."""
+    packages = sorted({name.rpartition(".")[0] for name in graph if "." in name} | {"trio_mcp"})
+    counts: dict[str, int] = {}
+    for package in packages:
+        inside = {
+            name: {target for target in targets if target.startswith(package + ".")}
+            for name, targets in graph.items()
+            if name.startswith(package + ".")
+        }
+        counts[package] = len(_cycles(inside))
+    return counts
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from trio_mcp.testing import (
     load_cassette,
     scrub,
 )
-from trio_mcp.testing._cassette import _matches
+from trio_mcp.testing._replay import _matches
 
 DEMO = [sys.executable, "-m", "trio_mcp.testing"]
 

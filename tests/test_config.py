@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import sys
 from pathlib import Path
 
 import pytest
+import trio
 
 from trio_mcp import (
     ConfigError,
     ConfigInput,
     FileConsentStore,
     MemoryConsentStore,
+    StdioParameters,
+    StreamableHTTPParameters,
+    WebSocketParameters,
     check_consent,
     load_config,
+    open_mcp_session,
     parse_config,
 )
 from trio_mcp._config import strip_jsonc
@@ -32,9 +39,12 @@ async def test_claude_desktop() -> None:
     github = config.servers["github"]
     assert github.env == {"GITHUB_PERSONAL_ACCESS_TOKEN": "<YOUR_TOKEN>"}
     assert "<YOUR_TOKEN>" not in repr(github)  # secrets never shown
-    target, options = github.target()
-    assert target == ["npx", "-y", "@modelcontextprotocol/server-github"]
-    assert options == {"env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "<YOUR_TOKEN>"}}
+    target, options = github.target()  # a parameters object: nothing deprecated to pass on
+    assert target == StdioParameters(
+        ["npx", "-y", "@modelcontextprotocol/server-github"],
+        env={"GITHUB_PERSONAL_ACCESS_TOKEN": "<YOUR_TOKEN>"},
+    )
+    assert options == {}
 
 
 async def test_cursor_env_prefix_and_remote() -> None:
@@ -44,12 +54,45 @@ async def test_cursor_env_prefix_and_remote() -> None:
     remote = config.servers["remote"]
     assert remote.transport == "http"
     assert remote.headers == {"Authorization": "Bearer tok"}
-    assert remote.target() == (
+    target, options = remote.target()
+    assert isinstance(target, StreamableHTTPParameters)
+    assert (target.url, target.headers, options) == (
         "https://api.example.com/mcp",
-        {"headers": {"Authorization": "Bearer tok"}},
+        {"Authorization": "Bearer tok"},
+        {},
     )
     empty = await load_config(CONFIGS / "cursor_mcp.json", environ={})
     assert empty.servers["server-name"].env == {"API_KEY": ""}  # ${env:X} unset: empty
+
+
+async def test_an_entry_opens_with_no_deprecation_warning(tmp_path: Path) -> None:
+    # target() used to give (argv, {"env": ..., "cwd": ...}): passed on to open_mcp_session,
+    # those are the transport options it deprecates (a warning: an error under pytest)
+    document = {
+        "mcpServers": {
+            "demo": {
+                "command": sys.executable,
+                "args": ["-m", "trio_mcp.testing"],
+                "env": {"TRIO_MCP_CONFIG_TEST": "1"},
+                "cwd": str(tmp_path),
+            },
+            "ws": {"url": "wss://example.com/mcp", "headers": {"X-Key": "k"}},
+        }
+    }
+    config = await parse_config(json.dumps(document))
+    target, options = config.servers["demo"].target()
+    assert target == StdioParameters(
+        [sys.executable, "-m", "trio_mcp.testing"],
+        env={"TRIO_MCP_CONFIG_TEST": "1"},
+        cwd=str(tmp_path),
+    )
+    assert config.servers["ws"].target() == (
+        WebSocketParameters("wss://example.com/mcp", headers={"X-Key": "k"}),
+        {},
+    )
+    with trio.fail_after(30):
+        async with open_mcp_session(target, **options) as session:
+            assert [tool.name for tool in await session.list_tools()]
 
 
 async def test_claude_code_defaults_types_and_disabled() -> None:

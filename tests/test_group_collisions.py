@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 
 import trio_mcp
 from trio_mcp import open_server_group
+from trio_mcp._group._members import Member
+from trio_mcp._group._names import Catalogue
 from trio_mcp.testing import MockServer, ToolContext
 
 
@@ -129,27 +131,16 @@ names = st.one_of(
 
 def catalogue_of(servers: dict[str, list[str]]) -> dict[str, tuple[str, str]]:
     """The group's exposed tool names -> (server, its name there), for these listings."""
-    from trio_mcp._group import ServerGroup, _Member  # pyright: ignore[reportPrivateUsage]
-
-    async def build() -> dict[str, tuple[str, str]]:
-        members = []
-        for server_name, tools in servers.items():
-            member = _Member(server_name, [], {}, restartable=False)
-            member.state = trio_mcp.ServerState.RUNNING
-            member.items["tool"] = [
-                trio_mcp.Tool(name=name, input_schema={"type": "object"}) for name in tools
-            ]
-            members.append(member)
-        group = ServerGroup(
-            members, collisions="prefix", prefix_separator="_",
-            restart=trio_mcp.RestartPolicy(), notification_buffer=10,
-        )  # fmt: skip
-        return {
-            exposed: (member.name, item.name)
-            for exposed, (member, item) in group._catalogue("tool").items()  # pyright: ignore[reportPrivateUsage]
-        }
-
-    return trio.run(build)
+    members = []
+    for server_name, tools in servers.items():
+        member = Member(server_name, [], {}, restartable=False)
+        member.state = trio_mcp.ServerState.RUNNING
+        member.items["tool"] = [
+            trio_mcp.Tool(name=name, input_schema={"type": "object"}) for name in tools
+        ]
+        members.append(member)
+    exposed = Catalogue("prefix", "_").exposed("tool", members)
+    return {name: (member.name, item.name) for name, (member, item) in exposed.items()}
 
 
 @given(

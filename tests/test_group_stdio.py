@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import json
 import sys
+import warnings
+from pathlib import Path
 
 import pytest
 import trio
 
-from trio_mcp import Backoff, RestartPolicy, ServerState, ServerUnavailableError, open_server_group
+from trio_mcp import (
+    Backoff,
+    RestartPolicy,
+    ServerState,
+    ServerUnavailableError,
+    StdioParameters,
+    open_server_group,
+    parse_config,
+)
 
 from .interop_peers import SERVERS_DIR
 
@@ -53,3 +64,47 @@ async def test_demo_server_crash_tool_is_reported_per_server() -> None:
             assert "crashed" in status.stderr_tail
             echo = await group.session("edge_server").call_tool("echo", {"text": "ok"})
             assert "ok" in str(echo.content[0])
+
+
+async def test_transport_options_on_the_group_warn_as_on_open_mcp_session(
+    tmp_path: Path,
+) -> None:
+    # the deprecated spelling still applies (a missing cwd fails that server's start),
+    # with the warning open_mcp_session gives, pointing at this file
+    missing = str(tmp_path / "missing")
+    expected = (
+        r"open_server_group\(\): transport options on open_server_group are deprecated "
+        r"\(cwd, env\); give them to trio_mcp\.StdioParameters\(target, cwd=\.\.\., env=\.\.\.\)"
+    )
+    with pytest.warns(DeprecationWarning, match=expected) as caught:
+        opening = open_server_group(
+            {"ok": DEMO, "moved": DEMO},
+            env={"TRIO_MCP_GROUP_TEST": "1"},
+            server_options={"moved": {"cwd": missing}},
+            restart=RestartPolicy(enabled=False),
+        )
+    with trio.fail_after(60):
+        async with opening as group:
+            assert group.status("ok").state is ServerState.RUNNING
+            moved = group.status("moved")
+            assert moved.state is ServerState.FAILED
+            assert "missing" in str(moved.error)
+    assert [Path(warning.filename).name for warning in caught] == ["test_group_stdio.py"]
+
+
+async def test_a_group_of_parameters_objects_and_config_entries_gives_no_warning(
+    tmp_path: Path,
+) -> None:
+    # the normal path: transport options on the parameters object (or in the config entry)
+    config = await parse_config(
+        json.dumps({"mcpServers": {"conf": {"command": DEMO[0], "args": DEMO[1:], "env": {}}}})
+    )
+    servers = {
+        "params": StdioParameters(DEMO, env={"TRIO_MCP_GROUP_TEST": "1"}, cwd=str(tmp_path)),
+        "conf": config.servers["conf"],
+    }
+    with trio.fail_after(60), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        async with open_server_group(servers, restart=RestartPolicy(enabled=False)) as group:
+            states = {name: status.state for name, status in group.statuses().items()}
+            assert states == {"params": ServerState.RUNNING, "conf": ServerState.RUNNING}

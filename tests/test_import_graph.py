@@ -1,8 +1,9 @@
-"""No import cycle in trio_mcp at run time; the testing kit and config package in one direction.
+"""No import cycle in trio_mcp at run time; the testing kit, config and group point one way.
 
 Their modules' imports (``ast``, so nothing runs) form a graph with no cycle at run time,
-and no module hides an import of a sibling inside a function; an import kept inside a
-function for another reason (import cost, a platform) says why in a comment.
+nor counting the imports under ``if TYPE_CHECKING:`` (type checkers follow those), and no
+module hides an import of a sibling inside a function; an import kept inside a function
+for another reason (import cost, a platform) says why in a comment.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent / "trio_mcp"
-PACKAGES = ("testing", "_config")
+PACKAGES = ("testing", "_config", "_group")
 
 
 def _module_name(path: Path) -> str:
@@ -62,20 +63,30 @@ def _imports(
 
 
 def _graph() -> tuple[dict[str, set[str]], dict[str, list[tuple[int, str, str]]], dict[str, Path]]:
+    runtime, _typing, in_functions, files = _graphs()
+    return runtime, in_functions, files
+
+
+def _graphs() -> tuple[
+    dict[str, set[str]], dict[str, set[str]], dict[str, list[tuple[int, str, str]]], dict[str, Path]
+]:
+    """The packages' import graphs: at run time, and counting ``TYPE_CHECKING`` imports."""
     files = {_module_name(p): p for p in ROOT.rglob("*.py")}
     ours = {m for m in files if any(m.startswith(f"trio_mcp.{p}") for p in PACKAGES)}
     runtime: dict[str, set[str]] = {m: set() for m in ours}
+    typing: dict[str, set[str]] = {m: set() for m in ours}
     in_functions: dict[str, list[tuple[int, str, str]]] = {m: [] for m in ours}
     for module in ours:
         path = files[module]
         package = module if path.name == "__init__.py" else module.rpartition(".")[0]
         for node, where, names in _imports(ast.parse(path.read_text()), package):
             targets = {n for n in names if n in ours and n != module}
+            typing[module] |= targets
             if where != "typing":
                 runtime[module] |= targets
             if where == "function":
                 in_functions[module].append((node.lineno, ast.unparse(node), ",".join(targets)))
-    return runtime, in_functions, files
+    return runtime, typing, in_functions, files
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -122,6 +133,35 @@ def test_the_modules_are_found() -> None:
 def test_no_import_cycle_at_run_time() -> None:
     runtime, _, _ = _graph()
     assert _cycles(runtime) == []
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_import_cycle_even_for_type_checkers(package: str) -> None:
+    # what a type checker follows: an annotation-only import back up the layers is a cycle
+    _, typing, _, _ = _graphs()
+    inside = {
+        module: {target for target in targets if target.startswith(f"trio_mcp.{package}")}
+        for module, targets in typing.items()
+        if module.startswith(f"trio_mcp.{package}")
+    }
+    assert _cycles(inside) == []
+
+
+def test_a_type_checking_import_counts_for_type_checkers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package = tmp_path / "trio_mcp" / "testing"
+    package.mkdir(parents=True)
+    (package.parent / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "_a.py").write_text("from . import _b\n")
+    (package / "_b.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ._a import x\n"
+    )
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", package.parent)
+    runtime, typing, _, _ = _graphs()
+    assert _cycles(runtime) == []
+    assert _cycles(typing) == [["trio_mcp.testing._a", "trio_mcp.testing._b"]]
 
 
 def test_the_cycle_check_sees_a_cycle() -> None:

@@ -424,8 +424,8 @@ async def test_one_provider_for_two_servers_at_once() -> None:
 
 
 async def test_a_server_group_sharing_one_provider() -> None:
-    # open_server_group(..., auth=OAuth()) shares the provider among its members: both
-    # start, each with its own token
+    # one OAuth() on every member's parameters object: shared by the group's members,
+    # both start, each with its own token
     async with open_oidc_provider() as provider:
         async with (
             open_auth_sdk_server(provider.url) as server_a,
@@ -434,10 +434,13 @@ async def test_a_server_group_sharing_one_provider() -> None:
             agent = FormUserAgent()
             log = TokenEndpointLog()
             auth = trio_mcp.OAuth(user_agent=agent, http_client=log.client, dpop=False)
-            servers = {"a": server_a.url, "b": server_b.url}
+            servers = {
+                name: trio_mcp.StreamableHTTPParameters(url, auth=auth)
+                for name, url in (("a", server_a.url), ("b", server_b.url))
+            }
             async with log.client:
                 with trio.fail_after(90):
-                    async with trio_mcp.open_server_group(servers, auth=auth) as group:
+                    async with trio_mcp.open_server_group(servers) as group:
                         states = {n: s.state for n, s in group.statuses().items()}
                         assert states == {
                             "a": trio_mcp.ServerState.RUNNING,
@@ -448,7 +451,7 @@ async def test_a_server_group_sharing_one_provider() -> None:
                             assert _text(await session.call_tool("echo", {"text": name})) == name
             assert len(agent.authorization_urls) == 2
             resources = sorted(form["resource"][0] for form in log.posted_to("/token"))
-            assert resources == sorted(servers.values())
+            assert resources == sorted([server_a.url, server_b.url])
 
 
 async def test_dpop_bound_tokens_when_asked() -> None:

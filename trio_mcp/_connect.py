@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import sys
 import warnings
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import replace
 from typing import Any, Final, NoReturn, cast, overload
@@ -117,22 +117,37 @@ def take_transport_options(
     warning names the parameters object to use and points ``stacklevel`` frames above the
     caller; an option that does not fit the target is a :class:`TypeError`, as before.
     """
-    names = sorted(key for key in options if key in _TRANSPORT_OPTIONS)
-    if not names:
+    if not any(key in _TRANSPORT_OPTIONS for key in options):
         return target, dict(options)
-    cls = _parameters_name(target)
+    warn_transport_options("open_mcp_session", options, [target], stacklevel=stacklevel + 1)
+    return with_transport_options(target, options)
+
+
+def warn_transport_options(
+    api: str, options: Iterable[str], targets: Sequence[Any], *, stacklevel: int
+) -> None:
+    """Warn if ``api`` was given transport options among ``options`` (deprecated there).
+
+    The one wording of the deprecation: it names the options, and the parameters class
+    that takes them for ``targets`` (when they all want the same one); it points
+    ``stacklevel`` frames above the caller. No option of a transport: no warning.
+    """
+    names = sorted({key for key in options if key in _TRANSPORT_OPTIONS})
+    if not names:
+        return
+    classes = {_parameters_name(target) for target in targets}
+    cls = classes.pop() if len(classes) == 1 else None
     where = (
         f"trio_mcp.{cls}(target, {', '.join(f'{name}=...' for name in names)}) as the target"
         if cls is not None
         else "the parameters object given as the target"
     )
     warnings.warn(
-        f"open_mcp_session(): transport options on open_mcp_session are deprecated "
+        f"{api}(): transport options on {api} are deprecated "
         f"({', '.join(names)}); give them to {where}",
         DeprecationWarning,
         stacklevel=stacklevel + 1,
     )
-    return with_transport_options(target, options)
 
 
 def with_transport_options(

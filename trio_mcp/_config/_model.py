@@ -9,14 +9,12 @@ hide interpolated secrets) and :class:`MCPConfig` (a whole file). Parsing lives 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import Any, Final, Literal
 
 import msgspec
 
+from .._connect import Target, _resolve_target
 from ._redaction import track
-
-if TYPE_CHECKING:
-    from .._connect import Target
 
 __all__ = [
     "ConfigInput",
@@ -25,6 +23,7 @@ __all__ = [
     "MCPConfig",
     "ServerConfig",
     "TransportKind",
+    "target_parts",
 ]
 
 Dialect = Literal["mcpServers", "vscode"]
@@ -135,28 +134,46 @@ class ServerConfig(msgspec.Struct, kw_only=True, frozen=True, weakref=True):
         return f"ServerConfig({', '.join(parts)})"
 
     def target(self) -> tuple[Target, dict[str, Any]]:
-        """The target and transport options :func:`~trio_mcp.open_mcp_session` takes.
+        """The target :func:`~trio_mcp.open_mcp_session` takes: a parameters object.
 
         Returns:
-            ``(target, options)``: an argv list with ``env``/``cwd`` options for stdio; a
-            URL with ``headers`` for Streamable HTTP and WebSocket; an
-            :class:`~trio_mcp.SSEParameters` (and no options) for legacy SSE.
-        """
-        if self.transport == "stdio":
-            assert self.command is not None
-            options: dict[str, Any] = {}
-            if self.env:
-                options["env"] = dict(self.env)
-            if self.cwd:
-                options["cwd"] = self.cwd
-            return [self.command, *self.args], options
-        assert self.url is not None
-        if self.transport == "sse":
-            # on first use (import cost): importing trio_mcp does not load the SSE transport
-            from .._transports._sse import SSEParameters
+            ``(target, {})``: a :class:`~trio_mcp.StdioParameters` (command, arguments,
+            ``env``, ``cwd``), a :class:`~trio_mcp.StreamableHTTPParameters` or
+            :class:`~trio_mcp.WebSocketParameters` (URL, ``headers``), or a
+            :class:`~trio_mcp.SSEParameters`. The options are empty: the entry's ``env``,
+            ``cwd`` and ``headers`` are on the parameters object, so
+            ``open_mcp_session(target, **options)`` gives no deprecation warning.
 
-            return SSEParameters(self.url, headers=dict(self.headers) or None), {}
-        return self.url, ({"headers": dict(self.headers)} if self.headers else {})
+        Raises:
+            TypeError: The URL is neither http(s) nor ws(s) and the entry has headers.
+        """
+        target, options = target_parts(self)
+        return _resolve_target(target, options), {}
+
+
+def target_parts(entry: ServerConfig) -> tuple[Target, dict[str, Any]]:
+    """An entry's target and transport options, not yet put together.
+
+    For code that adds options of its own before building the parameters object (the
+    CLI's ``--env`` and ``--header``; a group's per-server options): an argv list with
+    ``env``/``cwd`` options for stdio; a URL with ``headers`` for Streamable HTTP and
+    WebSocket; an :class:`~trio_mcp.SSEParameters` (and no options) for legacy SSE.
+    """
+    if entry.transport == "stdio":
+        assert entry.command is not None
+        options: dict[str, Any] = {}
+        if entry.env:
+            options["env"] = dict(entry.env)
+        if entry.cwd:
+            options["cwd"] = entry.cwd
+        return [entry.command, *entry.args], options
+    assert entry.url is not None
+    if entry.transport == "sse":
+        # on first use (import cost): importing trio_mcp does not load the SSE transport
+        from .._transports._sse import SSEParameters
+
+        return SSEParameters(entry.url, headers=dict(entry.headers) or None), {}
+    return entry.url, ({"headers": dict(entry.headers)} if entry.headers else {})
 
 
 class MCPConfig(msgspec.Struct, kw_only=True, frozen=True):

@@ -163,6 +163,7 @@ async def _from_config(
     printed or approved.
     """
     from .._config import load_config
+    from .._config._model import target_parts
     from ._servers import approve_project_server, config_sources
 
     explicit: str | None = args.config
@@ -173,7 +174,7 @@ async def _from_config(
         if entry is not None:
             if source.origin == "project" and not quiet:
                 await approve_project_server(args, entry)
-            target, options = entry.target()
+            target, options = target_parts(entry)  # --env, --header are added below
             return target, options, entry.transport
         seen += list(config.servers)
     if explicit:

@@ -21,13 +21,7 @@ notifications, crashes and era-probe answers, and inspect what the client sent::
 stdio, for subprocess tests.
 """
 
-from ._cassette import REDACTED as REDACTED
-from ._cassette import CassetteMismatch as CassetteMismatch
-from ._cassette import Recorder as Recorder
-from ._cassette import ReplayServer as ReplayServer
-from ._cassette import is_secret_name as is_secret_name
 from ._cassette import load_cassette as load_cassette
-from ._cassette import scrub as scrub
 from ._checker import CHECKS as CHECKS
 from ._checker import TransportContractError as TransportContractError
 from ._checker import check_transport as check_transport
@@ -40,6 +34,12 @@ from ._faults import FaultyStream as FaultyStream
 from ._faults import Match as Match
 from ._faults import MockClientTransport as MockClientTransport
 from ._http import MockHTTPServer as MockHTTPServer
+from ._recorder import Recorder as Recorder
+from ._replay import CassetteMismatch as CassetteMismatch
+from ._replay import ReplayServer as ReplayServer
+from ._scrub import REDACTED as REDACTED
+from ._scrub import is_secret_name as is_secret_name
+from ._scrub import scrub as scrub
 from ._server import MockServer as MockServer
 from ._tasks import MockTask as MockTask
 from ._wire import ClientRequestError as ClientRequestError

@@ -22,7 +22,7 @@ change notification).
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import msgspec
 import trio
@@ -35,6 +35,7 @@ from ._registry import JSONDict, ServerState
 from ._results import (
     text_block,
 )
+from ._server_base import MockServerBase
 from ._subscriptions import (
     end_subscriptions,
     listen,
@@ -61,10 +62,7 @@ from ._wire import (
     maybe_await,
 )
 
-if TYPE_CHECKING:  # annotation only (Link.server): the server's module imports this one
-    from ._server import MockServer
-
-__all__ = ["Connection"]
+__all__ = ["Connection", "serve_connection"]
 
 
 #: Results that carry ``ttlMs``/``cacheScope`` in the modern era.
@@ -126,10 +124,15 @@ class _Pending:
         self.error: JSONDict | None = None
 
 
+async def serve_connection(server: MockServerBase, stream: ServerStream) -> None:
+    """Serve one connection of ``server`` until the client ends ``stream`` or it crashes."""
+    await Connection(server, server._state, stream).run()
+
+
 class Connection:
     """The protocol engine for one connection (one stream) of a :class:`MockServer`."""
 
-    def __init__(self, server: MockServer, state: ServerState, stream: ServerStream) -> None:
+    def __init__(self, server: MockServerBase, state: ServerState, stream: ServerStream) -> None:
         self.server = server
         self.state = state
         self.stream = stream

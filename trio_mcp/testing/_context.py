@@ -11,12 +11,13 @@ task it moves the task to ``input_required``. The connection it talks through is
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import trio
 
 from ._mrtr import INPUT_CAPABILITIES, InputRequired, Inputs
 from ._registry import JSONDict
+from ._server_base import MockServerBase
 from ._tasks import RELATED_TASK, MockTask
 from ._wire import (
     CLIENT_CAPABILITIES,
@@ -29,9 +30,6 @@ from ._wire import (
     as_dict,
 )
 
-if TYPE_CHECKING:  # annotation only: the server's module imports this one at run time
-    from ._server import MockServer
-
 __all__ = ["Link", "ToolContext"]
 
 
@@ -39,7 +37,7 @@ class Link(Protocol):
     """What a :class:`ToolContext` needs of the connection it serves."""
 
     @property
-    def server(self) -> MockServer:
+    def server(self) -> MockServerBase:
         """The server the connection belongs to."""
         ...
 
@@ -128,8 +126,8 @@ class ToolContext:
         return self._era
 
     @property
-    def server(self) -> MockServer:
-        """The server this request was sent to."""
+    def server(self) -> MockServerBase:
+        """The server this request was sent to (the :class:`MockServer` itself)."""
         return self._connection.server
 
     @property

@@ -7,7 +7,8 @@ from typing import Any
 import trio
 
 from ._context import ToolContext
-from ._server import Eras, MockServer
+from ._server import MockServer
+from ._server_base import Eras
 from ._wire import ServerCrash
 
 __all__ = ["demo_server"]

@@ -21,14 +21,13 @@ from typing import TYPE_CHECKING, Any, cast
 import msgspec
 import trio
 
+from ._connection import serve_connection
 from ._faults import FaultyStream
+from ._server_base import MockServerBase
 from ._wire import SUBSCRIPTION_ID
 
 if TYPE_CHECKING:
     import httpx
-
-    # annotation only (the public MockHTTPServer.server): the server's module imports this one
-    from ._server import MockServer
 
 __all__ = ["MockHTTPServer"]
 
@@ -162,7 +161,7 @@ class MockHTTPServer:
 
     url = "http://mock.test/mcp"
 
-    def __init__(self, server: MockServer, nursery: trio.Nursery) -> None:
+    def __init__(self, server: MockServerBase, nursery: trio.Nursery) -> None:
         """Serve ``server``; each HTTP connection's server loop runs in ``nursery``.
 
         Prefer :meth:`MockServer.open_http`, which also closes the client.
@@ -198,7 +197,7 @@ class MockHTTPServer:
 
     async def _serve(self, session: _Session, stream: FaultyStream) -> None:
         try:
-            await self.server.serve(stream)
+            await serve_connection(self.server, stream)
         finally:
             await session.stream.aclose()
             if stream.exit.crashed:

@@ -32,7 +32,8 @@ import trio.testing
 
 from .._connect import open_mcp_session
 from .._session import ClientSession
-from ._server import MODERN_VERSIONS, MockServer
+from ._server import MockServer
+from ._server_base import MODERN_VERSIONS
 
 __all__ = [
     "AUTOJUMP_HINT",

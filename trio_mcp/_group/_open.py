@@ -1,0 +1,298 @@
+"""Opening a group: :func:`open_server_group` turns the servers given into members and runs them.
+
+The servers come as a loaded config, a mapping of names to targets, or a list of targets
+(named by :func:`~trio_mcp._group._names.default_name`). Each becomes a member with its
+session options and handlers (which learn the server's name in the group); config entries
+are checked for consent first. The block starts once every member has started or failed its
+first start.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, TypeAlias, cast, overload
+
+import trio
+
+from .._config import ApprovalCallback, ConsentStore, MCPConfig, ServerConfig, check_consent
+from .._config._model import target_parts
+from .._connect import Target, _only_error, _raise_bare, warn_transport_options
+from .._handlers import ElicitationHandler, RequestContext, RootsHandler, SamplingHandler
+from .._transports._base import Transport
+from ._members import Member, RestartPolicy
+from ._names import CollisionPolicy, default_name
+from ._server_group import ServerGroup
+
+if sys.version_info < (3, 11):  # pragma: no cover
+    from exceptiongroup import BaseExceptionGroup
+
+__all__ = ["GroupServers", "open_server_group"]
+
+GroupServers: TypeAlias = "MCPConfig | Mapping[str, Target | ServerConfig] | Sequence[Target]"
+
+
+@overload
+def open_server_group(
+    nursery: trio.Nursery,
+    servers: GroupServers,
+    /,
+    *,
+    collisions: CollisionPolicy = "prefix",
+    prefix_separator: str = "_",
+    restart: RestartPolicy | None = None,
+    approve: ApprovalCallback | None = None,
+    consent_store: ConsentStore | None = None,
+    server_options: Mapping[str, Mapping[str, Any]] | None = None,
+    sampling: SamplingHandler | None = None,
+    elicitation: ElicitationHandler | None = None,
+    roots: RootsHandler | None = None,
+    notification_buffer: int = 1000,
+    **session_options: Any,
+) -> AbstractAsyncContextManager[ServerGroup]: ...
+@overload
+def open_server_group(
+    servers: GroupServers,
+    /,
+    *,
+    collisions: CollisionPolicy = "prefix",
+    prefix_separator: str = "_",
+    restart: RestartPolicy | None = None,
+    approve: ApprovalCallback | None = None,
+    consent_store: ConsentStore | None = None,
+    server_options: Mapping[str, Mapping[str, Any]] | None = None,
+    sampling: SamplingHandler | None = None,
+    elicitation: ElicitationHandler | None = None,
+    roots: RootsHandler | None = None,
+    notification_buffer: int = 1000,
+    **session_options: Any,
+) -> AbstractAsyncContextManager[ServerGroup]: ...
+def open_server_group(
+    nursery_or_servers: trio.Nursery | GroupServers,
+    servers: GroupServers | None = None,
+    /,
+    *,
+    collisions: CollisionPolicy = "prefix",
+    prefix_separator: str = "_",
+    restart: RestartPolicy | None = None,
+    approve: ApprovalCallback | None = None,
+    consent_store: ConsentStore | None = None,
+    server_options: Mapping[str, Mapping[str, Any]] | None = None,
+    sampling: SamplingHandler | None = None,
+    elicitation: ElicitationHandler | None = None,
+    roots: RootsHandler | None = None,
+    notification_buffer: int = 1000,
+    **session_options: Any,
+) -> AbstractAsyncContextManager[ServerGroup]:
+    """Start several MCP servers, each supervised, and yield them as one :class:`ServerGroup`.
+
+    Two forms, as :func:`~trio_mcp.open_mcp_session` has: ``open_server_group(nursery,
+    servers)`` runs one supervisor task per server in your nursery; ``open_server_group(
+    servers)`` owns a nursery around your block, and your exceptions arrive bare (their
+    ``__cause__`` and ``__context__`` as you raised them).
+
+    The block starts once every server has either started (handshake done, catalogue
+    fetched) or failed its first start; failures are reported per server
+    (:meth:`ServerGroup.status`, :meth:`ServerGroup.events`), never raised here. Leaving
+    the block stops every server.
+
+    Args:
+        nursery_or_servers: The nursery that owns the supervisors, with the servers
+            following; or the servers alone.
+        servers: A config from :func:`~trio_mcp.load_config`, a mapping of names to targets
+            (or :class:`~trio_mcp.ServerConfig`), or a list of targets (named by
+            :func:`default_name`; an argv is a list itself, so wrap it: ``[["python",
+            "-m", "server"]]``).
+        collisions: When servers offer the same tool or prompt name: ``"prefix"`` exposes
+            each as ``server{prefix_separator}name``; ``"error"`` makes listing and
+            routing raise :class:`~trio_mcp.NameCollisionError`; a hook ``(kind, server,
+            name) -> exposed name`` renames each clashing item. Under ``"prefix"`` and a
+            hook a clash affects only the names that clash (see ``docs/groups.md``).
+        prefix_separator: Between server name and item name under ``"prefix"``.
+        restart: The :class:`RestartPolicy` (default: ``RestartPolicy()``);
+            ``RestartPolicy(enabled=False)`` turns restarts off.
+        approve: Consent pinning for config entries: called for each entry that is new or
+            changed since approved (see :func:`~trio_mcp.check_consent`); a refused entry
+            does not start (state ``REJECTED``). None: no pinning.
+        consent_store: Where approvals are kept (default: a file in the user's config
+            folder).
+        server_options: Per server name, more :func:`~trio_mcp.open_mcp_session` options
+            (``roots``, ``sampling``, ``default_timeout``, ...); they win over the rest.
+        sampling: Handles sampling for every server; ``ctx.server_name`` is the server's
+            name in the group.
+        elicitation: Handles elicitation for every server (``ctx.server_name`` as above).
+        roots: The roots every server gets (a list, or a callable given the context).
+        notification_buffer: The buffer of each server's notification forwarding and of
+            :meth:`ServerGroup.notifications` channels.
+        **session_options: More :func:`~trio_mcp.open_mcp_session` options for every
+            server (``default_timeout``, ``init_timeout``, ``protocol``, ...). Transport
+            options (``env=``, ``headers=``, ``auth=``, ``ssl_context=``...), here or in
+            ``server_options``, are deprecated as they are on ``open_mcp_session``: still
+            applied, with a :class:`DeprecationWarning`; give each server as a parameters
+            object instead (:class:`~trio_mcp.StdioParameters`,
+            :class:`~trio_mcp.StreamableHTTPParameters`, ...).
+
+    Yields:
+        The group.
+
+    Raises:
+        TypeError: ``servers`` is not one of the accepted forms.
+        ValueError: ``server_options`` names a server that is not in the group.
+    """
+    nursery: trio.Nursery | None
+    if isinstance(nursery_or_servers, trio.Nursery):
+        if servers is None:
+            raise TypeError("open_server_group(nursery, servers): the servers are missing")
+        nursery = nursery_or_servers
+    elif servers is None:
+        nursery, servers = None, nursery_or_servers
+    else:
+        raise TypeError(
+            "open_server_group() takes (nursery, servers) or (servers); "
+            f"{nursery_or_servers!r} is not a trio.Nursery"
+        )
+    if collisions not in ("prefix", "error") and not callable(collisions):
+        raise ValueError(f"collisions must be 'prefix', 'error' or a callable, not {collisions!r}")
+    handlers = {
+        key: value
+        for key, value in (("sampling", sampling), ("elicitation", elicitation), ("roots", roots))
+        if value is not None
+    }
+    members = _members(servers, session_options, server_options or {}, handlers)
+    given = [*session_options, *(key for per in (server_options or {}).values() for key in per)]
+    warn_transport_options(  # deprecated: they belong on each server's parameters object
+        "open_server_group", given, [member.target for member in members], stacklevel=2
+    )
+    group = ServerGroup(
+        members,
+        collisions=collisions,
+        prefix_separator=prefix_separator,
+        restart=restart if restart is not None else RestartPolicy(),
+        notification_buffer=notification_buffer,
+    )
+    configs = _configs(servers)
+    if nursery is None:
+        return _own_nursery(group, configs, approve, consent_store)
+    return _run_group(nursery, group, configs, approve, consent_store)
+
+
+def _configs(servers: Any) -> dict[str, ServerConfig]:
+    if isinstance(servers, MCPConfig):
+        return dict(servers.servers)
+    if isinstance(servers, Mapping):
+        items = cast("Mapping[str, object]", servers).items()
+        return {name: value for name, value in items if isinstance(value, ServerConfig)}
+    return {}
+
+
+def _named_handler(handler: Any, name: str) -> Any:
+    """Wrap a server-request handler so its context names the server in the group."""
+
+    async def with_name(params: Any, ctx: RequestContext) -> Any:
+        return await handler(params, dataclasses.replace(ctx, server_name=name))
+
+    return with_name
+
+
+def _named_roots(roots: RootsHandler, name: str) -> RootsHandler:
+    if not callable(roots):
+        return roots
+    handler = roots
+
+    async def with_name(ctx: RequestContext) -> Any:
+        return await handler(dataclasses.replace(ctx, server_name=name))
+
+    return with_name
+
+
+def _members(
+    servers: Any,
+    session_options: dict[str, Any],
+    server_options: Mapping[str, Mapping[str, Any]],
+    handlers: dict[str, Any],
+) -> list[Member]:
+    entries: list[tuple[str, Any]]
+    if isinstance(servers, MCPConfig):
+        entries = list(servers.servers.items())
+    elif isinstance(servers, Mapping):
+        entries = list(cast("Mapping[str, Any]", servers).items())
+    elif isinstance(servers, Sequence) and not isinstance(servers, (str, bytes)):
+        entries = []
+        taken: set[str] = set()
+        for target in cast("Sequence[Any]", servers):  # type: ignore[redundant-cast]
+            base = default_name(target)
+            name, number = base, 1
+            while name in taken:
+                number += 1
+                name = f"{base}-{number}"
+            taken.add(name)
+            entries.append((name, target))
+    else:
+        raise TypeError(
+            "open_server_group(): give a loaded config, a mapping of names to targets, or a "
+            f"list of targets, not {servers!r}"
+        )
+    unknown = sorted(set(server_options) - {name for name, _ in entries})
+    if unknown:
+        raise ValueError(f"open_server_group(): server_options names unknown servers {unknown}")
+    members: list[Member] = []
+    for name, target in entries:
+        options: dict[str, Any] = {}
+        redact = target.redact if isinstance(target, ServerConfig) else None
+        if isinstance(target, ServerConfig):
+            target, options = target_parts(target)  # put together when the member runs
+        options.update(session_options)
+        options.update(handlers)
+        options.update(server_options.get(name, {}))
+        for key in ("sampling", "elicitation"):
+            if options.get(key) is not None:
+                options[key] = _named_handler(options[key], name)
+        if options.get("roots") is not None:
+            options["roots"] = _named_roots(options["roots"], name)
+        restartable = not isinstance(target, Transport)
+        members.append(Member(name, target, options, restartable, redact=redact))
+    return members
+
+
+@asynccontextmanager
+async def _run_group(
+    nursery: trio.Nursery,
+    group: ServerGroup,
+    configs: dict[str, ServerConfig],
+    approve: ApprovalCallback | None,
+    store: ConsentStore | None,
+) -> AsyncGenerator[ServerGroup, None]:
+    approved: dict[str, bool] = {}
+    if approve is not None and configs:
+        approved = await check_consent(configs, approve, store)
+    try:
+        group._start(nursery, approved)
+        await group._settled()
+        yield group
+    finally:
+        await group.aclose()
+
+
+@asynccontextmanager
+async def _own_nursery(
+    group: ServerGroup,
+    configs: dict[str, ServerConfig],
+    approve: ApprovalCallback | None,
+    store: ConsentStore | None,
+) -> AsyncGenerator[ServerGroup, None]:
+    user_error: BaseException | None = None
+    try:
+        async with trio.open_nursery() as nursery:
+            async with _run_group(nursery, group, configs, approve, store) as opened:
+                try:
+                    yield opened
+                except BaseException as exc:
+                    user_error = exc
+                    raise
+    except BaseExceptionGroup as exc_group:
+        error = _only_error(exc_group, user_error)
+        if error is None:
+            raise
+        _raise_bare(error)
