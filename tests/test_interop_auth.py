@@ -423,9 +423,10 @@ async def test_one_provider_for_two_servers_at_once() -> None:
             assert "TRIO_MCP_TOKEN ok" in server_b.output()
 
 
-async def test_a_server_group_sharing_one_provider() -> None:
-    # one OAuth() on every member's parameters object: shared by the group's members,
-    # both start, each with its own token
+@pytest.mark.parametrize("where", ["parameters", "group"])
+async def test_a_server_group_sharing_one_provider(where: str) -> None:
+    # one OAuth(), on every member's parameters object or given once to the group for its
+    # plain URLs: shared by the group's members, both start, each with its own token
     async with open_oidc_provider() as provider:
         async with (
             open_auth_sdk_server(provider.url) as server_a,
@@ -434,13 +435,19 @@ async def test_a_server_group_sharing_one_provider() -> None:
             agent = FormUserAgent()
             log = TokenEndpointLog()
             auth = trio_mcp.OAuth(user_agent=agent, http_client=log.client, dpop=False)
-            servers = {
-                name: trio_mcp.StreamableHTTPParameters(url, auth=auth)
-                for name, url in (("a", server_a.url), ("b", server_b.url))
-            }
+            urls = {"a": server_a.url, "b": server_b.url}
+            servers: dict[str, Any] = (
+                {
+                    name: trio_mcp.StreamableHTTPParameters(url, auth=auth)
+                    for name, url in urls.items()
+                }
+                if where == "parameters"
+                else dict(urls)
+            )
+            group_auth = auth if where == "group" else None
             async with log.client:
                 with trio.fail_after(90):
-                    async with trio_mcp.open_server_group(servers) as group:
+                    async with trio_mcp.open_server_group(servers, auth=group_auth) as group:
                         states = {n: s.state for n, s in group.statuses().items()}
                         assert states == {
                             "a": trio_mcp.ServerState.RUNNING,

@@ -13,7 +13,7 @@ import dataclasses
 import sys
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, TypeAlias, cast, overload
+from typing import TYPE_CHECKING, Any, TypeAlias, cast, overload
 
 import trio
 
@@ -25,6 +25,9 @@ from .._transports._base import Transport
 from ._members import Member, RestartPolicy
 from ._names import CollisionPolicy, default_name
 from ._server_group import ServerGroup
+
+if TYPE_CHECKING:
+    import httpx
 
 if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup
@@ -49,6 +52,7 @@ def open_server_group(
     sampling: SamplingHandler | None = None,
     elicitation: ElicitationHandler | None = None,
     roots: RootsHandler | None = None,
+    auth: httpx.Auth | None = None,
     notification_buffer: int = 1000,
     **session_options: Any,
 ) -> AbstractAsyncContextManager[ServerGroup]: ...
@@ -66,6 +70,7 @@ def open_server_group(
     sampling: SamplingHandler | None = None,
     elicitation: ElicitationHandler | None = None,
     roots: RootsHandler | None = None,
+    auth: httpx.Auth | None = None,
     notification_buffer: int = 1000,
     **session_options: Any,
 ) -> AbstractAsyncContextManager[ServerGroup]: ...
@@ -83,6 +88,7 @@ def open_server_group(
     sampling: SamplingHandler | None = None,
     elicitation: ElicitationHandler | None = None,
     roots: RootsHandler | None = None,
+    auth: httpx.Auth | None = None,
     notification_buffer: int = 1000,
     **session_options: Any,
 ) -> AbstractAsyncContextManager[ServerGroup]:
@@ -124,11 +130,15 @@ def open_server_group(
             name in the group.
         elicitation: Handles elicitation for every server (``ctx.server_name`` as above).
         roots: The roots every server gets (a list, or a callable given the context).
+        auth: The authorization (an :class:`~trio_mcp.OAuth`, any ``httpx.Auth``) of every
+            HTTP server (an ``http(s)://`` URL, a config entry or a parameters object)
+            that has none of its own; stdio and WebSocket servers are left alone. One
+            ``OAuth`` serves them all, each server with its own tokens.
         notification_buffer: The buffer of each server's notification forwarding and of
             :meth:`ServerGroup.notifications` channels.
         **session_options: More :func:`~trio_mcp.open_mcp_session` options for every
             server (``default_timeout``, ``init_timeout``, ``protocol``, ...). Transport
-            options (``env=``, ``headers=``, ``auth=``, ``ssl_context=``...), here or in
+            options (``env=``, ``headers=``, ``ssl_context=``...), here or in
             ``server_options``, are deprecated as they are on ``open_mcp_session``: still
             applied, with a :class:`DeprecationWarning`; give each server as a parameters
             object instead (:class:`~trio_mcp.StdioParameters`,
@@ -160,7 +170,7 @@ def open_server_group(
         for key, value in (("sampling", sampling), ("elicitation", elicitation), ("roots", roots))
         if value is not None
     }
-    members = _members(servers, session_options, server_options or {}, handlers)
+    members = _members(servers, session_options, server_options or {}, handlers, auth)
     given = [*session_options, *(key for per in (server_options or {}).values() for key in per)]
     warn_transport_options(  # deprecated: they belong on each server's parameters object
         "open_server_group", given, [member.target for member in members], stacklevel=2
@@ -176,6 +186,20 @@ def open_server_group(
     if nursery is None:
         return _own_nursery(group, configs, approve, consent_store)
     return _run_group(nursery, group, configs, approve, consent_store)
+
+
+def _with_auth(
+    target: Any, options: dict[str, Any], auth: httpx.Auth
+) -> tuple[Any, dict[str, Any]]:
+    """Give an HTTP server without authorization of its own the group's ``auth``."""
+    # Imported here for import cost: httpx loads only once HTTP is used (an auth is given).
+    from .._transports._http_client import HTTPOptions
+
+    if isinstance(target, str) and target.lower().startswith(("http://", "https://")):
+        return target, {**options, "auth": auth}
+    if isinstance(target, HTTPOptions) and target.auth is None:
+        return dataclasses.replace(target, auth=auth), options
+    return target, options
 
 
 def _configs(servers: Any) -> dict[str, ServerConfig]:
@@ -212,6 +236,7 @@ def _members(
     session_options: dict[str, Any],
     server_options: Mapping[str, Mapping[str, Any]],
     handlers: dict[str, Any],
+    auth: httpx.Auth | None = None,
 ) -> list[Member]:
     entries: list[tuple[str, Any]]
     if isinstance(servers, MCPConfig):
@@ -251,6 +276,8 @@ def _members(
                 options[key] = _named_handler(options[key], name)
         if options.get("roots") is not None:
             options["roots"] = _named_roots(options["roots"], name)
+        if auth is not None and "auth" not in options:
+            target, options = _with_auth(target, options, auth)
         restartable = not isinstance(target, Transport)
         members.append(Member(name, target, options, restartable, redact=redact))
     return members
