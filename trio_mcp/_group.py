@@ -38,9 +38,15 @@ from ._exceptions import (
     ServerError,
     ServerUnavailableError,
 )
-from ._handlers import ElicitationHandler, RequestContext, RootsHandler, SamplingHandler
 from ._resilience import Backoff, CircuitBreaker, CircuitState
-from ._session import ClientSession, Notification
+from ._session import (
+    ClientSession,
+    ElicitationHandler,
+    Notification,
+    RequestContext,
+    RootsHandler,
+    SamplingHandler,
+)
 from ._transports._base import Transport
 
 if sys.version_info < (3, 11):  # pragma: no cover
