@@ -60,7 +60,7 @@ T = TypeVar("T")
 R = TypeVar("R", bound=t.Result)
 
 _INPUT_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
-ProgressCallback = Callable[[t.ProgressNotificationParams], "Awaitable[None] | None"]
+ProgressCallback = Callable[[t.ProgressNotificationParams], Awaitable[None] | None]
 ResultClaimHandler = Callable[[str, dict[str, Any]], Awaitable[Mapping[str, Any]]]
 
 
