@@ -302,8 +302,15 @@ def test_check_mode_fails_on_a_stale_file_and_a_run_fixes_it(
     assert gen.main(["--check"]) == 1
     assert "stale: trio_mcp/_blocking_api_gone.py" in capsys.readouterr().out
     assert gen.main([]) == 0
+    assert "removed trio_mcp/_blocking_api_gone.py" in capsys.readouterr().out
     assert not (package / "_blocking_api_gone.py").exists()
     assert gen.main(["--check"]) == 0
+
+    # a hand-written module with a bridge's prefix is not the generator's to remove
+    (package / "_blocking_api_helpers.py").write_text('"""Hand-written."""\n')
+    assert gen.main(["--check"]) == 0
+    assert gen.main([]) == 0
+    assert (package / "_blocking_api_helpers.py").exists()
 
 
 NEW_MIXIN = '''"""A new area of the session API."""
