@@ -26,11 +26,19 @@ _KINDS = {
 
 
 class Lister(Protocol):
-    """What a catalogue uses of its session: the three full listings."""
+    """What a catalogue uses of its session (a :class:`ClientSession`): the full listings."""
 
-    async def list_tools(self, *, cache: bool = ...) -> list[t.Tool]: ...
-    async def list_prompts(self, *, cache: bool = ...) -> list[t.Prompt]: ...
-    async def list_resources(self, *, cache: bool = ...) -> list[t.Resource]: ...
+    async def list_tools(self, *, cache: bool = True) -> list[t.Tool]:
+        """Every tool (:meth:`ClientSession.list_tools`)."""
+        ...
+
+    async def list_prompts(self, *, cache: bool = True) -> list[t.Prompt]:
+        """Every prompt (:meth:`ClientSession.list_prompts`)."""
+        ...
+
+    async def list_resources(self, *, cache: bool = True) -> list[t.Resource]:
+        """Every resource (:meth:`ClientSession.list_resources`)."""
+        ...
 
 
 class Catalogue(metaclass=NoPublicConstructor):
