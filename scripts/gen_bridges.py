@@ -1,10 +1,17 @@
 """Write the public API of the blocking and asyncio sessions from :class:`ClientSession`'s.
 
-``python scripts/gen_bridges.py`` reads ``trio_mcp/_session.py`` and writes
-``trio_mcp/_blocking_api.py`` (:class:`BlockingSession`) and ``trio_mcp/_asyncio_api.py``
-(:class:`AsyncioSession`); ``python scripts/gen_bridges.py --check`` only says whether
-they are up to date (``tests/test_bridges_generated.py`` runs it). Add or change a public
-method of ``ClientSession``, run the script, and both bridges have it.
+``python scripts/gen_bridges.py`` reads ``ClientSession`` (``trio_mcp/_session.py``) and
+the mixins of the package it inherits from (``ToolsAPI`` in ``_session_tools.py``, ...), in
+method resolution order, and writes each bridge split the same way: one module per class
+that defines public members. ClientSession's own go to ``trio_mcp/_blocking_api.py``
+(:class:`BlockingSession`) and ``trio_mcp/_asyncio_api.py`` (:class:`AsyncioSession`); a
+mixin ``XAPI`` of ``_session_x.py`` gets ``_blocking_api_x.py`` (``BlockingXAPI``) and
+``_asyncio_api_x.py`` (``AsyncioXAPI``), bases of those two classes in the same order as the
+mixins are ClientSession's. ``python scripts/gen_bridges.py --check`` only says whether
+every generated module is up to date (also: none is left over from a mixin that has gone;
+``tests/test_bridges_generated.py`` runs it). Add or change a public method of
+``ClientSession`` or of one of its mixins (or add a mixin to its bases), run the script, and
+both bridges have it.
 
 Why a generator with checked-in output (option a) rather than a decorator that copies
 signatures at class-creation time plus generated ``.pyi`` stubs (option b): mypy and
@@ -15,8 +22,10 @@ as written: IDEs, mypy, pyright (``--verifytypes``), ``help()`` and mkdocs see t
 signatures, overloads and docstrings, and a reviewer sees each API change as a diff of the
 bridges too. The cost, a regeneration step, is guarded by a test.
 
-The description of the bridges is the tables below; ``ClientSession`` is read with
-:mod:`ast` (no import of trio_mcp, so a broken generated file can always be regenerated):
+The description of the bridges is the tables below; ``ClientSession`` and its mixins are
+read with :mod:`ast` (no import of trio_mcp, so a broken generated file can always be
+regenerated; a base class is found through the ``from .module import Name`` of the module
+defining the class, and a public member belongs to the first class of the MRO defining it):
 
 * the kind of each public ``ClientSession`` member, from its definition: an ``async def``
   is a *call* (blocking: ``Runner.call``, which blocks the calling thread; asyncio:
@@ -45,6 +54,7 @@ import functools
 import re
 import sys
 import textwrap
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -271,10 +281,10 @@ def _decorators(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     return {ast.unparse(node) for node in func.decorator_list}
 
 
-def read_client_session(source: str) -> list[Member]:
-    """The public members of ``ClientSession`` in the order of the source."""
+def read_members(source: str, class_name: str = "ClientSession") -> list[Member]:
+    """The public members ``class_name`` defines in ``source``, in the order of the source."""
     tree = ast.parse(source)
-    (cls,) = (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ClientSession")
+    (cls,) = (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name)
     members: dict[str, Member] = {}
     pending: dict[str, list[Signature]] = {}
     for node in cls.body:
@@ -288,7 +298,7 @@ def read_client_session(source: str) -> list[Member]:
             pending.setdefault(node.name, []).append(signature)
             continue
         if decorators - {"property", "asynccontextmanager"}:
-            raise SystemExit(f"ClientSession.{node.name}: unknown decorators {decorators}")
+            raise SystemExit(f"{class_name}.{node.name}: unknown decorators {decorators}")
         if "property" in decorators:
             kind = "property"
         elif "asynccontextmanager" in decorators:
@@ -299,17 +309,91 @@ def read_client_session(source: str) -> list[Member]:
             kind = "sync"
         docstring = ast.get_docstring(node, clean=True)
         if not docstring:
-            raise SystemExit(f"ClientSession.{node.name} has no docstring")
+            raise SystemExit(f"{class_name}.{node.name} has no docstring")
         members[node.name] = Member(
             node.name, kind, signature, docstring, pending.pop(node.name, [])
         )
     return list(members.values())
 
 
-def read_imports(source: str) -> tuple[dict[str, tuple[str, str, bool]], set[str]]:
-    """Where ``_session.py`` gets each name: name -> (module, import text, type-checking only).
+@dataclass(frozen=True)
+class Area:
+    """A class of ClientSession's MRO in the package: ClientSession itself or a mixin."""
 
-    Also returns the names ``_session.py`` defines at module level.
+    module: str  # e.g. "_session_tools"
+    name: str  # e.g. "ToolsAPI"
+    source: str
+    members: tuple[Member, ...]
+
+
+def _source(module: str, sources: Mapping[str, str]) -> str:
+    name = f"{module}.py"
+    return sources[name] if name in sources else (PACKAGE / name).read_text()
+
+
+def _bases(module: str, name: str, sources: Mapping[str, str]) -> list[tuple[str, str]]:
+    """The bases of class ``name`` in ``module`` that are classes of the package (by ast)."""
+    tree = ast.parse(_source(module, sources))
+    (cls,) = (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name)
+    imports, defined = read_imports(_source(module, sources))
+    found: list[tuple[str, str]] = []
+    for base in cls.bases:
+        if not isinstance(base, ast.Name):
+            continue  # Generic[...] and the like: not ours
+        if base.id in defined:
+            found.append((module, base.id))
+        elif base.id in imports:
+            where, text, _ = imports[base.id]
+            if where.startswith(".") and not where.startswith("..") and where != ".":
+                found.append((where[1:], text.split(" as ")[0]))
+    return found
+
+
+def session_mro(sources: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+    """ClientSession's classes in the package, in method resolution order (C3, by ast)."""
+    sources = sources or {}
+
+    def linearize(cls: tuple[str, str]) -> list[tuple[str, str]]:
+        bases = _bases(*cls, sources)
+        sequences = [linearize(base) for base in bases] + [list(bases)]
+        result = [cls]
+        while any(sequences):
+            sequences = [seq for seq in sequences if seq]
+            for seq in sequences:
+                head = seq[0]
+                if not any(head in other[1:] for other in sequences):
+                    break
+            else:
+                raise SystemExit(f"no consistent method resolution order for {cls}")
+            result.append(head)
+            sequences = [seq[1:] if seq[0] == head else seq for seq in sequences]
+        return result
+
+    return linearize(("_session", "ClientSession"))
+
+
+def read_areas(sources: Mapping[str, str] | None = None) -> list[Area]:
+    """ClientSession and its mixins that define public members, in MRO order.
+
+    Each public member belongs to the first class of the MRO that defines it, as for Python.
+    ``sources`` replaces the text of package modules by file name (``{"_session.py": ...}``).
+    """
+    sources = sources or {}
+    seen: set[str] = set()
+    areas: list[Area] = []
+    for module, name in session_mro(sources):
+        source = _source(module, sources)
+        members = [m for m in read_members(source, name) if m.name not in seen]
+        seen.update(m.name for m in members)
+        if members or name == "ClientSession":
+            areas.append(Area(module, name, source, tuple(members)))
+    return areas
+
+
+def read_imports(source: str) -> tuple[dict[str, tuple[str, str, bool]], set[str]]:
+    """Where a module gets each name: name -> (module, import text, type-checking only).
+
+    Also returns the names the module defines at module level.
     """
     tree = ast.parse(source)
     imports: dict[str, tuple[str, str, bool]] = {}
@@ -338,13 +422,12 @@ def read_imports(source: str) -> tuple[dict[str, tuple[str, str, bool]], set[str
     return imports, defined
 
 
-def read_base_members(source: str, base: str) -> set[str]:
+def read_base_members(source: str, base: str, session: str) -> set[str]:
     """The names the hand-written base class of a bridge defines (also through SessionView)."""
     tree = ast.parse(source)
     (cls,) = (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == base)
     names = {n.name for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
     if any(ast.unparse(b) == "SessionView" for b in cls.bases):
-        session = (PACKAGE / "_session.py").read_text()
         view_tree = ast.parse(session)
         (view,) = (
             n for n in view_tree.body if isinstance(n, ast.ClassDef) and n.name == "SessionView"
@@ -597,19 +680,29 @@ def _import_lines(module: str, names: set[str], indent: str = "") -> list[str]:
     ]
 
 
-def render(bridge: Bridge, session_source: str | None = None) -> str:
-    """The text of ``bridge``'s generated module, from ``_session.py`` (or ``session_source``)."""
-    if session_source is None:
-        session_source = (PACKAGE / "_session.py").read_text()
-    base_source = (PACKAGE / f"{bridge.base_module}.py").read_text()
-    members = read_client_session(session_source)
-    base_members = read_base_members(base_source, bridge.base)
-    imports, defined = read_imports(session_source)
+def area_module(bridge: Bridge, area: Area) -> str:
+    """The generated module of ``area``: ``_blocking_api`` for ClientSession's own members,
+    ``_blocking_api_tools`` for ``_session_tools``'s mixin, and so on."""
+    if area.name == "ClientSession":
+        return bridge.module
+    suffix = area.module.removeprefix("_session")
+    return f"{bridge.module}{suffix if suffix.startswith('_') else '_' + suffix}"
+
+
+def area_class(bridge: Bridge, area: Area) -> str:
+    """The generated class of ``area``: ``BlockingSession``, ``BlockingToolsAPI``, ..."""
+    return f"{bridge.prefix}Session" if area.name == "ClientSession" else bridge.prefix + area.name
+
+
+def _render_area(bridge: Bridge, area: Area, mixins: list[Area], base_members: set[str]) -> str:
+    """The text of one generated module: the bridge's twin of one area of ClientSession."""
+    imports, defined = read_imports(area.source)
+    main = area.name == "ClientSession"
 
     body: list[str] = []
     used: set[str] = set()
     runtime: dict[str, set[str]] = {}
-    for member in members:
+    for member in area.members:
         name = bridge.renamed.get(member.name, member.name)
         if name in base_members:
             continue
@@ -634,12 +727,19 @@ def render(bridge: Bridge, session_source: str | None = None) -> str:
             runtime.setdefault("functools", set()).add("partial")
 
     own = {"ProgressCallback", f"{bridge.prefix}Notifications", f"{bridge.prefix}ToolTask"}
-    local: dict[str, set[str]] = {f".{bridge.base_module}": {bridge.base}}
+    local: dict[str, set[str]] = {}
+    if main:
+        for mixin in mixins:
+            local[f".{area_module(bridge, mixin)}"] = {area_class(bridge, mixin)}
+        if not mixins:
+            local[f".{bridge.base_module}"] = {bridge.base}
+    else:
+        local[f".{bridge.base_module}"] = {bridge.base}
     checking: dict[str, set[str]] = {}
     plain: set[str] = set()
     for name in sorted(used):
         if name in own:
-            local[f".{bridge.base_module}"].add(name)
+            local.setdefault(f".{bridge.base_module}", set()).add(name)
         elif name in {"AbstractContextManager", "AbstractAsyncContextManager"}:
             runtime.setdefault("contextlib", set()).add(name)
         elif name in imports:
@@ -653,23 +753,38 @@ def render(bridge: Bridge, session_source: str | None = None) -> str:
             else:
                 runtime.setdefault(module, set()).add(text)
         elif name in defined:
-            local.setdefault("._session", set()).add(name)
+            local.setdefault(f".{area.module}", set()).add(name)
         elif not hasattr(builtins, name):
-            raise SystemExit(f"{bridge.module}: where does {name!r} come from?")
+            raise SystemExit(f"{area_module(bridge, area)}: where does {name!r} come from?")
     if checking:
         runtime.setdefault("typing", set()).add("TYPE_CHECKING")
 
     stdlib = {m: n for m, n in runtime.items() if m not in ("trio", "msgspec", "outcome")}
     third = {m: n for m, n in runtime.items() if m in ("trio", "msgspec", "outcome")}
+    cls = area_class(bridge, area)
+    if main:
+        about = [
+            f'"""The public methods of :class:`{cls}`, written from ClientSession\'s.',
+            "",
+            f"The hand-written parts (the class's base, :class:`{bridge.base}`, and how calls",
+            f"cross into Trio) are in ``trio_mcp/{bridge.base_module}.py``; the twins of the",
+            "methods of ClientSession's mixins are in the generated modules named after them.",
+            '"""',
+        ]
+    else:
+        about = [
+            f'"""The twins of :class:`{area.name}`\'s methods (``trio_mcp/{area.module}.py``) in',
+            f":class:`{bridge.prefix}Session`, written from them.",
+            "",
+            f"The hand-written parts (the base, :class:`{bridge.base}`, and how calls cross into",
+            f"Trio) are in ``trio_mcp/{bridge.base_module}.py``.",
+            '"""',
+        ]
     head = [
-        "# Generated by scripts/gen_bridges.py from trio_mcp/_session.py: do not edit.",
-        "# Change ClientSession (or the description in scripts/gen_bridges.py) and run",
+        f"{GENERATED} from trio_mcp/{area.module}.py: do not edit.",
+        f"# Change {area.name} (or the description in scripts/gen_bridges.py) and run",
         "# `python scripts/gen_bridges.py`; tests/test_bridges_generated.py fails while stale.",
-        f'"""The public methods of :class:`{bridge.prefix}Session`, written from ClientSession\'s.',
-        "",
-        f"The hand-written parts (the class's base, :class:`{bridge.base}`, and how calls",
-        f"cross into Trio) are in ``trio_mcp/{bridge.base_module}.py``.",
-        '"""',
+        *about,
         "",
         "from __future__ import annotations",
         "",
@@ -677,7 +792,8 @@ def render(bridge: Bridge, session_source: str | None = None) -> str:
     # isort: "import x" before "from x import", modules alphabetically
     for module in sorted(stdlib):
         head += _import_lines(module, stdlib[module])
-    head.append("")
+    if stdlib:
+        head.append("")
     if third or plain & {"trio", "msgspec"}:
         head += [f"import {name}" for name in sorted(plain)]
         for module in sorted(third):
@@ -689,15 +805,65 @@ def render(bridge: Bridge, session_source: str | None = None) -> str:
         head += ["", "if TYPE_CHECKING:"]
         for module in sorted(checking):
             head += _import_lines(module, checking[module], "    ")
+    if main:
+        bases = ", ".join(area_class(bridge, mixin) for mixin in mixins) or bridge.base
+        docstring = f'"""{bridge.docstring}\n"""'
+    else:
+        bases = bridge.base
+        docstring = (
+            f'"""The twins of :class:`{area.name}`\'s methods: a base of '
+            f':class:`{bridge.prefix}Session`."""'
+        )
     head += [
         "",
-        f'__all__ = ["{bridge.prefix}Session"]',
+        f'__all__ = ["{cls}"]',
         "",
         "",
-        f"class {bridge.prefix}Session({bridge.base}):",
-        *(f"    {line}" if line else "" for line in f'"""{bridge.docstring}\n"""'.splitlines()),
+        f"class {cls}({bases}):",
+        *(f"    {line}" if line else "" for line in docstring.splitlines()),
     ]
+    if not main:
+        head += ["", "    __slots__ = ()"]
     return "\n".join(head + body) + "\n"
+
+
+def render(bridge: Bridge, sources: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The generated modules of ``bridge``: file name -> text.
+
+    Read from ClientSession and its mixins in the package, with ``sources`` replacing the
+    text of some of its modules by file name (``{"_session.py": ...}``).
+    """
+    sources = sources or {}
+    base_members = read_base_members(
+        _source(bridge.base_module, sources), bridge.base, _source("_session", sources)
+    )
+    areas = read_areas(sources)
+    mixins = [
+        area
+        for area in areas
+        if area.name != "ClientSession"
+        and any(bridge.renamed.get(m.name, m.name) not in base_members for m in area.members)
+    ]
+    texts: dict[str, str] = {}
+    for area in areas:
+        if area.name != "ClientSession" and area not in mixins:
+            continue
+        texts[f"{area_module(bridge, area)}.py"] = _render_area(bridge, area, mixins, base_members)
+    return texts
+
+
+#: The first line of every generated module.
+GENERATED = "# Generated by scripts/gen_bridges.py"
+
+
+def generated_files(bridge: Bridge) -> set[str]:
+    """The generated files of ``bridge`` now in the package (also ones no longer generated).
+
+    Only files that say they are generated: a hand-written ``_blocking_api_x.py`` is never
+    taken for a left-over.
+    """
+    paths = [PACKAGE / f"{bridge.module}.py", *PACKAGE.glob(f"{bridge.module}_*.py")]
+    return {path.name for path in paths if path.exists() and path.read_text().startswith(GENERATED)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -705,19 +871,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="only report stale files")
     options = parser.parse_args(argv)
     stale: list[Path] = []
+    removed: list[Path] = []
     for bridge in BRIDGES:
-        path = PACKAGE / f"{bridge.module}.py"
-        text = render(bridge)
-        if path.exists() and path.read_text() == text:
-            continue
-        stale.append(path.relative_to(ROOT))
-        if not options.check:
-            path.write_text(text)
+        texts = render(bridge)
+        for name in sorted(generated_files(bridge) - set(texts)):
+            path = PACKAGE / name  # a mixin that has gone: its bridge part goes too
+            stale.append(path.relative_to(ROOT))
+            if not options.check:
+                path.unlink()
+                removed.append(path.relative_to(ROOT))
+        for name, text in texts.items():
+            path = PACKAGE / name
+            if path.exists() and path.read_text() == text:
+                continue
+            stale.append(path.relative_to(ROOT))
+            if not options.check:
+                path.write_text(text)
     if options.check and stale:
         print(f"stale: {', '.join(map(str, stale))}; run python scripts/gen_bridges.py")
         return 1
     for path in stale:
-        print(f"wrote {path}")
+        print(f"{'removed' if path in removed else 'wrote'} {path}")
     return 0
 
 

@@ -36,13 +36,52 @@ def load_generator() -> ModuleType:
 gen = load_generator()
 
 
-@pytest.mark.parametrize("bridge", gen.BRIDGES, ids=lambda b: b.module)
-def test_generated_bridges_are_up_to_date(bridge: object) -> None:
+GENERATED = [(bridge, name) for bridge in gen.BRIDGES for name in gen.render(bridge)]
+
+
+@pytest.mark.parametrize(("bridge", "name"), GENERATED, ids=[name for _, name in GENERATED])
+def test_generated_bridges_are_up_to_date(bridge: object, name: str) -> None:
     """Fails when ClientSession changed and `python scripts/gen_bridges.py` was not run."""
-    path = ROOT / "trio_mcp" / f"{bridge.module}.py"  # type: ignore[attr-defined]
-    assert path.read_text() == gen.render(bridge), (
+    path = ROOT / "trio_mcp" / name
+    assert path.read_text() == gen.render(bridge)[name], (
         f"{path.name} is stale: run python scripts/gen_bridges.py"
     )
+
+
+def test_the_bridges_are_split_like_client_session() -> None:
+    """One generated module per area of ClientSession, in each bridge; none over 600 lines."""
+    areas = [(area.module, area.name) for area in gen.read_areas()]
+    assert areas == [
+        ("_session", "ClientSession"),
+        ("_session_tools", "ToolsAPI"),
+        ("_session_features", "FeaturesAPI"),
+        ("_session_notifications", "NotificationsAPI"),
+    ]
+    for bridge in gen.BRIDGES:
+        assert sorted(gen.render(bridge)) == sorted(
+            f"{bridge.module}{suffix}.py"
+            for suffix in ("", "_tools", "_features", "_notifications")
+        )
+        assert gen.generated_files(bridge) == set(gen.render(bridge))
+    assert [cls.__name__ for cls in BlockingSession.__mro__[:4]] == [
+        "BlockingSession",
+        "BlockingToolsAPI",
+        "BlockingFeaturesAPI",
+        "BlockingNotificationsAPI",
+    ]
+    for _, name in GENERATED:
+        assert len((ROOT / "trio_mcp" / name).read_text().splitlines()) <= 600, name
+    for module, _ in areas:
+        assert len((ROOT / "trio_mcp" / f"{module}.py").read_text().splitlines()) <= 600, module
+
+
+def test_every_public_member_comes_from_the_first_class_of_the_mro_defining_it() -> None:
+    """The generator reads ClientSession's mixins (by ast) as Python resolves them."""
+    read = {m.name: area.name for area in gen.read_areas() for m in area.members}
+    for name in read:
+        owner = next(cls for cls in ClientSession.__mro__ if name in vars(cls))
+        assert owner.__name__ == read[name], name
+    assert set(read) == {n for n in dir(ClientSession) if not n.startswith("_")}
 
 
 def test_check_mode_reports_fresh_files() -> None:
@@ -94,11 +133,25 @@ NEW_METHODS = '''
 '''
 
 
-def with_new_methods() -> str:
+def with_new_methods() -> dict[str, str]:
+    """ClientSession's own source, with NEW_METHODS added."""
     source = (ROOT / "trio_mcp" / "_session.py").read_text()
     anchor = "    async def aclose(self) -> None:\n"
     assert source.count(anchor) == 1
-    return source.replace(anchor, NEW_METHODS.lstrip("\n") + "\n" + anchor)
+    return {"_session.py": source.replace(anchor, NEW_METHODS.lstrip("\n") + "\n" + anchor)}
+
+
+def with_new_methods_in_a_mixin() -> dict[str, str]:
+    """The tools mixin's source, with NEW_METHODS added (and what they name imported)."""
+    source = (ROOT / "trio_mcp" / "_session_tools.py").read_text()
+    anchor = "    async def list_tasks(self"
+    assert source.count(anchor) == 1
+    source = source.replace(anchor, NEW_METHODS.lstrip("\n") + "\n" + anchor)
+    source = source.replace(
+        "from . import types as t\n",
+        "import trio\n\nfrom . import types as t\nfrom ._subscriptions import Notification\n",
+    ).replace("from collections.abc import ", "from collections.abc import Callable, ")
+    return {"_session_tools.py": source}
 
 
 def generated_class(text: str) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
@@ -111,11 +164,18 @@ def generated_class(text: str) -> dict[str, ast.FunctionDef | ast.AsyncFunctionD
     }
 
 
-def test_a_method_added_to_client_session_reaches_both_bridges() -> None:
-    """An async method, a listener registration and an async context manager, no other edit."""
-    source = with_new_methods()
-    blocking = gen.render(gen.BLOCKING, source)
-    asyncio_ = gen.render(gen.ASYNCIO, source)
+@pytest.mark.parametrize(
+    ("sources", "suffix"),
+    [(with_new_methods, ""), (with_new_methods_in_a_mixin, "_tools")],
+    ids=["ClientSession", "ToolsAPI"],
+)
+def test_a_method_added_to_client_session_reaches_both_bridges(
+    sources: Callable[[], dict[str, str]], suffix: str
+) -> None:
+    """An async method, a listener registration and an async context manager, no other edit:
+    in ClientSession itself, or in one of its mixins (then in that mixin's bridge module)."""
+    blocking = gen.render(gen.BLOCKING, sources())[f"_blocking_api{suffix}.py"]
+    asyncio_ = gen.render(gen.ASYNCIO, sources())[f"_asyncio_api{suffix}.py"]
     compile(blocking, "_blocking_api.py", "exec")
     compile(asyncio_, "_asyncio_api.py", "exec")
     b, a = generated_class(blocking), generated_class(asyncio_)
@@ -156,11 +216,15 @@ def test_a_method_added_to_client_session_reaches_both_bridges() -> None:
 
 
 def public_methods(cls: type) -> dict[str, Callable[..., Any]]:
-    return {
-        name: value
-        for name, value in vars(cls).items()
-        if not name.startswith("_") and inspect.isfunction(value)
-    }
+    """The public methods of ``cls``, inherited ones too (the mixins' twins)."""
+    methods: dict[str, Callable[..., Any]] = {}
+    for klass in reversed(cls.__mro__):
+        methods.update(
+            (name, value)
+            for name, value in vars(klass).items()
+            if not name.startswith("_") and inspect.isfunction(value)
+        )
+    return methods
 
 
 @pytest.mark.parametrize(
@@ -173,7 +237,11 @@ def test_generated_methods_have_real_signatures_and_docstrings(
     methods = public_methods(cls)
     assert len(methods) >= 25
     session_methods = public_methods(ClientSession)
+    base = cls.__mro__[-3]  # the hand-written base (then SessionView, object)
+    assert base.__name__.endswith("SessionBase")
     for name, method in methods.items():
+        if name in vars(base) or name == "async_session":
+            continue
         doc = inspect.getdoc(method)
         assert doc is not None, name
         assert f"{note} of :meth:`ClientSession.{name}`" in doc, name
@@ -196,19 +264,14 @@ def test_check_mode_fails_on_a_stale_file_and_a_run_fixes_it(
 ) -> None:
     package = tmp_path / "trio_mcp"
     package.mkdir()
-    for name in (
-        "_session.py",
-        "_blocking.py",
-        "_asyncio.py",
-        "_blocking_api.py",
-        "_asyncio_api.py",
-    ):
-        (package / name).write_text((ROOT / "trio_mcp" / name).read_text())
+    for path in (ROOT / "trio_mcp").glob("*.py"):
+        (package / path.name).write_text(path.read_text())
     monkeypatch.setattr(gen, "ROOT", tmp_path)
     monkeypatch.setattr(gen, "PACKAGE", package)
     assert gen.main(["--check"]) == 0
 
-    (package / "_session.py").write_text(with_new_methods())  # ClientSession grew, no regeneration
+    # ClientSession grew, no regeneration
+    (package / "_session.py").write_text(with_new_methods()["_session.py"])
     assert gen.main(["--check"]) == 1
     assert "stale: trio_mcp/_blocking_api.py, trio_mcp/_asyncio_api.py" in capsys.readouterr().out
     assert (
@@ -219,22 +282,102 @@ def test_check_mode_fails_on_a_stale_file_and_a_run_fixes_it(
     assert gen.main(["--check"]) == 0
     assert "def frobnicate(" in (package / "_blocking_api.py").read_text()
     assert "async def frobnicate(" in (package / "_asyncio_api.py").read_text()
+    capsys.readouterr()
+
+    # a mixin grew: --check covers the mixins' bridge modules too
+    (package / "_session_tools.py").write_text(
+        with_new_methods_in_a_mixin()["_session_tools.py"].replace("frob", "twiddle")
+    )
+    assert gen.main(["--check"]) == 1
+    assert (
+        "stale: trio_mcp/_blocking_api_tools.py, trio_mcp/_asyncio_api_tools.py"
+        in capsys.readouterr().out
+    )
+    assert gen.main([]) == 0
+    assert "def twiddlenicate(" in (package / "_blocking_api_tools.py").read_text()
+    assert "async def twiddlenicate(" in (package / "_asyncio_api_tools.py").read_text()
+
+    # a generated module whose mixin has gone is stale, and a run removes it
+    (package / "_blocking_api_gone.py").write_text("# Generated by scripts/gen_bridges.py\n")
+    assert gen.main(["--check"]) == 1
+    assert "stale: trio_mcp/_blocking_api_gone.py" in capsys.readouterr().out
+    assert gen.main([]) == 0
+    assert "removed trio_mcp/_blocking_api_gone.py" in capsys.readouterr().out
+    assert not (package / "_blocking_api_gone.py").exists()
+    assert gen.main(["--check"]) == 0
+
+    # a hand-written module with a bridge's prefix is not the generator's to remove
+    (package / "_blocking_api_helpers.py").write_text('"""Hand-written."""\n')
+    assert gen.main(["--check"]) == 0
+    assert gen.main([]) == 0
+    assert (package / "_blocking_api_helpers.py").exists()
+
+
+NEW_MIXIN = '''"""A new area of the session API."""
+
+from __future__ import annotations
+
+from . import types as t
+from ._requests import RequestPath
+
+
+class GadgetsAPI(RequestPath):
+    """Gadgets."""
+
+    __slots__ = ()
+
+    async def list_gadgets(self, *, timeout: float | None = None) -> list[t.Tool]:
+        """List the gadgets.
+
+        Args:
+            timeout: Seconds before :class:`trio.TooSlowError`.
+        """
+        raise NotImplementedError
+'''
+
+
+def test_a_new_mixin_gets_its_own_bridge_modules() -> None:
+    session = (ROOT / "trio_mcp" / "_session.py").read_text()
+    bases = "class ClientSession(ToolsAPI, FeaturesAPI, NotificationsAPI, metaclass"
+    assert session.count(bases) == 1
+    session = session.replace(
+        bases, bases.replace("NotificationsAPI,", "NotificationsAPI, GadgetsAPI,")
+    )
+    session = session.replace(
+        "from ._session_tools import ToolsAPI\n",
+        "from ._session_gadgets import GadgetsAPI\nfrom ._session_tools import ToolsAPI\n",
+    )
+    sources = {"_session.py": session, "_session_gadgets.py": NEW_MIXIN}
+    for bridge in gen.BRIDGES:
+        texts = gen.render(bridge, sources)
+        gadgets = texts[f"{bridge.module}_gadgets.py"]
+        compile(gadgets, "gadgets.py", "exec")
+        assert f"class {bridge.prefix}GadgetsAPI({bridge.base}):" in gadgets
+        assert "def list_gadgets(" in gadgets
+        assert (
+            f"{bridge.prefix}NotificationsAPI, {bridge.prefix}GadgetsAPI"
+            in texts[f"{bridge.module}.py"]
+        )
 
 
 def test_a_callable_parameter_no_rule_covers_stops_the_generator() -> None:
     """A new kind of callback would silently reach the session unwrapped: refuse instead."""
-    source = with_new_methods().replace(
-        "self, target: str, *, level: int = 1,",
-        "self, target: str, *, on_frob: FrobCallback | None = None, level: int = 1,",
-    )
-    with pytest.raises(SystemExit, match=r"frobnicate\(on_frob: FrobCallback \| None\).*CALLBACKS"):
-        gen.render(gen.BLOCKING, source)
+    for sources in (with_new_methods(), with_new_methods_in_a_mixin()):
+        ((name, source),) = sources.items()
+        source = source.replace(
+            "self, target: str, *, level: int = 1,",
+            "self, target: str, *, on_frob: FrobCallback | None = None, level: int = 1,",
+        )
+        with pytest.raises(SystemExit, match=r"frobnicate\(on_frob: FrobCallback \| None\).*CALL"):
+            gen.render(gen.BLOCKING, {name: source})
 
 
 def test_a_trio_object_yielded_without_a_wrapper_stops_the_generator() -> None:
-    source = with_new_methods().replace(
-        'AsyncGenerator[trio.MemoryReceiveChannel[Notification], None]:\n        """Receive frobs',
-        'AsyncGenerator[trio.MemoryReceiveChannel[str], None]:\n        """Receive frobs',
-    )
-    with pytest.raises(SystemExit, match=r"yields trio\.MemoryReceiveChannel\[str\].*YIELDS"):
-        gen.render(gen.ASYNCIO, source)
+    for sources in (with_new_methods(), with_new_methods_in_a_mixin()):
+        ((name, source),) = sources.items()
+        source = source.replace(
+            'AsyncGenerator[trio.MemoryReceiveChannel[Notification], None]:\n        """Receive frobs',
+            'AsyncGenerator[trio.MemoryReceiveChannel[str], None]:\n        """Receive frobs',
+        )
+        with pytest.raises(SystemExit, match=r"yields trio\.MemoryReceiveChannel\[str\].*YIELDS"):
+            gen.render(gen.ASYNCIO, {name: source})

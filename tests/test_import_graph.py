@@ -189,11 +189,12 @@ def test_every_import_inside_a_function_says_why(package: str) -> None:
     assert silent == []
 
 
-def _whole_package_graph() -> dict[str, set[str]]:
+def _whole_package_graph(*, typing: bool = False) -> dict[str, set[str]]:
     """Every module of ``trio_mcp`` and the modules of ours it imports when it runs.
 
     Module-level and function-level imports count (a function's import still ties the two
-    modules together); those under ``if TYPE_CHECKING:`` do not. An import of a name is an
+    modules together); those under ``if TYPE_CHECKING:`` only with ``typing=True`` (type
+    checkers follow them, so a cycle there is one for them). An import of a name is an
     edge to the innermost module that holds it; a module importing its own package (the
     ``from . import types`` of a submodule loads ``trio_mcp`` first) is not a cycle of ours.
     """
@@ -202,7 +203,7 @@ def _whole_package_graph() -> dict[str, set[str]]:
     for module, path in files.items():
         package = module if path.name == "__init__.py" else module.rpartition(".")[0]
         for _, where, names in _imports(ast.parse(path.read_text()), package):
-            if where == "typing":
+            if where == "typing" and not typing:
                 continue
             for name in names:
                 while name and name not in files:
@@ -316,3 +317,57 @@ def test_a_type_checking_import_counts_for_the_type_checker_graph(
     assert _cycles(_whole_package_graph()) == []
     assert _cycles_through({"trio_mcp._a"}) == [["trio_mcp._a", "trio_mcp._b"]]
     assert _cycles_through({"trio_mcp._c"}) == []
+
+
+#: The session and the engine under it: ClientSession and its API mixins, the parts they
+#: delegate to, and the bridges generated from them.
+ENGINE = (
+    "_asyncio",
+    "_asyncio_api*",
+    "_blocking",
+    "_blocking_api*",
+    "_catalogue",
+    "_eras",
+    "_handlers",
+    "_jsonrpc",
+    "_negotiation",
+    "_options",
+    "_requests",
+    "_result_cache",
+    "_rpc",
+    "_session",
+    "_session_*",
+    "_subscriptions",
+    "_tasks",
+    "_tools",
+)
+
+
+def test_the_engine_has_no_import_cycle_counting_type_checking_imports() -> None:
+    """Dependencies in the engine point one way for type checkers too.
+
+    A lower module that needs the session's type gets a Protocol of what it uses (e.g.
+    ``_catalogue.Lister``) or a narrower object, never ``if TYPE_CHECKING: from ._session
+    import ClientSession``: no engine module is part of a cycle of the graph that counts
+    the imports under ``if TYPE_CHECKING:``.
+    """
+    engine = {f"trio_mcp.{path.stem}" for pattern in ENGINE for path in ROOT.glob(f"{pattern}.py")}
+    assert len(engine) >= 25
+    assert {"trio_mcp._session_tools", "trio_mcp._blocking_api_tools"} <= engine
+    cycles = _cycles(_whole_package_graph(typing=True))
+    assert [cycle for cycle in cycles if engine & set(cycle)] == []
+
+
+def test_a_type_checking_import_counts_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package = tmp_path / "trio_mcp"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "_c.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ._d import Y\n"
+    )
+    (package / "_d.py").write_text("from ._c import y\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", package)
+    assert _cycles(_whole_package_graph()) == []
+    assert _cycles(_whole_package_graph(typing=True)) == [["trio_mcp._c", "trio_mcp._d"]]

@@ -39,8 +39,7 @@ if TYPE_CHECKING:
     import httpx
 
     from ._group import ServerGroup
-    from ._handlers import RequestContext
-    from ._session import ClientSession
+    from ._session import ClientSession, RequestContext
 
     _Source: TypeAlias = ClientSession | ServerGroup
 

@@ -55,7 +55,7 @@ V = TypeVar("V")
 
 #: A progress callback of the asyncio bridge: a plain function or a coroutine function
 #: (run as an asyncio task; the call waits for it).
-ProgressCallback = Callable[[t.ProgressNotificationParams], "Awaitable[None] | None"]
+ProgressCallback = Callable[[t.ProgressNotificationParams], Awaitable[None] | None]
 
 
 #: How long (real seconds) closing the sessions left open at interpreter exit may take.

@@ -59,7 +59,7 @@ S = TypeVar("S", bound="BlockingSessionBase")
 
 #: A progress callback of the blocking API: a plain function (run in a worker thread) or an
 #: async one (run on the Trio thread).
-ProgressCallback = Callable[[t.ProgressNotificationParams], "Awaitable[None] | None"]
+ProgressCallback = Callable[[t.ProgressNotificationParams], Awaitable[None] | None]
 
 #: How long (real seconds) an interrupted call may take to announce its cancellation.
 _CANCEL_GRACE: Final = 10.0

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 import trio
 
@@ -12,7 +12,7 @@ from ._construction import NoPublicConstructor
 from ._exceptions import MCPError
 
 if TYPE_CHECKING:
-    from ._session import ClientSession, Notification
+    from ._subscriptions import Notification
 
 __all__ = ["Catalogue"]
 
@@ -23,6 +23,22 @@ _KINDS = {
     "notifications/prompts/list_changed": "prompts",
     "notifications/resources/list_changed": "resources",
 }
+
+
+class Lister(Protocol):
+    """What a catalogue uses of its session (a :class:`ClientSession`): the full listings."""
+
+    async def list_tools(self, *, cache: bool = True) -> list[t.Tool]:
+        """Every tool (:meth:`ClientSession.list_tools`)."""
+        ...
+
+    async def list_prompts(self, *, cache: bool = True) -> list[t.Prompt]:
+        """Every prompt (:meth:`ClientSession.list_prompts`)."""
+        ...
+
+    async def list_resources(self, *, cache: bool = True) -> list[t.Resource]:
+        """Every resource (:meth:`ClientSession.list_resources`)."""
+        ...
 
 
 class Catalogue(metaclass=NoPublicConstructor):
@@ -41,9 +57,7 @@ class Catalogue(metaclass=NoPublicConstructor):
 
     _open_with: ClassVar[str] = "ClientSession.catalogue()"
 
-    def __init__(
-        self, session: ClientSession, *, tools: bool, prompts: bool, resources: bool
-    ) -> None:
+    def __init__(self, session: Lister, *, tools: bool, prompts: bool, resources: bool) -> None:
         self._session = session
         self._kinds = {
             kind for kind, kept in (("tools", tools), ("prompts", prompts),

@@ -22,10 +22,10 @@ import trio
 
 from . import types as t
 from ._eras import EraCache
-from ._handlers import ElicitationHandler, RootsHandler, SamplingHandler, ServerRequestHandlers
+from ._handlers import ServerRequestHandlers
 from ._negotiation import _ProbeCrashedError
 from ._options import _Options
-from ._session import ClientSession
+from ._session import ClientSession, ElicitationHandler, RootsHandler, SamplingHandler
 from ._transports._base import Transport, TransportFactory
 
 if sys.version_info < (3, 11):  # pragma: no cover

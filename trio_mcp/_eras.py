@@ -24,7 +24,7 @@ import enum
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from ._exceptions import (
     ConnectionClosed,
@@ -39,12 +39,16 @@ __all__ = [
     "LEGACY_VERSIONS",
     "MODERN_ERROR_CODES",
     "MODERN_VERSIONS",
+    "Era",
     "EraCache",
     "ProbeVerdict",
     "Verdict",
     "classify_probe",
     "era_cache",
 ]
+
+#: A session's era: ``"legacy"`` (``initialize`` handshake) or ``"modern"`` (stateless).
+Era = Literal["legacy", "modern"]
 
 #: Modern (stateless, per-request ``_meta``) revisions, newest first.
 MODERN_VERSIONS: Final = ("2026-07-28",)

@@ -3,7 +3,8 @@
 The same handlers serve both eras: legacy servers send real JSON-RPC requests
 (``sampling/createMessage``, ``elicitation/create``, ``roots/list``); modern servers put the
 same requests into the ``inputRequests`` of an ``input_required`` result (multi-round-trip).
-Either way the handler receives the typed params and a :class:`RequestContext`, and returns
+Either way the handler receives the typed params and a :class:`RequestContext` (defined with
+the session in :mod:`trio_mcp._session`, as it names the session's type), and returns
 the typed result or the same as a plain dict in wire form.
 """
 
@@ -14,8 +15,7 @@ import inspect
 import logging
 import math
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, cast
+from typing import Any, TypeAlias, TypeVar, cast
 
 import msgspec
 from msgspec import UNSET
@@ -24,16 +24,10 @@ from . import types as t
 from ._exceptions import ElicitationContentError
 from ._jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND
 
-if TYPE_CHECKING:
-    from ._session import ClientSession
-
 __all__ = [
-    "ElicitationHandler",
     "HandlerError",
-    "RequestContext",
     "Roots",
-    "RootsHandler",
-    "SamplingHandler",
+    "RootsValue",
     "ServerRequestHandlers",
     "apply_elicitation_defaults",
     "validate_elicitation_content",
@@ -43,34 +37,19 @@ logger = logging.getLogger("trio_mcp")
 _any_decoder = msgspec.json.Decoder()
 
 
-@dataclass(frozen=True, slots=True)
-class RequestContext:
-    """What a server-to-client request handler knows about the request it serves.
-
-    Attributes:
-        session: The session the request arrived on.
-        method: The request's method (``sampling/createMessage``, ...).
-        request_id: The JSON-RPC id (legacy) or the ``inputRequests`` key (modern).
-        server_name: The server's self-reported name, when known.
-        meta: The request's ``_meta``, if any.
-    """
-
-    session: ClientSession
-    method: str
-    request_id: int | str
-    server_name: str | None = None
-    meta: Mapping[str, Any] | None = None
-
-
-SamplingHandler: TypeAlias = Callable[
-    [t.CreateMessageRequestParams, RequestContext],
-    Awaitable[t.CreateMessageResult | Mapping[str, Any]],
+# The handlers as stored here. Their second argument is the session's RequestContext
+# (``trio_mcp._session``, which names the session's own type, so it cannot live below the
+# session): passed through untouched, hence ``Any``. The public, exact aliases
+# (SamplingHandler, ...) are in ``trio_mcp._session``.
+_Sampling: TypeAlias = Callable[
+    [t.CreateMessageRequestParams, Any], Awaitable[t.CreateMessageResult | Mapping[str, Any]]
 ]
-ElicitationHandler: TypeAlias = Callable[
-    [t.ElicitRequestFormParams | t.ElicitRequestURLParams, RequestContext],
+_Elicitation: TypeAlias = Callable[
+    [t.ElicitRequestFormParams | t.ElicitRequestURLParams, Any],
     Awaitable[t.ElicitResult | Mapping[str, Any]],
 ]
-_RootsValue: TypeAlias = t.ListRootsResult | Sequence[t.Root | str] | Mapping[str, Any]
+#: What a roots handler may return.
+RootsValue: TypeAlias = t.ListRootsResult | Sequence[t.Root | str] | Mapping[str, Any]
 
 
 class Roots:
@@ -190,9 +169,7 @@ def listen_to_roots(roots: Roots, listener: Callable[[], Awaitable[None]]) -> Ca
     return roots._listen(listener)  # pyright: ignore[reportPrivateUsage]
 
 
-RootsHandler: TypeAlias = (
-    Callable[[RequestContext], Awaitable[_RootsValue]] | Sequence[t.Root | str] | Roots
-)
+_RootsSource: TypeAlias = Callable[[Any], Awaitable[RootsValue]] | Sequence[t.Root | str] | Roots
 
 
 class HandlerError(Exception):
@@ -300,9 +277,9 @@ class ServerRequestHandlers:
     def __init__(
         self,
         *,
-        sampling: SamplingHandler | None = None,
-        elicitation: ElicitationHandler | None = None,
-        roots: RootsHandler | None = None,
+        sampling: _Sampling | None = None,
+        elicitation: _Elicitation | None = None,
+        roots: _RootsSource | None = None,
         elicitation_modes: Sequence[str] = ("form",),
     ) -> None:
         unknown = set(elicitation_modes) - {"form", "url"}
@@ -311,11 +288,11 @@ class ServerRequestHandlers:
                 f"elicitation_modes must be a non-empty subset of ('form', 'url'), not "
                 f"{tuple(elicitation_modes)!r}"
             )
-        self.sampling: SamplingHandler | None = sampling
-        self.elicitation: ElicitationHandler | None = elicitation
-        self.roots: RootsHandler | None = roots
+        self.sampling: _Sampling | None = sampling
+        self.elicitation: _Elicitation | None = elicitation
+        self.roots: _RootsSource | None = roots
         self.elicitation_modes: tuple[str, ...] = tuple(elicitation_modes)
-        self.extra: dict[str, Callable[[Any, RequestContext], Awaitable[Any]]] = {}
+        self.extra: dict[str, Callable[[Any, Any], Awaitable[Any]]] = {}
 
     def capabilities(self) -> dict[str, Any]:
         """The client capabilities these handlers support, in wire form.
@@ -346,7 +323,7 @@ class ServerRequestHandlers:
             or (method == "roots/list" and self.roots is not None)
         )
 
-    async def handle(self, method: str, params: msgspec.Raw | bytes, ctx: RequestContext) -> Any:
+    async def handle(self, method: str, params: msgspec.Raw | bytes, ctx: Any) -> Any:
         """Run the handler for ``method``; return the result in wire form.
 
         Errors split at one line. Params the server sent that do not decode (or that ask
@@ -376,7 +353,7 @@ class ServerRequestHandlers:
             return await _run_handler(method, lambda: self._roots(ctx))
         raise HandlerError(METHOD_NOT_FOUND, f"the client does not support {method}")
 
-    async def _elicit(self, raw: bytes, ctx: RequestContext) -> Any:
+    async def _elicit(self, raw: bytes, ctx: Any) -> Any:
         assert self.elicitation is not None
         elicitation = self.elicitation
         method = "elicitation/create"
@@ -421,7 +398,7 @@ class ServerRequestHandlers:
             raise HandlerError(INTERNAL_ERROR, str(exc), {"problems": exc.problems}) from exc
         return answer
 
-    async def _roots(self, ctx: RequestContext) -> Any:
+    async def _roots(self, ctx: Any) -> Any:
         roots = self.roots
         if isinstance(roots, Roots):
             return {"roots": [_to_wire(root) for root in roots]}

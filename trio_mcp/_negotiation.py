@@ -25,6 +25,7 @@ from ._eras import (
     LATEST_LEGACY_VERSION,
     LEGACY_VERSIONS,
     MODERN_VERSIONS,
+    Era,
     EraCache,
     ProbeVerdict,
     classify_probe,
@@ -44,7 +45,6 @@ from ._tasks import TASKS_EXTENSION, TaskReceiver
 if TYPE_CHECKING:
     from ._handlers import ServerRequestHandlers
     from ._options import _Options
-    from ._session import Era
     from ._transports._base import Transport
 
 __all__ = ["EraNegotiation"]

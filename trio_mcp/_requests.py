@@ -35,18 +35,24 @@ from ._exceptions import (
     ProtocolError,
     UnsupportedProtocolVersionError,
 )
-from ._handlers import HandlerError, RequestContext
+from ._handlers import HandlerError
 from ._jsonrpc import RequestId, decode_json, decode_payload
 from ._negotiation import EraNegotiation
 from ._tasks import RECEIVER_METHODS, TaskDriver, TaskState, ToolTask, decode_task
 
 if TYPE_CHECKING:
     from ._result_cache import ResultCache
-    from ._session import ClientSession
     from ._subscriptions import Notifications
     from ._tools import ToolBook
 
-__all__ = ["ProgressCallback", "RequestPath", "ResultClaimHandler", "ResultHead", "T"]
+__all__ = [
+    "ProgressCallback",
+    "RequestPath",
+    "ResultClaimHandler",
+    "ResultHead",
+    "T",
+    "request_meta",
+]
 
 logger = logging.getLogger("trio_mcp")
 
@@ -54,7 +60,7 @@ T = TypeVar("T")
 R = TypeVar("R", bound=t.Result)
 
 _INPUT_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
-ProgressCallback = Callable[[t.ProgressNotificationParams], "Awaitable[None] | None"]
+ProgressCallback = Callable[[t.ProgressNotificationParams], Awaitable[None] | None]
 ResultClaimHandler = Callable[[str, dict[str, Any]], Awaitable[Mapping[str, Any]]]
 
 
@@ -77,6 +83,19 @@ def _complete_as(raw: msgspec.Raw, tp: type[R]) -> R | None:
 class _InputRequest(msgspec.Struct):
     method: str
     params: msgspec.Raw = msgspec.Raw(b"{}")
+
+
+def request_meta(params: msgspec.Raw) -> Mapping[str, Any] | None:
+    """The ``_meta`` of a server-to-client request's params, if it has one."""
+    try:
+        decoded: object = decode_json(params, "params")
+    except ProtocolError:
+        return None
+    if isinstance(decoded, dict):
+        found: object = cast("dict[str, Any]", decoded).get("_meta")
+        if isinstance(found, dict):
+            return cast("dict[str, Any]", found)
+    return None
 
 
 class RequestPath(EraNegotiation):
@@ -384,18 +403,10 @@ class RequestPath(EraNegotiation):
             )
         return responses
 
-    def _context(self, method: str, request_id: RequestId, params: msgspec.Raw) -> RequestContext:
-        name = self._server_info.name if self._server_info is not None else None
-        meta: Mapping[str, Any] | None = None
-        try:
-            decoded: object = decode_json(params, "params")
-        except ProtocolError:
-            decoded = None
-        if isinstance(decoded, dict):
-            found: object = cast("dict[str, Any]", decoded).get("_meta")
-            if isinstance(found, dict):
-                meta = cast("dict[str, Any]", found)
-        return RequestContext(cast("ClientSession", self), method, request_id, name, meta)
+    def _context(self, method: str, request_id: RequestId, params: msgspec.Raw) -> Any:
+        """The :class:`RequestContext` a handler of this request gets (ClientSession's: the
+        context names the session's own type, so it is made above this module)."""
+        raise NotImplementedError  # pragma: no cover - ClientSession overrides it
 
     def _can_handle(self, method: str) -> bool:
         if method in RECEIVER_METHODS:

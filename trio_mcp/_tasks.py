@@ -36,10 +36,11 @@ from ._exceptions import (
     TaskFailedError,
     TaskLostError,
 )
+from ._handlers import HandlerError
 from ._jsonrpc import decode_json
 
 if TYPE_CHECKING:
-    from ._session import Notification
+    from ._subscriptions import Notification
 
 __all__ = [
     "TASKS_EXTENSION",
@@ -576,8 +577,6 @@ class TaskReceiver:
 
     def create(self, method: str, params: msgspec.Raw, ctx: Any, task: Mapping[str, Any]) -> Any:
         """Accept a task-augmented request: start its handler, answer ``CreateTaskResult``."""
-        from ._handlers import HandlerError
-
         self._purge()
         if len(self._tasks) >= MAX_RECEIVED_TASKS:
             raise HandlerError(
@@ -592,8 +591,6 @@ class TaskReceiver:
         return {"task": received.wire()}
 
     async def _run(self, task: _Received, method: str, params: msgspec.Raw, ctx: Any) -> None:
-        from ._handlers import HandlerError
-
         try:
             with task.scope:
                 try:
@@ -608,8 +605,6 @@ class TaskReceiver:
             task.end("cancelled", "the client stopped the task")
 
     def _find(self, params: msgspec.Raw) -> _Received:
-        from ._handlers import HandlerError
-
         self._purge()
         body = _as_dict(decode_json(params, "params", empty=b"{}")) or {}
         task = self._tasks.get(str(body.get("taskId")))
@@ -624,8 +619,6 @@ class TaskReceiver:
             HandlerError: An unknown task (``-32602``), or the task's own error
                 (``tasks/result`` of a failed task).
         """
-        from ._handlers import HandlerError
-
         await trio.lowlevel.checkpoint()
         if method == "tasks/list":
             self._purge()

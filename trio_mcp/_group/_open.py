@@ -20,7 +20,7 @@ import trio
 from .._config import ApprovalCallback, ConsentStore, MCPConfig, ServerConfig, check_consent
 from .._config._model import target_parts
 from .._connect import Target, _only_error, _raise_bare, warn_transport_options
-from .._handlers import ElicitationHandler, RequestContext, RootsHandler, SamplingHandler
+from .._session import ElicitationHandler, RequestContext, RootsHandler, SamplingHandler
 from .._transports._base import Transport
 from ._members import Member, RestartPolicy
 from ._names import CollisionPolicy, default_name

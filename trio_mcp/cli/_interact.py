@@ -20,7 +20,8 @@ import trio
 
 from .. import types as t
 from .._exceptions import ElicitationContentError
-from .._handlers import HandlerError, RequestContext, validate_elicitation_content
+from .._handlers import HandlerError, validate_elicitation_content
+from .._session import RequestContext
 from .._terminal import for_terminal
 from ._args import UsageError, coerce, expectation
 from ._output import Output, describe_block

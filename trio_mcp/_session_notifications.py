@@ -1,0 +1,294 @@
+"""The session's notifications API: handlers, typed callbacks, channels, subscriptions.
+
+:class:`NotificationsAPI` is a mixin of :class:`~trio_mcp.ClientSession`: the public
+signatures and docstrings of the methods that receive what the server sends unasked, each a
+thin layer over :class:`~trio_mcp._subscriptions.Notifications` (routing, subscriber
+channels, callbacks, ``subscriptions/listen``) and the request path
+(:class:`~trio_mcp._requests.RequestPath`, which declares the session's attributes it uses):
+notification handlers and typed ``on_*`` callbacks, :meth:`notifications` and :meth:`listen`
+channels, resource subscriptions, the live :meth:`catalogue`, and the wait for a URL
+elicitation's completion. The blocking and asyncio bridges are generated from it
+(``scripts/gen_bridges.py``).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import AsyncGenerator, Callable, Iterable
+from contextlib import asynccontextmanager
+from typing import Any, cast
+
+import trio
+
+from . import types as t
+from ._catalogue import Catalogue, Lister, run_catalogue
+from ._requests import RequestPath
+from ._subscriptions import ListKind, Notification, legacy_methods, listen_wanted
+
+__all__ = ["NotificationsAPI"]
+
+logger = logging.getLogger("trio_mcp")
+
+
+class NotificationsAPI(RequestPath):
+    """Notifications, subscriptions and the live catalogue: the part of
+    :class:`~trio_mcp.ClientSession` that receives what the server sends unasked."""
+
+    __slots__ = ()
+
+    def add_notification_handler(
+        self, method: str, callback: Callable[[Notification], Any]
+    ) -> Callable[[], None]:
+        """Call ``callback`` for each notification of ``method`` (``"*"`` for all).
+
+        A plain function is called as the message is routed (by the reader task, or by the
+        transport task that received it while the reader was idle; always in the reader's
+        context) and must be quick; an ``async def``
+        function (or any callable returning an awaitable) runs in its own task in the
+        session's nursery (at most 64 at once; more are dropped with a warning). Exceptions
+        from callbacks are logged, never raised into the nursery.
+
+        Args:
+            method: The notification method, or ``"*"`` for every notification.
+            callback: Called with each :class:`Notification`.
+
+        Returns:
+            A function that removes the handler again.
+        """
+        return self._notes.add_handler(method, callback)
+
+    def on_log(
+        self, callback: Callable[[t.LoggingMessageNotificationParams], Any]
+    ) -> Callable[[], None]:
+        """Call ``callback`` with each log message (``notifications/message``), typed.
+
+        Messages are also logged to the ``trio_mcp.server`` logger, with or without
+        callbacks. A plain function runs in the reader task and must be quick; an async one
+        runs in its own task (see :meth:`add_notification_handler`).
+
+        Args:
+            callback: Called with a :class:`LoggingMessageNotificationParams`.
+
+        Returns:
+            A function that removes the callback again.
+        """
+        return self._notes.typed_handler(
+            ("notifications/message",), t.LoggingMessageNotificationParams, callback
+        )
+
+    def on_progress(
+        self, callback: Callable[[t.ProgressNotificationParams], Any]
+    ) -> Callable[[], None]:
+        """Call ``callback`` with every progress notification, of any request, typed.
+
+        For the progress of one call use that call's ``on_progress=`` instead.
+
+        Args:
+            callback: Called with a :class:`ProgressNotificationParams`.
+
+        Returns:
+            A function that removes the callback again.
+        """
+        return self._notes.typed_handler(
+            ("notifications/progress",), t.ProgressNotificationParams, callback
+        )
+
+    def on_list_changed(
+        self, callback: Callable[[ListKind], Any], *kinds: ListKind
+    ) -> Callable[[], None]:
+        """Call ``callback`` with ``"tools"``, ``"prompts"`` or ``"resources"`` on list changes.
+
+        Legacy servers send list_changed notifications unasked; modern servers only inside
+        :meth:`listen` (or :meth:`catalogue`), so open one of those as well.
+
+        Args:
+            callback: Called with the kind of list that changed.
+            *kinds: Only these kinds (default: all three).
+
+        Returns:
+            A function that removes the callback again.
+
+        Raises:
+            ValueError: An unknown kind.
+        """
+        return self._notes.on_list_changed(callback, kinds)
+
+    def on_resource_updated(
+        self, callback: Callable[[t.ResourceUpdatedNotificationParams], Any]
+    ) -> Callable[[], None]:
+        """Call ``callback`` with each ``notifications/resources/updated``, typed.
+
+        Subscribe first (:meth:`subscribe_resource` on legacy servers, or :meth:`listen`
+        with ``resource_uris=`` in either era).
+
+        Args:
+            callback: Called with a :class:`ResourceUpdatedNotificationParams`.
+
+        Returns:
+            A function that removes the callback again.
+        """
+        return self._notes.typed_handler(
+            ("notifications/resources/updated",), t.ResourceUpdatedNotificationParams, callback
+        )
+
+    @asynccontextmanager
+    async def notifications(
+        self, *methods: str, buffer: int | None = None
+    ) -> AsyncGenerator[trio.MemoryReceiveChannel[Notification], None]:
+        """Receive the server's notifications on a channel while the block runs.
+
+        Args:
+            *methods: Only these methods (all notifications when none are given).
+            buffer: How many notifications may wait unread before newer ones are dropped
+                (with a warning). Default: the session's ``notification_buffer``.
+
+        Yields:
+            A :class:`trio.MemoryReceiveChannel` of :class:`Notification`; it ends when the
+            session closes.
+        """
+        self._rpc.check_usable()
+        async with self._notes.subscribe(frozenset(methods) if methods else None, buffer) as (
+            channel,
+            _sub,
+        ):
+            yield channel
+
+    @asynccontextmanager
+    async def listen(
+        self,
+        *,
+        tools: bool = False,
+        prompts: bool = False,
+        resources: bool = False,
+        resource_uris: Iterable[str] = (),
+        buffer: int | None = None,
+    ) -> AsyncGenerator[trio.MemoryReceiveChannel[Notification], None]:
+        """Receive change notifications while the block runs, in either era.
+
+        Modern servers get a ``subscriptions/listen`` request whose notifications are
+        correlated by subscription id; the block starts once the server acknowledged it, and
+        the subscription is cancelled on exit. Legacy servers' list_changed notifications are
+        filtered client-side, with ``resources/subscribe`` (and ``unsubscribe`` on exit) for
+        ``resource_uris``.
+
+        Args:
+            tools: Deliver ``notifications/tools/list_changed``.
+            prompts: Deliver ``notifications/prompts/list_changed``.
+            resources: Deliver ``notifications/resources/list_changed``.
+            resource_uris: Deliver ``notifications/resources/updated`` for these URIs.
+            buffer: How many notifications may wait unread.
+
+        Yields:
+            A channel of :class:`Notification`; it ends if the server ends the subscription
+            or the session stops.
+
+        Raises:
+            ServerError: The server rejected the subscription.
+        """
+        self._rpc.check_usable()
+        uris = frozenset(resource_uris)
+        if self._era == "modern":
+            wanted = listen_wanted(tools, prompts, resources, sorted(uris))
+            meta = functools.partial(self._with_meta, "subscriptions/listen", None)
+            async with self._notes.listen_modern(wanted, meta, buffer) as channel:
+                yield channel
+            return
+        methods = legacy_methods(tools, prompts, resources, uris)
+        async with self._notes.listen_legacy(
+            methods, uris, buffer, self.subscribe_resource, self.unsubscribe_resource
+        ) as channel:
+            yield channel
+
+    async def subscribe_resource(self, uri: str) -> None:
+        """Ask for ``notifications/resources/updated`` about ``uri`` (legacy servers).
+
+        Modern (2026-07-28) servers have no ``resources/subscribe``: nothing is sent; use
+        :meth:`listen` with ``resource_uris=[uri]`` instead, which works in both eras.
+
+        Args:
+            uri: The resource's URI.
+        """
+        self._rpc.check_usable()
+        if self._era == "modern":
+            logger.debug("subscribe_resource is a no-op in the modern era; use listen()")
+            await trio.lowlevel.checkpoint()
+            return
+        await self._call("resources/subscribe", {"uri": uri})
+
+    async def unsubscribe_resource(self, uri: str) -> None:
+        """Stop ``notifications/resources/updated`` about ``uri`` (no-op on modern servers).
+
+        Args:
+            uri: The resource's URI.
+        """
+        self._rpc.check_usable()
+        if self._era == "modern":
+            await trio.lowlevel.checkpoint()
+            return
+        await self._call("resources/unsubscribe", {"uri": uri})
+
+    async def wait_elicitation_complete(
+        self, elicitation_id: str, *, timeout: float | None = None
+    ) -> None:
+        """Wait for ``notifications/elicitation/complete`` naming ``elicitation_id``.
+
+        The out-of-band step of a URL-mode elicitation is done (2025-11-25): retry the
+        request that raised :class:`URLElicitationRequiredError`. Returns at once when the
+        notification has already arrived (the last 1024 ids are remembered).
+
+        Args:
+            elicitation_id: The ``elicitationId`` of the elicitation.
+            timeout: Seconds before :class:`trio.TooSlowError` (default: wait forever,
+                bounded by your cancel scope).
+
+        Raises:
+            trio.TooSlowError: The timeout expired.
+            ConnectionClosed: The session stopped working while waiting.
+        """
+        await self._notes.wait_elicitation_complete(elicitation_id, timeout)
+
+    @asynccontextmanager
+    async def catalogue(
+        self,
+        *,
+        tools: bool = True,
+        prompts: bool = False,
+        resources: bool = False,
+        debounce: float = 0.1,
+    ) -> AsyncGenerator[Catalogue, None]:
+        """Keep a live catalogue of the server's tools, prompts and resources.
+
+        Lists them now, then re-lists a kind whenever the server says it changed (through
+        :meth:`listen`, so in both eras), waiting ``debounce`` seconds of trio's clock
+        after a change for more changes, so that a burst costs one refresh. The refresher
+        runs in the session's nursery and stops when the block ends.
+
+        Args:
+            tools: Keep the tools (default).
+            prompts: Keep the prompts.
+            resources: Keep the resources.
+            debounce: Seconds to wait for further changes before refreshing.
+
+        Yields:
+            The :class:`Catalogue`.
+
+        Raises:
+            ValueError: ``debounce`` is negative or nothing is kept.
+        """
+        if debounce < 0 or not (tools or prompts or resources):
+            raise ValueError("catalogue(): debounce must be >= 0 and something must be kept")
+        # the listings are the session's other mixins' (ToolsAPI, FeaturesAPI)
+        lister = cast(Lister, self)
+        catalogue = Catalogue._create(lister, tools=tools, prompts=prompts, resources=resources)  # pyright: ignore[reportPrivateUsage]
+        await catalogue.refresh()
+        scope = trio.CancelScope()
+        async with self.listen(tools=tools, prompts=prompts, resources=resources) as channel:
+            if not self._rpc.spawn(
+                run_catalogue, catalogue, channel, debounce, scope, name="trio_mcp catalogue"
+            ):
+                self._rpc.check_usable()
+            try:
+                yield catalogue
+            finally:
+                scope.cancel()
