@@ -7,16 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from trio_mcp import (
-    ConfigError,
+from trio_mcp import ConfigError, load_config
+from trio_mcp._config import strip_jsonc
+from trio_mcp.config import (
     ConfigInput,
     FileConsentStore,
     MemoryConsentStore,
     check_consent,
-    load_config,
     parse_config,
 )
-from trio_mcp._config import strip_jsonc
 
 CONFIGS = Path(__file__).parent / "configs"
 

@@ -115,7 +115,7 @@ async def test_prompts_follow_the_same_rules(autojump_clock: trio.testing.MockCl
 async def test_error_policy_still_raises(autojump_clock: trio.testing.MockClock) -> None:
     servers = {"a": server("a", "x"), "b": server("b", "x")}
     async with open_server_group(servers, collisions="error") as group:
-        with pytest.raises(trio_mcp.NameCollisionError):
+        with pytest.raises(trio_mcp.groups.NameCollisionError):
             await group.list_tools()
 
 
@@ -135,14 +135,14 @@ def catalogue_of(servers: dict[str, list[str]]) -> dict[str, tuple[str, str]]:
         members = []
         for server_name, tools in servers.items():
             member = _Member(server_name, [], {}, restartable=False)
-            member.state = trio_mcp.ServerState.RUNNING
+            member.state = trio_mcp.groups.ServerState.RUNNING
             member.items["tool"] = [
                 trio_mcp.Tool(name=name, input_schema={"type": "object"}) for name in tools
             ]
             members.append(member)
         group = ServerGroup(
             members, collisions="prefix", prefix_separator="_",
-            restart=trio_mcp.RestartPolicy(), notification_buffer=10,
+            restart=trio_mcp.groups.RestartPolicy(), notification_buffer=10,
         )  # fmt: skip
         return {
             exposed: (member.name, item.name)

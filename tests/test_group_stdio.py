@@ -7,7 +7,8 @@ import sys
 import pytest
 import trio
 
-from trio_mcp import Backoff, RestartPolicy, ServerState, ServerUnavailableError, open_server_group
+from trio_mcp import Backoff, open_server_group
+from trio_mcp.groups import RestartPolicy, ServerState, ServerUnavailableError
 
 from .interop_peers import SERVERS_DIR
 

@@ -39,7 +39,7 @@ The tree is small on purpose::
     ├── OutputValidationError         a tool result does not match its ``outputSchema``
     ├── SchemaError                   a JSON Schema that does not compile
     ├── ElicitationContentError       elicitation content does not match ``requestedSchema``
-    ├── UnsafeURLError                a URL failed :func:`~trio_mcp.check_url`
+    ├── UnsafeURLError                a URL failed :func:`~trio_mcp.urls.check_url`
     ├── ModelError                    a model adapter failed (HTTP error, malformed JSON)
     └── AgentError                    the agentic tool loop stopped early (has ``transcript``)
         ├── AgentIterationLimitError  the model still asked for tools at the iteration cap
@@ -547,7 +547,7 @@ class URLElicitationRequiredError(ServerError):
     """The request needs URL-mode elicitations completed first (``-32042``, 2025-11-25).
 
     Show each of :attr:`elicitations` to the user (check it with
-    :func:`~trio_mcp.check_url` first), wait for ``notifications/elicitation/complete``
+    :func:`~trio_mcp.urls.check_url` first), wait for ``notifications/elicitation/complete``
     (:meth:`~trio_mcp.ClientSession.wait_elicitation_complete`), then retry the request.
 
     Args:
@@ -630,10 +630,10 @@ class ElicitationContentError(MCPError):
 
 
 class UnsafeURLError(MCPError):
-    """A URL failed :func:`~trio_mcp.check_url` (raised by ``URLCheck.raise_for_error()``).
+    """A URL failed :func:`~trio_mcp.urls.check_url` (raised by ``URLCheck.raise_for_error()``).
 
     Attributes:
-        check: The :class:`~trio_mcp.URLCheck` with the reason in ``error``.
+        check: The :class:`~trio_mcp.urls.URLCheck` with the reason in ``error``.
     """
 
     def __init__(self, message: str, check: Any) -> None:
