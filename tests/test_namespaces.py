@@ -132,3 +132,22 @@ def test_each_namespace_imports_on_its_own(namespace: str) -> None:
         env={"PYTHONPATH": root, "PATH": ""},
     )
     assert int(out.stdout) == len(importlib.import_module(f"trio_mcp.{namespace}").__all__)
+
+
+def test_classes_built_inside_trio_mcp_show_their_namespace_too() -> None:
+    # A URL target builds StreamableHTTPParameters without the caller naming the class; in a
+    # fresh interpreter the class loaded that way still shows trio_mcp.transports.
+    code = (
+        "from trio_mcp._connect import _resolve_target\n"
+        "print(type(_resolve_target('https://example.com/mcp', {})).__module__)\n"
+        "print(type(_resolve_target('wss://example.com/mcp', {})).__module__)\n"
+    )
+    root = str(Path(trio_mcp.__file__).parent.parent)
+    out = subprocess.run(
+        [sys.executable, "-W", "error", "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": root, "PATH": ""},
+    )
+    assert out.stdout.split() == ["trio_mcp.transports", "trio_mcp.transports"]

@@ -153,7 +153,7 @@ class ServerConfig(msgspec.Struct, kw_only=True, frozen=True, weakref=True):
         assert self.url is not None
         if self.transport == "sse":
             # on first use (import cost): importing trio_mcp does not load the SSE transport
-            from .._transports._sse import SSEParameters
+            from ..transports import SSEParameters
 
             return SSEParameters(self.url, headers=dict(self.headers) or None), {}
         return self.url, ({"headers": dict(self.headers)} if self.headers else {})
