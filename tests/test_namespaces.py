@@ -141,6 +141,10 @@ def test_classes_built_inside_trio_mcp_show_their_namespace_too() -> None:
         "from trio_mcp._connect import _resolve_target\n"
         "print(type(_resolve_target('https://example.com/mcp', {})).__module__)\n"
         "print(type(_resolve_target('wss://example.com/mcp', {})).__module__)\n"
+        "import trio_mcp\n"
+        "trio_mcp.open_asyncio_session\n"
+        "from trio_mcp._asyncio_api import AsyncioSession\n"
+        "print(AsyncioSession.__module__)\n"
     )
     root = str(Path(trio_mcp.__file__).parent.parent)
     out = subprocess.run(
@@ -150,4 +154,4 @@ def test_classes_built_inside_trio_mcp_show_their_namespace_too() -> None:
         check=True,
         env={"PYTHONPATH": root, "PATH": ""},
     )
-    assert out.stdout.split() == ["trio_mcp.transports", "trio_mcp.transports"]
+    assert out.stdout.split() == ["trio_mcp.transports", "trio_mcp.transports", "trio_mcp"]

@@ -128,6 +128,7 @@ _LAZY = {
     "StreamableHTTPParameters": ".transports",
     "WebSocketParameters": ".transports",
 }
+_ASYNCIO = frozenset(name for name, module in _LAZY.items() if module.startswith("._asyncio"))
 
 # Names that moved from trio_mcp to a namespace: the old spelling trio_mcp.X still works,
 # with a DeprecationWarning naming the new place, for one release.
@@ -375,13 +376,17 @@ def __getattr__(name: str) -> Any:
             stacklevel=2,
         )
         return getattr(importlib.import_module(f".{namespace}", __name__), name)
-    module = _LAZY.get(name)
-    if module is None:
+    if name not in _LAZY:
         raise AttributeError(f"module 'trio_mcp' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    _publish(__name__, {name: value}, [name])
-    globals()[name] = value
-    return value
+    # The asyncio bridge's session, tool tasks and notifications load together, so each
+    # shows trio_mcp whichever of them was named first.
+    together = [other for other in _LAZY if other in _ASYNCIO] if name in _ASYNCIO else [name]
+    loaded = {
+        other: getattr(importlib.import_module(_LAZY[other], __name__), other) for other in together
+    }
+    _publish(__name__, loaded, together)
+    globals().update(loaded)
+    return loaded[name]
 
 
 def __dir__() -> list[str]:
