@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import pickle
+import re
 import subprocess
 import sys
 import warnings
@@ -155,3 +156,37 @@ def test_classes_built_inside_trio_mcp_show_their_namespace_too() -> None:
         env={"PYTHONPATH": root, "PATH": ""},
     )
     assert out.stdout.split() == ["trio_mcp.transports", "trio_mcp.transports", "trio_mcp"]
+
+
+def test_no_old_spelling_left_in_code_docs_or_docstrings() -> None:
+    # Running code would fail on the warning (filterwarnings = error); this also catches
+    # docstrings, prose and examples that are never run.
+    root = Path(trio_mcp.__file__).resolve().parent.parent
+    # (the pages that show the old spelling on purpose, to document the deprecation)
+    shims = {"tests/test_namespaces.py", "tests/test_types_namespace.py", "docs/reference.md"}
+    pattern = re.compile(r"(?<![\w.])trio_mcp\.(\w+)\b")
+    stale: list[str] = []
+    for folder, suffixes in [
+        ("trio_mcp", {".py"}),
+        ("tests", {".py"}),
+        ("docs", {".md"}),
+        ("bench", {".py"}),
+        ("scripts", {".py"}),
+    ]:
+        for path in sorted((root / folder).rglob("*")):
+            relative = path.relative_to(root).as_posix()
+            if path.suffix not in suffixes or relative in shims or not path.is_file():
+                continue
+            text = path.read_text(encoding="utf-8")
+            stale += [
+                f"{relative}: trio_mcp.{match.group(1)}"
+                for match in pattern.finditer(text)
+                if match.group(1) in trio_mcp._MOVED
+            ]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    stale += [
+        f"README.md: {m.group(0)}"
+        for m in pattern.finditer(readme)
+        if m.group(1) in trio_mcp._MOVED
+    ]
+    assert stale == []
