@@ -45,6 +45,10 @@ The tree is small on purpose::
         ├── AgentIterationLimitError  the model still asked for tools at the iteration cap
         └── AgentDeadlineError        the loop's timeout passed (also a trio.TooSlowError)
 
+The exceptions a caller catches every day are exported from ``trio_mcp``; those of one
+feature from its namespace (``trio_mcp.auth.TokenRequestError``,
+``trio_mcp.tasks.TaskFailedError``, ``trio_mcp.groups.ServerUnavailableError``, ...).
+
 Besides these a caller sees only trio's own: :class:`trio.TooSlowError` (from ``timeout=``
 or the caller's ``trio.fail_after``), :class:`trio.ClosedResourceError` (the session was
 closed by its owner, also for calls that were pending at that moment) and
