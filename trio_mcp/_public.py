@@ -11,7 +11,6 @@ publishes its own names after it imported every namespace.
 from __future__ import annotations
 
 import inspect
-import sys
 import typing
 from collections.abc import Iterable
 from typing import Any
@@ -42,9 +41,8 @@ def _resolve_annotations(cls: type[msgspec.Struct]) -> None:
     # msgspec resolves a Struct's string annotations (``from __future__ import annotations``)
     # in the module named by ``__module__``: evaluate them in their own module first, so
     # decoders built later still find every field's type.
-    own: dict[str, Any] = dict(vars(cls).get("__annotations__", {}))
+    own = inspect.get_annotations(cls)
     if not any(isinstance(value, str) for value in own.values()):
         return
-    globalns = vars(sys.modules[cls.__module__])
-    hints = typing.get_type_hints(cls, globalns=globalns, include_extras=True)
+    hints = typing.get_type_hints(cls, include_extras=True)  # each class's own module
     cls.__annotations__ = {name: hints.get(name, value) for name, value in own.items()}
