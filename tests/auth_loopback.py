@@ -268,10 +268,10 @@ class World:
 
 class BrowserAgent:
     """A user agent that approves at once: GETs the authorization URL over real HTTP and
-    follows its redirect to a real :class:`~trio_mcp.LoopbackBrowser` listener.
+    follows its redirect to a real :class:`~trio_mcp.auth.LoopbackBrowser` listener.
 
     An authorization server that refuses the request (no redirect) makes
-    :meth:`authorize` raise :class:`~trio_mcp.AuthorizationDeniedError`.
+    :meth:`authorize` raise :class:`~trio_mcp.auth.AuthorizationDeniedError`.
     """
 
     def __init__(self) -> None:
@@ -279,14 +279,14 @@ class BrowserAgent:
         self.redirect_uris: list[str] = []
 
     @asynccontextmanager
-    async def redirect(self) -> AsyncGenerator[trio_mcp.Redirect]:
-        async with trio_mcp.LoopbackBrowser(open_browser=False).redirect() as inner:
+    async def redirect(self) -> AsyncGenerator[trio_mcp.auth.Redirect]:
+        async with trio_mcp.auth.LoopbackBrowser(open_browser=False).redirect() as inner:
             self.redirect_uris.append(inner.redirect_uri)
             yield _BrowserRedirect(inner, self)
 
 
 class _BrowserRedirect:
-    def __init__(self, inner: trio_mcp.Redirect, agent: BrowserAgent) -> None:
+    def __init__(self, inner: trio_mcp.auth.Redirect, agent: BrowserAgent) -> None:
         self._inner = inner
         self._agent = agent
 
@@ -299,7 +299,7 @@ class _BrowserRedirect:
         async with httpx.AsyncClient(follow_redirects=False) as browser:
             answer = await browser.get(authorization_url)
             if answer.status_code != 302:
-                raise trio_mcp.AuthorizationDeniedError(
+                raise trio_mcp.auth.AuthorizationDeniedError(
                     f"the authorization server refused: {answer.text}"
                 )
             async with trio.open_nursery() as nursery:

@@ -15,7 +15,8 @@ import trio
 import trio.testing
 
 import trio_mcp
-from trio_mcp import CreateMessageResult, ModelRequest, TextContent
+from trio_mcp import CreateMessageResult, TextContent
+from trio_mcp.agent import ModelRequest
 from trio_mcp.testing import MockServer, ToolContext
 from trio_mcp.types import SamplingMessage, ToolResultContent, ToolUseContent
 
@@ -117,7 +118,9 @@ async def test_unique_names_keep_their_name_and_labels_default_to_server_names()
 async def test_iteration_cap_carries_the_transcript(autojump_clock: trio.testing.MockClock) -> None:
     model = Scripted(*[answer(use(str(i), "broken")) for i in range(3)])
     async with trio_mcp.open_mcp_session(weather_server("a")) as session:
-        with pytest.raises(trio_mcp.AgentIterationLimitError, match="after 2 iterations") as info:
+        with pytest.raises(
+            trio_mcp.agent.AgentIterationLimitError, match="after 2 iterations"
+        ) as info:
             await trio_mcp.run_agent(model, session, ["go"], max_iterations=2)
     assert len(model.requests) == 2
     assert [m.role for m in info.value.transcript] == ["user", "assistant", "user", "assistant"]
@@ -130,7 +133,7 @@ async def test_deadline_cancels_tool_calls_in_flight(
     model = Scripted(answer(use("1", "forever"), use("2", "forever")))
     async with trio_mcp.open_mcp_session(server) as session:
         start = trio.current_time()
-        with pytest.raises(trio_mcp.AgentDeadlineError) as info:
+        with pytest.raises(trio_mcp.agent.AgentDeadlineError) as info:
             await trio_mcp.run_agent(model, session, ["go"], timeout=7)
         assert isinstance(info.value, trio.TooSlowError)
         assert trio.current_time() - start == 7
@@ -150,7 +153,7 @@ async def test_tool_timeout_becomes_an_error_result(autojump_clock: trio.testing
 
 async def test_sampling_handler_declares_tools_and_forwards() -> None:
     model = Scripted(answer(use("t1", "lookup", q="x")))
-    handler = trio_mcp.sampling_handler(model, model_name="scripted")
+    handler = trio_mcp.agent.sampling_handler(model, model_name="scripted")
     async with connect(options={"sampling": handler}) as (session, peer):
         caps = peer.sent("initialize")[0]["params"]["capabilities"]
         assert caps["sampling"] == {"tools": {}}
@@ -241,7 +244,7 @@ async def test_openai_adapter_wire_format() -> None:
         "role": "assistant", "content": None, "tool_calls": [{"id": "c2", "type": "function",
         "function": {"name": "weather", "arguments": "{\"city\": \"Rome\"}"}}]}}]}  # fmt: skip
     async with fake_api((200, json.dumps(reply).encode())) as (url, seen):
-        model = trio_mcp.OpenAIChatModel("m1", base_url=url, api_key="sk-test")
+        model = trio_mcp.agent.OpenAIChatModel("m1", base_url=url, api_key="sk-test")
         result = await model(CONVERSATION)
     [(head, body)] = seen
     assert head.target == b"/chat/completions"
@@ -264,7 +267,7 @@ async def test_anthropic_adapter_wire_format() -> None:
     reply = {"model": "claude-x", "stop_reason": "end_turn",
              "content": [{"type": "text", "text": "Sunny."}]}  # fmt: skip
     async with fake_api((200, json.dumps(reply).encode())) as (url, seen):
-        model = trio_mcp.AnthropicModel("claude-x", base_url=url, api_key="key")
+        model = trio_mcp.agent.AnthropicModel("claude-x", base_url=url, api_key="key")
         result = await model(CONVERSATION)
     [(head, body)] = seen
     assert head.target == b"/v1/messages"
@@ -285,7 +288,7 @@ async def test_anthropic_adapter_wire_format() -> None:
     assert result.content == [TextContent(text="Sunny.")] and result.stop_reason == "endTurn"
 
 
-@pytest.mark.parametrize("adapter", [trio_mcp.OpenAIChatModel, trio_mcp.AnthropicModel])
+@pytest.mark.parametrize("adapter", [trio_mcp.agent.OpenAIChatModel, trio_mcp.agent.AnthropicModel])
 @pytest.mark.parametrize(
     ("status", "body", "match"),
     [
@@ -298,7 +301,7 @@ async def test_adapter_failures_are_model_errors(
     adapter: Any, status: int, body: bytes, match: str
 ) -> None:
     async with fake_api((status, body)) as (url, _seen):
-        with pytest.raises(trio_mcp.ModelError, match=match) as info:
+        with pytest.raises(trio_mcp.agent.ModelError, match=match) as info:
             await adapter("m", base_url=url)(CONVERSATION)
     if status == 500:
         assert info.value.status_code == 500 and "overloaded" in info.value.body
@@ -308,10 +311,12 @@ async def test_adapter_bad_tool_arguments_and_unreachable() -> None:
     reply = {"choices": [{"finish_reason": "tool_calls", "message": {"tool_calls": [
         {"id": "c", "function": {"name": "w", "arguments": "{nope"}}]}}]}  # fmt: skip
     async with fake_api((200, json.dumps(reply).encode())) as (url, _seen):
-        with pytest.raises(trio_mcp.ModelError, match="not valid JSON"):
-            await trio_mcp.OpenAIChatModel("m", base_url=url)(CONVERSATION)
+        with pytest.raises(trio_mcp.agent.ModelError, match="not valid JSON"):
+            await trio_mcp.agent.OpenAIChatModel("m", base_url=url)(CONVERSATION)
     with trio.socket.socket() as sock:
         await sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # bound, not listening: refused
-        with pytest.raises(trio_mcp.ModelError, match="could not be reached"):
-            await trio_mcp.AnthropicModel("m", base_url=f"http://127.0.0.1:{port}")(CONVERSATION)
+        with pytest.raises(trio_mcp.agent.ModelError, match="could not be reached"):
+            await trio_mcp.agent.AnthropicModel("m", base_url=f"http://127.0.0.1:{port}")(
+                CONVERSATION
+            )

@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import trio_mcp
-from trio_mcp import CreateMessageResult, ModelRequest, TextContent
+from trio_mcp import CreateMessageResult, TextContent
+from trio_mcp.agent import ModelRequest
 from trio_mcp.testing import MockServer, ToolContext
 from trio_mcp.types import ToolUseContent
 

@@ -118,7 +118,7 @@ def test_cancelling_the_asyncio_task_cancels_the_request_and_tells_the_server() 
 def test_callbacks_and_handlers_may_be_asyncio_coroutines() -> None:
     progress: list[float] = []
 
-    async def on_progress(p: trio_mcp.ProgressNotificationParams) -> None:
+    async def on_progress(p: trio_mcp.types.ProgressNotificationParams) -> None:
         await asyncio.sleep(0)  # an asyncio await: this runs as an asyncio task
         progress.append(p.progress)
 
@@ -175,7 +175,7 @@ def test_typed_callbacks_catalogue_and_keep_alive() -> None:
             await session.set_logging_level("debug")
             logged = asyncio.Event()
 
-            async def on_log(params: trio_mcp.LoggingMessageNotificationParams) -> None:
+            async def on_log(params: trio_mcp.types.LoggingMessageNotificationParams) -> None:
                 await asyncio.sleep(0)
                 logged.set()
 

@@ -248,7 +248,7 @@ def test_discovery_orders() -> None:
         "https://a/.well-known/oauth-authorization-server",
         "https://a/.well-known/openid-configuration",
     ]
-    with pytest.raises(trio_mcp.AuthDiscoveryError):
+    with pytest.raises(trio_mcp.auth.AuthDiscoveryError):
         _metadata.as_metadata_urls("ftp://a")
 
 
@@ -265,15 +265,15 @@ def test_pkce_and_state() -> None:
 def test_metadata_validation() -> None:
     good = b'{"issuer": "https://a", "token_endpoint": "https://a/t"}'
     assert _metadata.decode_as_metadata(good, "u", "https://a").token_endpoint == "https://a/t"
-    with pytest.raises(trio_mcp.AuthDiscoveryError, match="issuer"):
+    with pytest.raises(trio_mcp.auth.AuthDiscoveryError, match="issuer"):
         _metadata.decode_as_metadata(good, "u", "https://a/")  # no normalisation
-    with pytest.raises(trio_mcp.AuthDiscoveryError, match="malformed"):
+    with pytest.raises(trio_mcp.auth.AuthDiscoveryError, match="malformed"):
         _metadata.decode_as_metadata(b"[1, 2", "u", "https://a")
-    with pytest.raises(trio_mcp.AuthDiscoveryError, match="token_endpoint"):
+    with pytest.raises(trio_mcp.auth.AuthDiscoveryError, match="token_endpoint"):
         _metadata.decode_as_metadata(b'{"issuer": "https://a"}', "u", "https://a")
-    with pytest.raises(trio_mcp.AuthDiscoveryError, match="malformed"):
+    with pytest.raises(trio_mcp.auth.AuthDiscoveryError, match="malformed"):
         _metadata.decode_prm(b'{"resource": 1}', "u")
-    with pytest.raises(trio_mcp.AuthDiscoveryError, match="authorization_servers"):
+    with pytest.raises(trio_mcp.auth.AuthDiscoveryError, match="authorization_servers"):
         _metadata.decode_prm(b'{"resource": "https://r"}', "u")
 
 
@@ -405,13 +405,13 @@ async def test_revoked_refresh_token_headless() -> None:
         await call(client)
         world.revoke_all()
         oauth.interactive = False
-        with pytest.raises(trio_mcp.LoginRequiredError, match="headless"):
+        with pytest.raises(trio_mcp.auth.LoginRequiredError, match="headless"):
             await call(client)
 
 
 async def test_headless_uses_stored_token() -> None:
     world = World()
-    store = trio_mcp.MemoryTokenStore()
+    store = trio_mcp.auth.MemoryTokenStore()
     async with setup(world, store=store) as (client, _, _):
         await call(client)
     async with setup(world, store=store, interactive=False) as (client, _, _):
@@ -429,7 +429,7 @@ async def test_step_up_is_bounded() -> None:
     world.scopes_of = _Forgetful()
     async with setup(world, max_step_up=2) as (client, _, _):
         await call(client, "tools/list")
-        with pytest.raises(trio_mcp.InsufficientScopeError) as info:
+        with pytest.raises(trio_mcp.auth.InsufficientScopeError) as info:
             await call(client, "tools/call")
     assert info.value.scope == "never"
     assert world.count("authorize") == 3
@@ -457,7 +457,7 @@ class _Forgetful(dict[str, str]):
 )
 async def test_bad_discovery(world: World, match: str) -> None:
     async with setup(world) as (client, _, _):
-        with pytest.raises(trio_mcp.AuthDiscoveryError, match=match):
+        with pytest.raises(trio_mcp.auth.AuthDiscoveryError, match=match):
             await call(client)
     assert world.count("authorize") == 0
     assert world.count("token") == 0
@@ -466,14 +466,14 @@ async def test_bad_discovery(world: World, match: str) -> None:
 async def test_no_client_identity() -> None:
     world = World(registration=False)
     async with setup(world) as (client, _, _):
-        with pytest.raises(trio_mcp.ClientRegistrationError, match="client_id="):
+        with pytest.raises(trio_mcp.auth.ClientRegistrationError, match="client_id="):
             await call(client)
 
 
 async def test_as_error() -> None:
     world = World(token_error="invalid_client")
     async with setup(world) as (client, _, _):
-        with pytest.raises(trio_mcp.TokenRequestError) as info:
+        with pytest.raises(trio_mcp.auth.TokenRequestError) as info:
             await call(client)
     assert info.value.error == "invalid_client"
     assert "check client_id" in str(info.value)
@@ -492,7 +492,7 @@ async def test_as_error() -> None:
 async def test_bad_redirect(tamper: dict[str, str], match: str) -> None:
     world = World()
     async with setup(world, tamper=tamper) as (client, _, _):
-        with pytest.raises(trio_mcp.AuthorizationDeniedError, match=match):
+        with pytest.raises(trio_mcp.auth.AuthorizationDeniedError, match=match):
             await call(client)
     assert world.count("token") == 0
 
@@ -556,7 +556,7 @@ async def test_client_credentials_private_key_jwt() -> None:
     )
     assert claims["iss"] == claims["sub"] == "m"
     assert form["client_assertion_type"].endswith("jwt-bearer")
-    with pytest.raises(trio_mcp.AuthDiscoveryError, match="private_key="):
+    with pytest.raises(trio_mcp.auth.AuthDiscoveryError, match="private_key="):
         _grants.authenticate({}, {}, info, audience=AS)
 
 
@@ -565,15 +565,15 @@ async def test_client_credentials_private_key_jwt() -> None:
 
 async def test_file_store(tmp_path: Any) -> None:
     path = tmp_path / "sub" / "tokens.json"
-    store = trio_mcp.FileTokenStore(path)
+    store = trio_mcp.auth.FileTokenStore(path)
     assert await store.get_token(AS, SERVER, "c") is None
-    token = trio_mcp.StoredToken(access_token="t", refresh_token="r", expires_at=1.0)
+    token = trio_mcp.auth.StoredToken(access_token="t", refresh_token="r", expires_at=1.0)
     await store.set_token(AS, SERVER, "c", token)
-    await store.set_client(AS, trio_mcp.StoredClient("c", "s", "client_secret_post"))
-    other = trio_mcp.FileTokenStore(path)  # another process sees the same entries
+    await store.set_client(AS, trio_mcp.auth.StoredClient("c", "s", "client_secret_post"))
+    other = trio_mcp.auth.FileTokenStore(path)  # another process sees the same entries
     assert await other.get_token(AS, SERVER, "c") == token
     assert await other.get_token(AS, SERVER, "d") is None
-    assert await other.get_client(AS) == trio_mcp.StoredClient("c", "s", "client_secret_post")
+    assert await other.get_client(AS) == trio_mcp.auth.StoredClient("c", "s", "client_secret_post")
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     await other.delete_token(AS, SERVER, "c")
     assert await store.get_token(AS, SERVER, "c") is None
@@ -583,7 +583,7 @@ async def test_file_store(tmp_path: Any) -> None:
 
 
 async def test_loopback_browser() -> None:
-    browser = trio_mcp.LoopbackBrowser(open_browser=False)
+    browser = trio_mcp.auth.LoopbackBrowser(open_browser=False)
     async with browser.redirect() as redirect:
         uri = redirect.redirect_uri
         assert uri.startswith("http://127.0.0.1:") and uri.endswith("/callback")
@@ -623,11 +623,11 @@ def test_import_is_light() -> None:
 )
 def test_undecodable_documents_are_auth_errors(body: bytes) -> None:
     """Invalid UTF-8 (a UnicodeDecodeError inside msgspec) ends in the auth family too."""
-    with pytest.raises(trio_mcp.AuthDiscoveryError, match="malformed"):
+    with pytest.raises(trio_mcp.auth.AuthDiscoveryError, match="malformed"):
         _metadata.decode_as_metadata(body, "u", "https://a")
-    with pytest.raises(trio_mcp.AuthDiscoveryError, match="malformed"):
+    with pytest.raises(trio_mcp.auth.AuthDiscoveryError, match="malformed"):
         _metadata.decode_prm(body, "u")
-    with pytest.raises(trio_mcp.TokenRequestError, match="malformed"):
+    with pytest.raises(trio_mcp.auth.TokenRequestError, match="malformed"):
         _grants.decode_token_response(body, "u")
     response = httpx.Response(400)
     assert _grants.oauth_error(response, body, "x").error == "invalid_response"

@@ -1,4 +1,4 @@
-"""trio_mcp.JWTBearerGrant and trio_mcp.IdentityAssertionGrant: the jwt-bearer assertion grants.
+"""trio_mcp.auth.JWTBearerGrant and trio_mcp.auth.IdentityAssertionGrant: the jwt-bearer assertion grants.
 
 A scripted MCP endpoint, its authorization server and an enterprise identity provider
 behind one ``httpx.MockTransport``: workload identity (the workload's JWT as the RFC 7523
@@ -137,7 +137,7 @@ async def call(client: httpx.AsyncClient) -> httpx.Response:
 
 async def test_workload_jwt_is_the_assertion() -> None:
     world = World(scopes_supported=["mcp:read"])
-    grant = trio_mcp.JWTBearerGrant("workload.jwt.value")
+    grant = trio_mcp.auth.JWTBearerGrant("workload.jwt.value")
     async with setup(world, grant=grant, client_id="workload") as client:
         assert (await call(client)).status_code == 200
         assert (await call(client)).status_code == 200  # the token is reused
@@ -155,7 +155,7 @@ async def test_workload_jwt_is_the_assertion() -> None:
 
 async def test_workload_without_client_id_sends_no_client_auth() -> None:
     world = World()
-    async with setup(world, grant=trio_mcp.JWTBearerGrant("jwt")) as client:
+    async with setup(world, grant=trio_mcp.auth.JWTBearerGrant("jwt")) as client:
         assert (await call(client)).status_code == 200
     form, basic = world.token_requests[0]
     assert "client_id" not in form and basic is None
@@ -164,7 +164,7 @@ async def test_workload_without_client_id_sends_no_client_auth() -> None:
 
 async def test_workload_secret_basic_when_advertised() -> None:
     world = World(auth_methods=["client_secret_basic"])
-    grant = trio_mcp.JWTBearerGrant("jwt")
+    grant = trio_mcp.auth.JWTBearerGrant("jwt")
     async with setup(world, grant=grant, client_id="w", client_secret="s") as client:
         assert (await call(client)).status_code == 200
     form, basic = world.token_requests[0]
@@ -182,7 +182,7 @@ async def test_workload_assertion_function_called_per_grant(
         calls.append(trio.current_time())
         return f"jwt-{len(calls)}\n"  # stripped
 
-    async with setup(world, grant=trio_mcp.JWTBearerGrant(current), client_id="w") as client:
+    async with setup(world, grant=trio_mcp.auth.JWTBearerGrant(current), client_id="w") as client:
         assert (await call(client)).status_code == 200
         await trio.sleep(100)  # past expiry: no refresh token, the grant runs again
         world.valid.clear()
@@ -195,7 +195,7 @@ async def test_workload_assertion_from_file(tmp_path: Any) -> None:
     path = tmp_path / "token"
     path.write_text("file.jwt\n")
     world = World()
-    async with setup(world, grant=trio_mcp.JWTBearerGrant.from_file(path)) as client:
+    async with setup(world, grant=trio_mcp.auth.JWTBearerGrant.from_file(path)) as client:
         assert (await call(client)).status_code == 200
     assert world.token_requests[0][0]["assertion"] == "file.jwt"
 
@@ -203,8 +203,8 @@ async def test_workload_assertion_from_file(tmp_path: Any) -> None:
 @pytest.mark.parametrize("error", ["invalid_grant", "invalid_scope", "unauthorized_client"])
 async def test_workload_failure_is_not_retried(error: str) -> None:
     world = World(as_error=error)
-    async with setup(world, grant=trio_mcp.JWTBearerGrant("jwt"), client_id="w") as client:
-        with pytest.raises(trio_mcp.TokenRequestError, match=error) as info:
+    async with setup(world, grant=trio_mcp.auth.JWTBearerGrant("jwt"), client_id="w") as client:
+        with pytest.raises(trio_mcp.auth.TokenRequestError, match=error) as info:
             await call(client)
     assert info.value.error == error
     assert len(world.token_requests) == 1  # no retry, no other grant
@@ -213,7 +213,7 @@ async def test_workload_failure_is_not_retried(error: str) -> None:
 
 async def test_empty_assertion_is_a_clear_error() -> None:
     world = World()
-    async with setup(world, grant=trio_mcp.JWTBearerGrant("  "), client_id="w") as client:
+    async with setup(world, grant=trio_mcp.auth.JWTBearerGrant("  "), client_id="w") as client:
         with pytest.raises(ValueError, match="assertion is empty"):
             await call(client)
     assert world.token_requests == []
@@ -230,7 +230,7 @@ def enterprise(**overrides: Any) -> dict[str, Any]:
     }
     grant_options.update(overrides)
     return {
-        "grant": trio_mcp.IdentityAssertionGrant(**grant_options),
+        "grant": trio_mcp.auth.IdentityAssertionGrant(**grant_options),
         "client_id": "mcp-client",
         "client_secret": "mcp-secret",
     }
@@ -286,15 +286,15 @@ async def test_enterprise_idp_secret_and_discovery() -> None:
 )
 async def test_enterprise_failures(world: World, match: str) -> None:
     async with setup(world, **enterprise()) as client:
-        with pytest.raises(trio_mcp.TokenRequestError, match=match):
+        with pytest.raises(trio_mcp.auth.TokenRequestError, match=match):
             await call(client)
     assert len(world.token_requests) <= 1
 
 
 def test_enterprise_options() -> None:
     with pytest.raises(ValueError, match="idp_token_endpoint or idp_issuer"):
-        trio_mcp.IdentityAssertionGrant(id_token="t", idp_client_id="c")
-    grant = trio_mcp.IdentityAssertionGrant(id_token="t", idp_client_id="c", idp_issuer=IDP)
+        trio_mcp.auth.IdentityAssertionGrant(id_token="t", idp_client_id="c")
+    grant = trio_mcp.auth.IdentityAssertionGrant(id_token="t", idp_client_id="c", idp_issuer=IDP)
     with pytest.raises(ValueError, match="client_id"):
         trio_mcp.OAuth(grant=grant)
 
@@ -311,6 +311,6 @@ async def test_enterprise_malformed_exchange_answer() -> None:
     async with httpx.AsyncClient(transport=transport) as as_client:
         oauth = trio_mcp.OAuth(http_client=as_client, **enterprise())
         async with httpx.AsyncClient(transport=transport, auth=oauth) as client:
-            with pytest.raises(trio_mcp.TokenRequestError, match="malformed"):
+            with pytest.raises(trio_mcp.auth.TokenRequestError, match="malformed"):
                 await call(client)
     assert world.token_requests == []

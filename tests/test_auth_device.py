@@ -1,4 +1,4 @@
-"""trio_mcp.DeviceFlow: the OAuth device authorization grant (RFC 8628).
+"""trio_mcp.auth.DeviceFlow: the OAuth device authorization grant (RFC 8628).
 
 A scripted MCP endpoint and authorization server behind ``httpx.MockTransport``; polling
 runs on trio's ``MockClock`` (``autojump_clock``), so every poll happens at an exact virtual
@@ -134,9 +134,9 @@ async def call(client: httpx.AsyncClient) -> httpx.Response:
 
 class Shown:
     def __init__(self) -> None:
-        self.codes: list[tuple[float, trio_mcp.DeviceCode]] = []
+        self.codes: list[tuple[float, trio_mcp.auth.DeviceCode]] = []
 
-    def __call__(self, code: trio_mcp.DeviceCode) -> None:
+    def __call__(self, code: trio_mcp.auth.DeviceCode) -> None:
         self.codes.append((trio.current_time(), code))
 
 
@@ -146,7 +146,7 @@ class Shown:
 async def test_device_flow_polls_at_interval(autojump_clock: trio.abc.Clock) -> None:
     world = World(answers=["authorization_pending", "authorization_pending"])
     shown = Shown()
-    async with setup(world, client_id="cli", device=trio_mcp.DeviceFlow(shown)) as client:
+    async with setup(world, client_id="cli", device=trio_mcp.auth.DeviceFlow(shown)) as client:
         assert (await call(client)).status_code == 200
         assert trio.current_time() == 15
         assert (await call(client)).status_code == 200  # the token is kept
@@ -154,7 +154,7 @@ async def test_device_flow_polls_at_interval(autojump_clock: trio.abc.Clock) -> 
     assert shown.codes == [
         (
             0,
-            trio_mcp.DeviceCode(
+            trio_mcp.auth.DeviceCode(
                 user_code="WDJB-MJHT",
                 verification_uri="https://auth.example.com/activate",
                 verification_uri_complete="https://auth.example.com/activate?user_code=WDJB-MJHT",
@@ -176,7 +176,7 @@ async def test_slow_down_adds_five_seconds(autojump_clock: trio.abc.Clock) -> No
     world = World(
         answers=["authorization_pending", "slow_down", "authorization_pending", "slow_down"]
     )
-    async with setup(world, client_id="cli", device=trio_mcp.DeviceFlow(Shown())) as client:
+    async with setup(world, client_id="cli", device=trio_mcp.auth.DeviceFlow(Shown())) as client:
         assert (await call(client)).status_code == 200
     # 5 s, then 5 (slow_down -> 10), 10, 10 (slow_down -> 15), 15
     assert world.polls == [5, 10, 20, 30, 45]
@@ -184,15 +184,15 @@ async def test_slow_down_adds_five_seconds(autojump_clock: trio.abc.Clock) -> No
 
 async def test_default_interval_is_five_seconds(autojump_clock: trio.abc.Clock) -> None:
     world = World(interval=None, answers=["authorization_pending"])
-    async with setup(world, client_id="cli", device=trio_mcp.DeviceFlow(Shown())) as client:
+    async with setup(world, client_id="cli", device=trio_mcp.auth.DeviceFlow(Shown())) as client:
         assert (await call(client)).status_code == 200
     assert world.polls == [5, 10]
 
 
 async def test_access_denied(autojump_clock: trio.abc.Clock) -> None:
     world = World(answers=["authorization_pending", "access_denied"])
-    async with setup(world, client_id="cli", device=trio_mcp.DeviceFlow(Shown())) as client:
-        with pytest.raises(trio_mcp.AuthorizationDeniedError, match="denied") as info:
+    async with setup(world, client_id="cli", device=trio_mcp.auth.DeviceFlow(Shown())) as client:
+        with pytest.raises(trio_mcp.auth.AuthorizationDeniedError, match="denied") as info:
             await call(client)
     assert info.value.error == "access_denied"
     assert world.polls == [5, 10]
@@ -200,16 +200,16 @@ async def test_access_denied(autojump_clock: trio.abc.Clock) -> None:
 
 async def test_expired_token_error(autojump_clock: trio.abc.Clock) -> None:
     world = World(answers=["expired_token"])
-    async with setup(world, client_id="cli", device=trio_mcp.DeviceFlow(Shown())) as client:
-        with pytest.raises(trio_mcp.DeviceCodeExpiredError, match="WDJB-MJHT"):
+    async with setup(world, client_id="cli", device=trio_mcp.auth.DeviceFlow(Shown())) as client:
+        with pytest.raises(trio_mcp.auth.DeviceCodeExpiredError, match="WDJB-MJHT"):
             await call(client)
     assert world.polls == [5]
 
 
 async def test_expires_in_bounds_the_wait(autojump_clock: trio.abc.Clock) -> None:
     world = World(expires_in=12, answers=["authorization_pending"] * 10)
-    async with setup(world, client_id="cli", device=trio_mcp.DeviceFlow(Shown())) as client:
-        with pytest.raises(trio_mcp.DeviceCodeExpiredError):
+    async with setup(world, client_id="cli", device=trio_mcp.auth.DeviceFlow(Shown())) as client:
+        with pytest.raises(trio_mcp.auth.DeviceCodeExpiredError):
             await call(client)
         assert trio.current_time() == 12  # raised at the code's expiry, not a poll later
     assert world.polls == [5, 10]
@@ -217,7 +217,7 @@ async def test_expires_in_bounds_the_wait(autojump_clock: trio.abc.Clock) -> Non
 
 async def test_caller_cancel_scope_bounds_the_wait(autojump_clock: trio.abc.Clock) -> None:
     world = World(answers=["authorization_pending"] * 100)
-    async with setup(world, client_id="cli", device=trio_mcp.DeviceFlow(Shown())) as client:
+    async with setup(world, client_id="cli", device=trio_mcp.auth.DeviceFlow(Shown())) as client:
         with pytest.raises(trio.TooSlowError):
             with trio.fail_after(23):
                 await call(client)
@@ -227,8 +227,8 @@ async def test_caller_cancel_scope_bounds_the_wait(autojump_clock: trio.abc.Cloc
 
 async def test_other_token_error_is_raised(autojump_clock: trio.abc.Clock) -> None:
     world = World(answers=["invalid_client"])
-    async with setup(world, client_id="cli", device=trio_mcp.DeviceFlow(Shown())) as client:
-        with pytest.raises(trio_mcp.TokenRequestError, match="invalid_client"):
+    async with setup(world, client_id="cli", device=trio_mcp.auth.DeviceFlow(Shown())) as client:
+        with pytest.raises(trio_mcp.auth.TokenRequestError, match="invalid_client"):
             await call(client)
 
 
@@ -237,11 +237,11 @@ async def test_async_show_and_registration(autojump_clock: trio.abc.Clock) -> No
     world = World(registration=True)
     seen: list[str] = []
 
-    async def show(code: trio_mcp.DeviceCode) -> None:
+    async def show(code: trio_mcp.auth.DeviceCode) -> None:
         await trio.sleep(1)
         seen.append(code.user_code)
 
-    async with setup(world, device=trio_mcp.DeviceFlow(show)) as client:
+    async with setup(world, device=trio_mcp.auth.DeviceFlow(show)) as client:
         assert (await call(client)).status_code == 200
     assert seen == ["WDJB-MJHT"]
     assert world.polls == [6]  # polling starts when show returns
@@ -254,7 +254,7 @@ async def test_default_show_prints_to_stderr(
     autojump_clock: trio.abc.Clock, capsys: pytest.CaptureFixture[str]
 ) -> None:
     world = World()
-    async with setup(world, client_id="cli", device=trio_mcp.DeviceFlow()) as client:
+    async with setup(world, client_id="cli", device=trio_mcp.auth.DeviceFlow()) as client:
         assert (await call(client)).status_code == 200
     err = capsys.readouterr().err
     assert "https://auth.example.com/activate" in err and "WDJB-MJHT" in err
@@ -265,7 +265,7 @@ async def test_default_show_prints_to_stderr(
 
 async def test_headless_uses_device_when_allowed(autojump_clock: trio.abc.Clock) -> None:
     world = World()
-    device = trio_mcp.DeviceFlow(Shown(), prefer=False)
+    device = trio_mcp.auth.DeviceFlow(Shown(), prefer=False)
     async with setup(world, client_id="cli", interactive=False, device=device) as client:
         assert (await call(client)).status_code == 200
     assert world.polls == [5]
@@ -273,8 +273,8 @@ async def test_headless_uses_device_when_allowed(autojump_clock: trio.abc.Clock)
 
 async def test_no_display_uses_device_when_allowed(autojump_clock: trio.abc.Clock) -> None:
     world = World()
-    device = trio_mcp.DeviceFlow(Shown(), prefer=False)
-    browser = trio_mcp.LoopbackBrowser(open_browser=False)
+    device = trio_mcp.auth.DeviceFlow(Shown(), prefer=False)
+    browser = trio_mcp.auth.LoopbackBrowser(open_browser=False)
     async with setup(world, client_id="cli", user_agent=browser, device=device) as client:
         assert (await call(client)).status_code == 200
     assert world.polls == [5]
@@ -282,7 +282,7 @@ async def test_no_display_uses_device_when_allowed(autojump_clock: trio.abc.Cloc
 
 async def test_not_preferred_with_a_browser_uses_the_browser() -> None:
     world = World()
-    device = trio_mcp.DeviceFlow(Shown(), prefer=False)
+    device = trio_mcp.auth.DeviceFlow(Shown(), prefer=False)
     async with setup(world, client_id="cli", device=device) as client:
         with pytest.raises(AssertionError, match="browser flow started"):
             await call(client)
@@ -291,20 +291,20 @@ async def test_not_preferred_with_a_browser_uses_the_browser() -> None:
 
 async def test_headless_without_device_endpoint_needs_login() -> None:
     world = World(device_endpoint=False)
-    device = trio_mcp.DeviceFlow(Shown())
+    device = trio_mcp.auth.DeviceFlow(Shown())
     async with setup(world, client_id="cli", interactive=False, device=device) as client:
-        with pytest.raises(trio_mcp.LoginRequiredError):
+        with pytest.raises(trio_mcp.auth.LoginRequiredError):
             await call(client)
     assert world.device_requests == []
 
 
 async def test_device_only_server_needs_no_pkce(autojump_clock: trio.abc.Clock) -> None:
     world = World(pkce=False)
-    async with setup(world, client_id="cli", device=trio_mcp.DeviceFlow(Shown())) as client:
+    async with setup(world, client_id="cli", device=trio_mcp.auth.DeviceFlow(Shown())) as client:
         assert (await call(client)).status_code == 200
     world = World(pkce=False)
     async with setup(world, client_id="cli") as client:  # no device flow: PKCE is required
-        with pytest.raises(trio_mcp.AuthDiscoveryError, match="S256"):
+        with pytest.raises(trio_mcp.auth.AuthDiscoveryError, match="S256"):
             await call(client)
 
 
@@ -319,8 +319,8 @@ async def test_malformed_device_answer() -> None:
     transport = httpx.MockTransport(handler)
     async with httpx.AsyncClient(transport=transport) as as_client:
         oauth = trio_mcp.OAuth(
-            http_client=as_client, client_id="cli", device=trio_mcp.DeviceFlow(Shown())
+            http_client=as_client, client_id="cli", device=trio_mcp.auth.DeviceFlow(Shown())
         )
         async with httpx.AsyncClient(transport=transport, auth=oauth) as client:
-            with pytest.raises(trio_mcp.AuthDiscoveryError, match="malformed"):
+            with pytest.raises(trio_mcp.auth.AuthDiscoveryError, match="malformed"):
                 await call(client)

@@ -288,9 +288,9 @@ def test_algorithm_choice() -> None:
 def test_nonce_header() -> None:
     assert _dpop.parse_nonce(" abc-123_~! ", "s") == "abc-123_~!"
     for bad in ("two words", 'quo"te', "back\\slash", "", "x" * 2000):
-        with pytest.raises(trio_mcp.DPoPNonceError, match="malformed DPoP-Nonce"):
+        with pytest.raises(trio_mcp.auth.DPoPNonceError, match="malformed DPoP-Nonce"):
             _dpop.parse_nonce(bad, "s")
-    with pytest.raises(trio_mcp.DPoPNonceError, match="without a DPoP-Nonce"):
+    with pytest.raises(trio_mcp.auth.DPoPNonceError, match="without a DPoP-Nonce"):
         _dpop.parse_nonce(None, "s")
     cache = _dpop.NonceCache(limit=2)
     cache.set("https://a.example/x", "1")
@@ -308,9 +308,9 @@ def test_key_jwk_round_trip() -> None:
         again = _dpop.DPoPKey.from_jwk(jwk)
         assert again.algorithm == algorithm
         assert again.public_jwk == key.public_jwk
-    with pytest.raises(trio_mcp.DPoPError, match="private key"):
+    with pytest.raises(trio_mcp.auth.DPoPError, match="private key"):
         _dpop.DPoPKey.from_jwk(key.public_jwk)
-    with pytest.raises(trio_mcp.DPoPError, match="malformed"):
+    with pytest.raises(trio_mcp.auth.DPoPError, match="malformed"):
         _dpop.DPoPKey.from_jwk({"kty": "EC", "crv": "P-256", "d": "AA", "x": "AA"})
 
 
@@ -379,7 +379,7 @@ async def test_required_dpop_without_supported_alg() -> None:
         (World(algs=[]), {"dpop": True}),
     ):
         async with setup(world, **options) as (client, _):
-            with pytest.raises(trio_mcp.DPoPError, match="advertises no signing algorithm"):
+            with pytest.raises(trio_mcp.auth.DPoPError, match="advertises no signing algorithm"):
                 await call(client)
         assert world.count("token") == 0
 
@@ -387,7 +387,9 @@ async def test_required_dpop_without_supported_alg() -> None:
 async def test_as_demands_dpop_without_advertising() -> None:
     world = World(algs=None, demand_proof=True)
     async with setup(world) as (client, _):
-        with pytest.raises(trio_mcp.DPoPError, match=r"demands DPoP proofs \(invalid_dpop_proof\)"):
+        with pytest.raises(
+            trio_mcp.auth.DPoPError, match=r"demands DPoP proofs \(invalid_dpop_proof\)"
+        ):
             await call(client)
     # dpop=True: it works with ES256 although the server did not say
     world = World(algs=None, demand_proof=True)
@@ -407,7 +409,7 @@ async def test_unbound_token_is_sent_as_bearer() -> None:
 async def test_dpop_token_for_a_request_without_proof() -> None:
     world = World(bound_without_proof=True)
     async with setup(world, dpop=False) as (client, _):
-        with pytest.raises(trio_mcp.DPoPError, match="carried no DPoP proof"):
+        with pytest.raises(trio_mcp.auth.DPoPError, match="carried no DPoP proof"):
             await call(client)
     assert "token-1" not in [auth.split()[-1] for auth in mcp_auth(world) if auth]
 
@@ -441,12 +443,12 @@ async def test_rs_nonce_retry_and_memory() -> None:
 async def test_nonce_loop_is_bounded() -> None:
     world = World(as_nonce="n", rotate_as_nonce=True)
     async with setup(world) as (client, _):
-        with pytest.raises(trio_mcp.DPoPNonceError, match="nonce loop"):
+        with pytest.raises(trio_mcp.auth.DPoPNonceError, match="nonce loop"):
             await call(client)
     assert world.count("token") == 2
     world = World(rs_nonce="n", rotate_rs_nonce=True)
     async with setup(world) as (client, _):
-        with pytest.raises(trio_mcp.DPoPNonceError, match="nonce loop"):
+        with pytest.raises(trio_mcp.auth.DPoPNonceError, match="nonce loop"):
             await call(client)
     assert world.count("rs-nonce-challenge") == 2
     assert world.count("token") == 1
@@ -459,7 +461,7 @@ async def test_malformed_nonce_header(nonce_header: str) -> None:
         World(rs_nonce="n", nonce_header=nonce_header),
     ):
         async with setup(world) as (client, _):
-            with pytest.raises(trio_mcp.DPoPNonceError, match="DPoP-Nonce"):
+            with pytest.raises(trio_mcp.auth.DPoPNonceError, match="DPoP-Nonce"):
                 await call(client)
 
 
@@ -497,20 +499,20 @@ async def test_user_key() -> None:
     world = World(algs=["ES256"])
     rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     async with setup(world, dpop=rsa_key) as (client, _):
-        with pytest.raises(trio_mcp.DPoPError, match="signs with none of the algorithms"):
+        with pytest.raises(trio_mcp.auth.DPoPError, match="signs with none of the algorithms"):
             await call(client)
 
 
 async def test_stored_key_reused_after_restart(tmp_path: Any) -> None:
     path = tmp_path / "tokens.json"
     world = World()
-    async with setup(world, store=trio_mcp.FileTokenStore(path)) as (client, _):
+    async with setup(world, store=trio_mcp.auth.FileTokenStore(path)) as (client, _):
         assert (await call(client)).status_code == 200
     entry = next(iter(json.loads(path.read_text())["tokens"].values()))
     assert entry["token_type"] == "DPoP"
     assert entry["dpop_jwk"]["alg"] == "ES256" and "d" in entry["dpop_jwk"]
     # a new process: a new OAuth on the same file, headless; the token works with its key
-    async with setup(world, store=trio_mcp.FileTokenStore(path), interactive=False) as (
+    async with setup(world, store=trio_mcp.auth.FileTokenStore(path), interactive=False) as (
         client,
         _,
     ):
@@ -520,22 +522,22 @@ async def test_stored_key_reused_after_restart(tmp_path: Any) -> None:
 
 
 async def test_stored_dpop_token_without_key_is_never_bearer() -> None:
-    store = trio_mcp.MemoryTokenStore()
+    store = trio_mcp.auth.MemoryTokenStore()
     world = World()
     world.valid.add("stolen")
     world.bound["stolen"] = "someone"
-    await store.set_client(AS, trio_mcp.StoredClient("dcr-client"))
+    await store.set_client(AS, trio_mcp.auth.StoredClient("dcr-client"))
     await store.set_token(
-        AS, SERVER, "dcr-client", trio_mcp.StoredToken("stolen", token_type="DPoP")
+        AS, SERVER, "dcr-client", trio_mcp.auth.StoredToken("stolen", token_type="DPoP")
     )
     async with setup(world, store=store, interactive=False) as (client, _):
-        with pytest.raises(trio_mcp.LoginRequiredError):
+        with pytest.raises(trio_mcp.auth.LoginRequiredError):
             await call(client)
     assert all("stolen" not in auth for auth in mcp_auth(world))
 
 
 async def test_memory_store_keeps_the_key() -> None:
-    store = trio_mcp.MemoryTokenStore()
+    store = trio_mcp.auth.MemoryTokenStore()
     world = World()
     async with setup(world, store=store) as (client, _):
         assert (await call(client)).status_code == 200

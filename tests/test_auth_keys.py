@@ -33,7 +33,7 @@ async def world_and_client(
     async with serve(world.handler) as base:
         world.base = base
         agent = BrowserAgent()
-        options.setdefault("store", trio_mcp.MemoryTokenStore())
+        options.setdefault("store", trio_mcp.auth.MemoryTokenStore())
         auth = trio_mcp.OAuth(user_agent=agent, dpop=False, **options)
         async with httpx.AsyncClient(auth=auth, timeout=30) as client:
             yield client, auth, agent
@@ -90,7 +90,7 @@ async def test_concurrent_first_requests_to_two_servers() -> None:
 
 async def test_a_refusal_by_one_server_keeps_the_others_token() -> None:
     world = World(expires_in=None)
-    store = trio_mcp.MemoryTokenStore()
+    store = trio_mcp.auth.MemoryTokenStore()
     async with world_and_client(world, store=store) as (client, _, agent):
         with trio.fail_after(30):
             assert await call(client, world, A) == 200
@@ -111,12 +111,14 @@ async def test_shared_store_two_providers_second_process(tmp_path: Path) -> None
     # shows each server its own stored token on the first request (no 401, no login)
     world = World(expires_in=None)
     path = tmp_path / "tokens.json"
-    async with world_and_client(world, store=trio_mcp.FileTokenStore(path)) as (client, _, _):
+    async with world_and_client(world, store=trio_mcp.auth.FileTokenStore(path)) as (client, _, _):
         with trio.fail_after(30):
             assert await call(client, world, A) == 200
             assert await call(client, world, B) == 200
         seen_before = {p: len(world.seen[p]) for p in (A, B)}
-        auth = trio_mcp.OAuth(store=trio_mcp.FileTokenStore(path), interactive=False, dpop=False)
+        auth = trio_mcp.OAuth(
+            store=trio_mcp.auth.FileTokenStore(path), interactive=False, dpop=False
+        )
         async with httpx.AsyncClient(auth=auth) as second:
             with trio.fail_after(30):
                 for p in (B, A, B):
@@ -179,7 +181,7 @@ async def test_exact_redirect_matching_server_across_two_logins() -> None:
     # the AS matches redirect URIs exactly (as the MCP spec requires); each login listens
     # on a new loopback port, so the second login must not reuse the first registration
     world = World(exact_redirects=True, expires_in=None)
-    store = trio_mcp.MemoryTokenStore()
+    store = trio_mcp.auth.MemoryTokenStore()
     async with world_and_client(world, store=store) as (client, _, first_agent):
         with trio.fail_after(30):
             assert await call(client, world, A) == 200
@@ -198,7 +200,7 @@ async def test_exact_redirect_matching_server_across_two_logins() -> None:
 
 @asynccontextmanager
 async def world_and_client_again(
-    world: World, store: trio_mcp.TokenStore
+    world: World, store: trio_mcp.auth.TokenStore
 ) -> AsyncGenerator[tuple[httpx.AsyncClient, BrowserAgent]]:
     agent = BrowserAgent()
     auth = trio_mcp.OAuth(user_agent=agent, store=store, dpop=False)
@@ -211,14 +213,14 @@ async def test_a_token_of_an_earlier_registration_stays_usable(tmp_path: Path) -
     # issuer's registration); a new process still finds A's token, issued to client-1
     world = World(exact_redirects=True, expires_in=None)
     path = tmp_path / "tokens.json"
-    async with world_and_client(world, store=trio_mcp.FileTokenStore(path)) as (c, _, _):
+    async with world_and_client(world, store=trio_mcp.auth.FileTokenStore(path)) as (c, _, _):
         with trio.fail_after(30):
             assert await call(c, world, A) == 200
-        async with world_and_client_again(world, trio_mcp.FileTokenStore(path)) as (c2, _):
+        async with world_and_client_again(world, trio_mcp.auth.FileTokenStore(path)) as (c2, _):
             with trio.fail_after(30):
                 assert await call(c2, world, B) == 200
         assert list(world.clients) == ["client-1", "client-2"]
-        headless = trio_mcp.OAuth(store=trio_mcp.FileTokenStore(path), interactive=False)
+        headless = trio_mcp.OAuth(store=trio_mcp.auth.FileTokenStore(path), interactive=False)
         async with httpx.AsyncClient(auth=headless) as client:
             with trio.fail_after(30):
                 assert await call(client, world, A) == 200
@@ -254,7 +256,7 @@ async def test_old_store_files_still_work(tmp_path: Path) -> None:
             )
         )
         agent = BrowserAgent()
-        auth = trio_mcp.OAuth(store=trio_mcp.FileTokenStore(path), user_agent=agent)
+        auth = trio_mcp.OAuth(store=trio_mcp.auth.FileTokenStore(path), user_agent=agent)
         async with httpx.AsyncClient(auth=auth) as client:
             with trio.fail_after(30):
                 assert await call(client, world, A) == 200
@@ -271,15 +273,15 @@ async def test_registration_for_a_device_flow_is_not_used_by_a_browser(
     # a registration without a redirect URI (e.g. made for the device flow) cannot serve
     # an authorization code flow at an exact-matching server: register again
     world = World(exact_redirects=True, expires_in=None)
-    store: trio_mcp.TokenStore = (
-        trio_mcp.FileTokenStore(tmp_path / "t.json")
+    store: trio_mcp.auth.TokenStore = (
+        trio_mcp.auth.FileTokenStore(tmp_path / "t.json")
         if kind == "file"
-        else trio_mcp.MemoryTokenStore()
+        else trio_mcp.auth.MemoryTokenStore()
     )
     async with serve(world.handler) as base:
         world.base = base
         world.clients["device-client"] = []
-        await store.set_client(base, trio_mcp.StoredClient("device-client"))
+        await store.set_client(base, trio_mcp.auth.StoredClient("device-client"))
         auth = trio_mcp.OAuth(store=store, user_agent=BrowserAgent(), dpop=False)
         async with httpx.AsyncClient(auth=auth) as client:
             with trio.fail_after(30):

@@ -4,7 +4,7 @@
 opens browsers from: it asks the scripted authorization server (``tests/test_auth.World``)
 for the redirect and then makes real HTTP requests (httpx, raw sockets) to the listener on
 127.0.0.1. Everything else is the shipped code: ``OAuth`` with its default
-:class:`~trio_mcp.LoopbackBrowser`, and for the error mapping a whole ``open_mcp_session``.
+:class:`~trio_mcp.auth.LoopbackBrowser`, and for the error mapping a whole ``open_mcp_session``.
 """
 
 from __future__ import annotations
@@ -123,9 +123,9 @@ def _wrong_iss(browser: FakeBrowser, url: str) -> None:
 @pytest.mark.parametrize(
     ("script", "token_error", "expected", "match"),
     [
-        (_deny, None, trio_mcp.AuthorizationDeniedError, "access_denied"),
-        (_wrong_iss, None, trio_mcp.AuthorizationDeniedError, "mix-up"),
-        (_approve, "invalid_grant", trio_mcp.TokenRequestError, "invalid_grant"),
+        (_deny, None, trio_mcp.auth.AuthorizationDeniedError, "access_denied"),
+        (_wrong_iss, None, trio_mcp.auth.AuthorizationDeniedError, "mix-up"),
+        (_approve, "invalid_grant", trio_mcp.auth.TokenRequestError, "invalid_grant"),
     ],
 )
 async def test_login_failures_reach_the_session_caller_as_auth_errors(
@@ -153,14 +153,14 @@ async def test_login_failures_reach_the_session_caller_as_auth_errors(
     await browser.wait()
     assert len(browser.opened) == 1
     assert browser.answers and browser.answers[0][0] == 200  # the listener answered the page
-    if expected is trio_mcp.AuthorizationDeniedError:
+    if expected is trio_mcp.auth.AuthorizationDeniedError:
         assert world.count("token") == 0
 
 
 async def test_denied_login_page_and_error(monkeypatch: pytest.MonkeyPatch) -> None:
     world = World()
     async with loopback(world, monkeypatch, _deny) as (client, browser):
-        with pytest.raises(trio_mcp.AuthorizationDeniedError) as info:
+        with pytest.raises(trio_mcp.auth.AuthorizationDeniedError) as info:
             await call(client)
         await browser.wait()
     assert info.value.error == "access_denied"
@@ -255,7 +255,7 @@ async def test_reset_and_half_requests_do_not_end_the_login(
 async def test_connection_time_and_size_limits(autojump_clock: trio.abc.Clock) -> None:
     """A silent connection is closed after exactly CONNECTION_TIMEOUT virtual seconds; an
     oversized head gets 431; neither ends the wait."""
-    browser = trio_mcp.LoopbackBrowser(open_browser=False)
+    browser = trio_mcp.auth.LoopbackBrowser(open_browser=False)
     async with browser.redirect() as redirect:
         port = urlsplit(redirect.redirect_uri).port or 0
         got: list[str] = []
@@ -326,9 +326,9 @@ async def test_a_non_http_authorization_endpoint_is_never_opened(
     open_browser: bool,
 ) -> None:
     world = OtherEndpoint(endpoint)
-    user_agent = trio_mcp.LoopbackBrowser(open_browser=open_browser)
+    user_agent = trio_mcp.auth.LoopbackBrowser(open_browser=open_browser)
     async with loopback(world, monkeypatch, _approve, user_agent=user_agent) as (client, b):
-        with pytest.raises(trio_mcp.AuthDiscoveryError), trio.fail_after(30):
+        with pytest.raises(trio_mcp.auth.AuthDiscoveryError), trio.fail_after(30):
             await call(client)
     assert b.opened == []
     assert "Open this URL" not in capsys.readouterr().err
@@ -343,10 +343,13 @@ async def test_the_browser_guard_holds_alone(
     browser = FakeBrowser(World(), None)
     monkeypatch.setattr("webbrowser.open", browser)
     for open_browser in (True, False):
-        async with trio_mcp.LoopbackBrowser(open_browser=open_browser).redirect() as redirect:
-            with pytest.raises(trio_mcp.AuthDiscoveryError, match="only http"), trio.fail_after(30):
+        async with trio_mcp.auth.LoopbackBrowser(open_browser=open_browser).redirect() as redirect:
+            with (
+                pytest.raises(trio_mcp.auth.AuthDiscoveryError, match="only http"),
+                trio.fail_after(30),
+            ):
                 await redirect.authorize(f"{endpoint}?response_type=code&state=s")
-    with pytest.raises(trio_mcp.AuthDiscoveryError):
+    with pytest.raises(trio_mcp.auth.AuthDiscoveryError):
         _browser._open_browser(endpoint)  # pyright: ignore[reportPrivateUsage]
     assert browser.opened == []
     assert "Open this URL" not in capsys.readouterr().err
@@ -359,7 +362,7 @@ def test_browser_guard_property(text: str) -> None:
     for url in (text, "https://" + text, "file://" + text, text + "https://x"):
         try:
             _browser.check_browser_url(url)
-        except trio_mcp.AuthDiscoveryError:
+        except trio_mcp.auth.AuthDiscoveryError:
             continue
         assert url[:8].lower().startswith(("http://", "https://"))
         parts = urlsplit(url)
@@ -391,7 +394,7 @@ def test_listener_parses_any_bytes_without_raising_or_ending(data: bytes) -> Non
 
 
 async def test_printed_url_shows_escapes(capsys: pytest.CaptureFixture[str]) -> None:
-    browser = trio_mcp.LoopbackBrowser(open_browser=False)
+    browser = trio_mcp.auth.LoopbackBrowser(open_browser=False)
     async with browser.redirect() as redirect:
         port = urlsplit(redirect.redirect_uri).port or 0
 
@@ -410,10 +413,10 @@ async def test_printed_url_shows_escapes(capsys: pytest.CaptureFixture[str]) -> 
 
 
 async def test_port_in_use_is_an_auth_error() -> None:
-    async with trio_mcp.LoopbackBrowser(open_browser=False).redirect() as first:
+    async with trio_mcp.auth.LoopbackBrowser(open_browser=False).redirect() as first:
         port = urlsplit(first.redirect_uri).port or 0
         with pytest.raises(trio_mcp.AuthError, match="cannot listen"):
-            async with trio_mcp.LoopbackBrowser(port=port).redirect():
+            async with trio_mcp.auth.LoopbackBrowser(port=port).redirect():
                 pass  # pragma: no cover
 
 
@@ -421,7 +424,7 @@ def test_device_code_is_printed_through_for_terminal(capsys: pytest.CaptureFixtu
     from trio_mcp._auth._device import print_device_code
 
     print_device_code(
-        trio_mcp.DeviceCode(
+        trio_mcp.auth.DeviceCode(
             user_code="AB\x1b[2JCD",
             verification_uri="https://auth.example.com/device\x1b]8;;file:///x\x07",
             verification_uri_complete="https://auth.example.com/device?c=\u202eAB",
@@ -440,15 +443,15 @@ def test_device_code_is_printed_through_for_terminal(capsys: pytest.CaptureFixtu
 def test_device_verification_uri_must_be_http(capsys: pytest.CaptureFixture[str], uri: str) -> None:
     from trio_mcp._auth._device import print_device_code
 
-    code = trio_mcp.DeviceCode(
+    code = trio_mcp.auth.DeviceCode(
         user_code="ABCD", verification_uri=uri, verification_uri_complete=None,
         expires_in=600, interval=5,
     )  # fmt: skip
-    with pytest.raises(trio_mcp.AuthDiscoveryError, match="verification_uri"):
+    with pytest.raises(trio_mcp.auth.AuthDiscoveryError, match="verification_uri"):
         print_device_code(code)
     assert capsys.readouterr().err == ""
     # a bad "complete" URI is left out; the plain one is still shown
-    good = trio_mcp.DeviceCode(
+    good = trio_mcp.auth.DeviceCode(
         user_code="ABCD", verification_uri="https://a.example/device",
         verification_uri_complete=uri, expires_in=600, interval=5,
     )  # fmt: skip
@@ -461,7 +464,7 @@ def test_device_verification_uri_must_be_http(capsys: pytest.CaptureFixture[str]
 async def test_the_wait_is_bounded_by_the_callers_scope(autojump_clock: trio.abc.Clock) -> None:
     """No callback: the caller's fail_after ends the wait at exactly its deadline, the
     listener (and every task of it) is gone afterwards."""
-    browser = trio_mcp.LoopbackBrowser(open_browser=False)
+    browser = trio_mcp.auth.LoopbackBrowser(open_browser=False)
     start = trio.current_time()
     ports: list[int] = []
 
@@ -481,7 +484,7 @@ async def test_the_wait_is_bounded_by_the_callers_scope(autojump_clock: trio.abc
 async def test_junk_racing_the_real_redirect() -> None:
     """Forty connections (resets, half requests, wrong states) at the same time as the real
     redirect: the real one ends the wait, nothing else does, nothing raises."""
-    browser = trio_mcp.LoopbackBrowser(open_browser=False)
+    browser = trio_mcp.auth.LoopbackBrowser(open_browser=False)
     answers: list[bytes] = []
     async with browser.redirect() as redirect:
         port = urlsplit(redirect.redirect_uri).port or 0
@@ -522,9 +525,9 @@ async def test_an_error_in_the_block_comes_out_bare() -> None:
     """No nursery around the yield: what the flow raises inside ``redirect()`` is itself."""
 
     async def flow() -> None:
-        async with trio_mcp.LoopbackBrowser(open_browser=False).redirect():
-            raise trio_mcp.TokenRequestError("refused", error="invalid_grant")
+        async with trio_mcp.auth.LoopbackBrowser(open_browser=False).redirect():
+            raise trio_mcp.auth.TokenRequestError("refused", error="invalid_grant")
 
-    with pytest.raises(trio_mcp.TokenRequestError) as info:
+    with pytest.raises(trio_mcp.auth.TokenRequestError) as info:
         await flow()
-    assert type(info.value) is trio_mcp.TokenRequestError
+    assert type(info.value) is trio_mcp.auth.TokenRequestError

@@ -1,7 +1,7 @@
 """The endpoint policy and bounded bodies, against hostile metadata on loopback servers.
 
 Every URL discovery yields must be ``https``, or ``http`` on a loopback host; anything
-else is an :class:`~trio_mcp.AuthDiscoveryError` before a request goes there (no secret,
+else is an :class:`~trio_mcp.auth.AuthDiscoveryError` before a request goes there (no secret,
 no PKCE verifier, no browser). Every body from an authorization server or a
 protected-resource endpoint is read with a 1 MiB bound.
 """
@@ -67,7 +67,7 @@ def test_allowed_endpoints(url: str) -> None:
     ],
 )
 def test_refused_endpoints(url: str) -> None:
-    with pytest.raises(trio_mcp.AuthDiscoveryError, match="not an https URL"):
+    with pytest.raises(trio_mcp.auth.AuthDiscoveryError, match="not an https URL"):
         _policy.check_endpoint(url, "the token endpoint")
 
 
@@ -75,7 +75,7 @@ def test_refused_endpoints(url: str) -> None:
 def test_policy_never_raises_anything_else(url: str) -> None:
     try:
         allowed = _policy.check_endpoint(url, "x")
-    except trio_mcp.AuthDiscoveryError:
+    except trio_mcp.auth.AuthDiscoveryError:
         return
     assert allowed == url
     assert url.lower().startswith(("https://", "http://"))
@@ -140,7 +140,7 @@ async def test_no_request_goes_to_a_refused_endpoint(where: str, field: str, val
     else:
         world.challenge_metadata_url = value
     async with hostile(world) as (_, recorder):
-        with pytest.raises(trio_mcp.AuthDiscoveryError, match="not an https URL"):
+        with pytest.raises(trio_mcp.auth.AuthDiscoveryError, match="not an https URL"):
             await request_through(world, recorder, **CONFIDENTIAL)
     assert recorder.hosts() <= {"127.0.0.1"}  # nothing went anywhere else
     assert world.count("token") == 0
@@ -156,7 +156,7 @@ async def test_a_hostile_authorization_endpoint_never_reaches_the_browser(endpoi
     world.metadata_override["authorization_endpoint"] = endpoint
     agent = BrowserAgent()
     async with hostile(world) as (_, recorder):
-        with pytest.raises(trio_mcp.AuthDiscoveryError, match="not an https URL"):
+        with pytest.raises(trio_mcp.auth.AuthDiscoveryError, match="not an https URL"):
             await request_through(world, recorder, user_agent=agent)
     assert agent.authorization_urls == [] and agent.redirect_uris == []
     assert world.count("register") == 0
@@ -166,7 +166,7 @@ async def test_an_issuer_on_another_host_is_refused() -> None:
     world = World()
     world.metadata_override["issuer"] = "https://other.example"
     async with hostile(world) as (_, recorder):
-        with pytest.raises(trio_mcp.AuthDiscoveryError, match=r"other\.example"):
+        with pytest.raises(trio_mcp.auth.AuthDiscoveryError, match=r"other\.example"):
             await request_through(world, recorder, **CONFIDENTIAL)
     assert world.count("token") == 0
 
@@ -185,9 +185,9 @@ async def test_loopback_http_and_https_endpoints_are_used() -> None:
 @pytest.mark.parametrize(
     ("path", "error"),
     [
-        ("/.well-known/oauth-protected-resource/a/mcp", trio_mcp.AuthDiscoveryError),
-        ("/.well-known/oauth-authorization-server", trio_mcp.AuthDiscoveryError),
-        ("/token", trio_mcp.TokenRequestError),
+        ("/.well-known/oauth-protected-resource/a/mcp", trio_mcp.auth.AuthDiscoveryError),
+        ("/.well-known/oauth-authorization-server", trio_mcp.auth.AuthDiscoveryError),
+        ("/token", trio_mcp.auth.TokenRequestError),
     ],
 )
 async def test_endless_bodies_over_real_sockets(path: str, error: type[Exception]) -> None:
@@ -206,7 +206,7 @@ async def test_endless_registration_answer() -> None:
     world = World()
     world.endless.add("/register")
     async with hostile(world) as (_, recorder):
-        with pytest.raises(trio_mcp.ClientRegistrationError, match="larger than 1024 KiB"):
+        with pytest.raises(trio_mcp.auth.ClientRegistrationError, match="larger than 1024 KiB"):
             await request_through(world, recorder, user_agent=BrowserAgent())
 
 
@@ -224,7 +224,9 @@ class CountingTransport(httpx.AsyncBaseTransport):
         return httpx.Response(200, headers=headers, stream=self.stream)
 
 
-@pytest.mark.parametrize("error", [trio_mcp.AuthDiscoveryError, trio_mcp.TokenRequestError])
+@pytest.mark.parametrize(
+    "error", [trio_mcp.auth.AuthDiscoveryError, trio_mcp.auth.TokenRequestError]
+)
 async def test_at_most_the_limit_and_one_chunk_is_read(error: type[trio_mcp.AuthError]) -> None:
     transport = CountingTransport()
     async with httpx.AsyncClient(transport=transport) as http:
@@ -239,9 +241,13 @@ async def test_a_compression_bomb_is_bounded_too() -> None:
     bomb = gzip.compress(b"\0" * 64 * 1024 * 1024)
     transport = CountingTransport("gzip", bomb)
     async with httpx.AsyncClient(transport=transport) as http:
-        with pytest.raises(trio_mcp.AuthDiscoveryError, match="larger than"):
+        with pytest.raises(trio_mcp.auth.AuthDiscoveryError, match="larger than"):
             await _bodies.send(
-                http, "GET", "https://as.example/x", error=trio_mcp.AuthDiscoveryError, doing="x"
+                http,
+                "GET",
+                "https://as.example/x",
+                error=trio_mcp.auth.AuthDiscoveryError,
+                doing="x",
             )
     assert transport.stream.produced == len(bomb)  # one chunk was enough to know
 
@@ -251,7 +257,7 @@ async def test_a_declared_length_over_the_limit_is_refused_unread() -> None:
         return httpx.Response(200, headers={"Content-Length": str(2**40)}, stream=Endless())
 
     async with serve(handler) as base, httpx.AsyncClient() as http:
-        with pytest.raises(trio_mcp.TokenRequestError) as caught:
+        with pytest.raises(trio_mcp.auth.TokenRequestError) as caught:
             await _grants.post_form(http, base + "/token", {}, {}, "the token request")
     assert caught.value.error == "invalid_response"
     assert "Content-Length" in str(caught.value)
@@ -268,7 +274,7 @@ async def test_small_gzip_bodies_are_decoded() -> None:
 
     async with serve(handler) as base, httpx.AsyncClient() as http:
         answer = await _bodies.send(
-            http, "GET", base + "/x", error=trio_mcp.AuthDiscoveryError, doing="x"
+            http, "GET", base + "/x", error=trio_mcp.auth.AuthDiscoveryError, doing="x"
         )
     assert answer.content == body
 
@@ -342,10 +348,10 @@ def test_any_body_is_bounded_or_a_clear_error(
             answer: _bodies.Answer | None = None
             try:
                 answer = await _bodies.send(
-                    http, "GET", "https://as.example/x", error=trio_mcp.TokenRequestError,
+                    http, "GET", "https://as.example/x", error=trio_mcp.auth.TokenRequestError,
                     doing="x", limit=limit,
                 )  # fmt: skip
-            except trio_mcp.TokenRequestError as exc:
+            except trio_mcp.auth.TokenRequestError as exc:
                 failure = exc
             else:
                 failure = None
@@ -376,7 +382,7 @@ async def test_a_redirect_is_never_followed_even_by_a_following_client() -> None
         ) as http:
             auth = trio_mcp.OAuth(http_client=http, dpop=False, **CONFIDENTIAL)
             async with httpx.AsyncClient(auth=auth) as client:
-                with trio.fail_after(30), pytest.raises(trio_mcp.TokenRequestError):
+                with trio.fail_after(30), pytest.raises(trio_mcp.auth.TokenRequestError):
                     await client.get(base + A)
     assert {request.url.host for request in seen} == {"127.0.0.1"}
 

@@ -26,8 +26,10 @@ SECRET = "s3cr3t-value"
 def _reprs() -> list[object]:
     client = _grants.ClientInfo("client", SECRET, "client_secret_basic")
     return [
-        trio_mcp.StoredToken(SECRET, refresh_token=SECRET, dpop_jwk={"d": SECRET, "kty": "EC"}),
-        trio_mcp.StoredClient("client", SECRET),
+        trio_mcp.auth.StoredToken(
+            SECRET, refresh_token=SECRET, dpop_jwk={"d": SECRET, "kty": "EC"}
+        ),
+        trio_mcp.auth.StoredClient("client", SECRET),
         client,
         _tokens.Token(SECRET, "Bearer", SECRET, "s", None, "i", "r", client),
         _grants.TokenResponse(access_token=SECRET, refresh_token=SECRET, id_token=SECRET),
@@ -53,7 +55,7 @@ def test_reprs_still_say_which_header_or_variable_is_set() -> None:
     assert "'API_KEY': '***'" in repr(params)
     http = trio_mcp.StreamableHTTPParameters("https://x.example/mcp", headers={"A": SECRET})
     assert "'A': '***'" in repr(http) and "https://x.example/mcp" in repr(http)
-    assert "refresh_token=None" in repr(trio_mcp.StoredToken(SECRET))
+    assert "refresh_token=None" in repr(trio_mcp.auth.StoredToken(SECRET))
 
 
 def test_private_wire_answers_hold_no_secret() -> None:
@@ -93,7 +95,7 @@ class _BlockedKeyring:
 
 async def test_a_keyring_prompt_does_not_outlive_the_callers_deadline() -> None:
     backend = _BlockedKeyring()
-    store = trio_mcp.KeyringTokenStore(backend=backend)
+    store = trio_mcp.auth.KeyringTokenStore(backend=backend)
     # safety for the old code, where the cancellation waits for the thread
     timer = threading.Timer(5, backend.released.set)
     timer.start()

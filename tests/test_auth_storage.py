@@ -62,9 +62,9 @@ def _memory_keyring_backend() -> Any:
 
 def _stores(tmp_path: Any) -> list[Any]:
     return [
-        trio_mcp.MemoryTokenStore(),
-        trio_mcp.FileTokenStore(tmp_path / "tokens.json"),
-        trio_mcp.KeyringTokenStore(backend=_MemoryKeyring()),
+        trio_mcp.auth.MemoryTokenStore(),
+        trio_mcp.auth.FileTokenStore(tmp_path / "tokens.json"),
+        trio_mcp.auth.KeyringTokenStore(backend=_MemoryKeyring()),
     ]
 
 
@@ -103,11 +103,11 @@ async def test_first_request_carries_the_stored_token(tmp_path: Any, kind: str) 
 
 
 async def test_stored_token_is_bound_to_the_exact_server_url() -> None:
-    store = trio_mcp.MemoryTokenStore()
+    store = trio_mcp.auth.MemoryTokenStore()
     world = World()
     await _session(world, store)
     bound = await store.get_server(SERVER)
-    assert bound == trio_mcp.StoredServer(AS, SERVER, "dcr-client", "none")
+    assert bound == trio_mcp.auth.StoredServer(AS, SERVER, "dcr-client", "none")
     # another URL on the same host was never bound: its first request carries no token
     other = SERVER + "/other"
     assert await store.get_server(other) is None
@@ -128,7 +128,7 @@ async def test_stored_token_is_bound_to_the_exact_server_url() -> None:
 async def test_a_token_from_another_issuer_is_not_sent_before_discovery() -> None:
     # the binding names issuer A; this provider's pre-registered client belongs to issuer B:
     # the stored token (of A's client) is not used, the server's 401 starts discovery
-    store = trio_mcp.MemoryTokenStore()
+    store = trio_mcp.auth.MemoryTokenStore()
     world = World()
     await _session(world, store)
     oauth = trio_mcp.OAuth(store=store, client_id="dcr-client", issuer="https://other.example")
@@ -136,12 +136,12 @@ async def test_a_token_from_another_issuer_is_not_sent_before_discovery() -> Non
 
 
 async def test_expired_stored_token_waits_for_discovery(autojump_clock: trio.abc.Clock) -> None:
-    store = trio_mcp.MemoryTokenStore()
+    store = trio_mcp.auth.MemoryTokenStore()
     world = World(expires_in=60)
     await _session(world, store)
     token = next(iter(store._tokens.values()))  # pyright: ignore[reportPrivateUsage]
     key = next(iter(store._tokens))  # pyright: ignore[reportPrivateUsage]
-    store._tokens[key] = trio_mcp.StoredToken(  # pyright: ignore[reportPrivateUsage]
+    store._tokens[key] = trio_mcp.auth.StoredToken(  # pyright: ignore[reportPrivateUsage]
         token.access_token, refresh_token=token.refresh_token, expires_at=0.0
     )
     requests, unauthorized, kinds = await _session(world, store)
@@ -155,14 +155,14 @@ async def test_keyring_store_through_the_keyring_api(tmp_path: Any) -> None:
     previous = keyring.get_keyring()
     keyring.set_keyring(_memory_keyring_backend())
     try:
-        store = trio_mcp.KeyringTokenStore(service="trio-mcp-test")
+        store = trio_mcp.auth.KeyringTokenStore(service="trio-mcp-test")
         assert await store.get_token(AS, SERVER, "c") is None
-        token = trio_mcp.StoredToken("at", refresh_token="rt", scope="s", expires_at=12.5)
+        token = trio_mcp.auth.StoredToken("at", refresh_token="rt", scope="s", expires_at=12.5)
         await store.set_token(AS, SERVER, "c", token)
         assert await store.get_token(AS, SERVER, "c") == token
         assert await store.get_token(AS, SERVER, "other") is None
-        await store.set_client(AS, trio_mcp.StoredClient("c", "secret", "client_secret_basic"))
-        assert await store.get_client(AS) == trio_mcp.StoredClient(
+        await store.set_client(AS, trio_mcp.auth.StoredClient("c", "secret", "client_secret_basic"))
+        assert await store.get_client(AS) == trio_mcp.auth.StoredClient(
             "c", "secret", "client_secret_basic"
         )
         await store.delete_token(AS, SERVER, "c")
@@ -184,7 +184,7 @@ async def test_keyring_store_errors_are_auth_errors() -> None:
         def get_password(self, service: str, username: str) -> str | None:
             raise keyring.errors.KeyringLocked("the keyring is locked")
 
-    store = trio_mcp.KeyringTokenStore(backend=Locked())
+    store = trio_mcp.auth.KeyringTokenStore(backend=Locked())
     with pytest.raises(trio_mcp.AuthError, match="keyring is locked"):
         await store.get_token(AS, SERVER, "c")
 
@@ -194,7 +194,7 @@ def test_keyring_is_imported_on_first_use_only() -> None:
     import sys
 
     code = (
-        "import sys, trio_mcp; s = trio_mcp.KeyringTokenStore(); "
+        "import sys, trio_mcp; s = trio_mcp.auth.KeyringTokenStore(); "
         "assert 'keyring' not in sys.modules, 'imported early'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -80,7 +80,7 @@ def test_stdio_demo_server_every_kind_of_call() -> None:
         assert session.era in ("legacy", "modern")
         assert session.server_info is not None and session.server_info.name == "trio-mcp-demo"
         assert session.instructions
-        assert session.server_capabilities.tools is not trio_mcp.ServerCapabilities().tools
+        assert session.server_capabilities.tools is not trio_mcp.types.ServerCapabilities().tools
         assert [tool.name for tool in session.list_tools()][:2] == ["echo", "add"]
         assert session.list_tools_page().tools
         result = session.call_tool("echo", {"text": "hi"})
@@ -118,7 +118,7 @@ def test_stdio_demo_server_every_kind_of_call() -> None:
 def test_timeout_and_progress_callback_in_a_worker_thread() -> None:
     seen: list[tuple[float, bool]] = []
 
-    def on_progress(progress: trio_mcp.ProgressNotificationParams) -> None:
+    def on_progress(progress: trio_mcp.types.ProgressNotificationParams) -> None:
         seen.append((progress.progress, trio.lowlevel.in_trio_run()))
 
     server = demo_server()
@@ -332,7 +332,7 @@ def test_typed_callbacks_catalogue_and_keep_alive() -> None:
         levels: list[tuple[str, bool]] = []
         logged = threading.Event()
 
-        def on_log(params: trio_mcp.LoggingMessageNotificationParams) -> None:
+        def on_log(params: trio_mcp.types.LoggingMessageNotificationParams) -> None:
             levels.append((params.level, trio.lowlevel.in_trio_run()))
             logged.set()
 

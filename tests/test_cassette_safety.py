@@ -157,7 +157,7 @@ def test_a_tampered_line_is_named(tmp_path: Path, line: str, problem: str) -> No
     path = tmp_path / "tampered.jsonl"
     path.write_text(f"{HEADER}\n\n{GOOD}\n{line}\n{GOOD}\n")  # the bad line is line 4
     for load in (load_cassette, ReplayServer):
-        with pytest.raises(trio_mcp.CassetteError) as caught:
+        with pytest.raises(trio_mcp.testing.CassetteError) as caught:
             load(path)
         assert caught.value.line == 4 and caught.value.path == str(path)
         assert problem in caught.value.problem
@@ -181,7 +181,7 @@ def test_a_broken_file_is_named(
 ) -> None:
     path = tmp_path / "broken.jsonl"
     path.write_bytes(content)
-    with pytest.raises(trio_mcp.CassetteError) as caught:
+    with pytest.raises(trio_mcp.testing.CassetteError) as caught:
         load_cassette(path)
     assert caught.value.line == line
     assert problem in str(caught.value)
@@ -286,9 +286,11 @@ def test_any_file_loads_or_raises_cassette_error(
     path = tmp_path_factory.mktemp("c") / "c.jsonl"
     for content in (text, text[:cut]):  # whole, and truncated anywhere
         path.write_text(content)
-        failure: trio_mcp.CassetteError | None = None
+        failure: trio_mcp.testing.CassetteError | None = None
         try:
             ReplayServer(path)
-        except trio_mcp.CassetteError as exc:  # nothing else (no KeyError, AttributeError...)
+        except (
+            trio_mcp.testing.CassetteError
+        ) as exc:  # nothing else (no KeyError, AttributeError...)
             failure = exc
         assert failure is None or failure.path == str(path)

@@ -405,8 +405,8 @@ def test_approved_project_entry_runs_until_it_changes(
 ) -> None:
     import trio
 
-    from trio_mcp import FileConsentStore
     from trio_mcp._config import consent_key, parse_config
+    from trio_mcp.config import FileConsentStore
 
     project = _project(tmp_path)
     config = trio.run(

@@ -12,18 +12,20 @@ import trio
 
 from trio_mcp import (
     ConfigError,
-    ConfigInput,
-    FileConsentStore,
-    MemoryConsentStore,
     StdioParameters,
     StreamableHTTPParameters,
     WebSocketParameters,
-    check_consent,
     load_config,
     open_mcp_session,
-    parse_config,
 )
 from trio_mcp._config import strip_jsonc
+from trio_mcp.config import (
+    ConfigInput,
+    FileConsentStore,
+    MemoryConsentStore,
+    check_consent,
+    parse_config,
+)
 
 CONFIGS = Path(__file__).parent / "configs"
 

@@ -19,18 +19,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import trio_mcp
-from trio_mcp import (
-    ConfigError,
+from trio_mcp import ConfigError, load_config, open_server_group
+from trio_mcp._config import MAX_DEPTH, strip_jsonc
+from trio_mcp.config import (
     ConsentRequest,
     FileConsentStore,
     MemoryConsentStore,
-    RestartPolicy,
     check_consent,
-    load_config,
-    open_server_group,
     parse_config,
 )
-from trio_mcp._config import MAX_DEPTH, strip_jsonc
+from trio_mcp.groups import RestartPolicy
 
 ROOT = Path(trio_mcp.__file__).parent
 
@@ -216,7 +214,7 @@ def test_strip_jsonc_keeps_offsets_or_raises_value_error(data: bytes | str) -> N
 
 _WRITER = """
 import sys
-from trio_mcp import FileConsentStore
+from trio_mcp.config import FileConsentStore
 store = FileConsentStore(sys.argv[1])
 for i in range(int(sys.argv[3])):
     store.set(f"{sys.argv[2]}-{i}", "f" * 64)

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 import pkgutil
+import subprocess
+import sys
 import types
 from pathlib import Path
 from typing import Any
@@ -14,13 +17,34 @@ import pytest
 import trio_mcp
 import trio_mcp._exceptions
 
-PUBLIC_MODULES = ["trio_mcp", "trio_mcp.testing", "trio_mcp.types"]
+# The feature namespaces: each re-exports one area's names from the private modules.
+NAMESPACES = [f"trio_mcp.{name}" for name in trio_mcp._NAMESPACES if name != "types"]
+
+PUBLIC_MODULES = ["trio_mcp", "trio_mcp.testing", "trio_mcp.types", *NAMESPACES]
 
 # Submodules whose names do not start with an underscore. Anything else is private.
-ALLOWED_PUBLIC_SUBMODULES = {"__main__", "cli", "demo", "testing", "types"}
+ALLOWED_PUBLIC_SUBMODULES = {
+    "__main__",
+    "cli",
+    "demo",
+    "testing",
+    "types",
+    *(name.rpartition(".")[2] for name in NAMESPACES),
+}
 
 # Names the package must always export (grow this list; shrinking it breaks users).
-REQUIRED_NAMES = {"open_mcp_session", *trio_mcp._exceptions.__all__}
+REQUIRED_NAMES = {
+    "open_mcp_session",
+    "MCPError",
+    "ServerError",
+    "ProtocolError",
+    "TransportError",
+    "ConnectionClosed",
+    "HTTPStatusError",
+    "ToolError",
+    "AuthError",
+    "OAuth",
+}
 
 # Public-looking helpers of trio_mcp.types that the session engine uses and that stay out of
 # its __all__ (renaming them would touch every module that decodes a message).
@@ -77,14 +101,84 @@ def test_required_names_are_exported() -> None:
     assert sorted(REQUIRED_NAMES - set(trio_mcp.__all__)) == []
 
 
-def test_exceptions_are_reexported_not_copied() -> None:
-    for name in trio_mcp._exceptions.__all__:
-        assert getattr(trio_mcp, name) is getattr(trio_mcp._exceptions, name)
+def test_top_level_is_small() -> None:
+    # The entry points, options, everyday exceptions and types: 153 names before the
+    # feature namespaces.
+    assert 60 <= len(trio_mcp.__all__) <= 80
+
+
+def test_every_exception_is_exported_somewhere() -> None:
+    exported = {name for modname in PUBLIC_MODULES for name in _module(modname).__all__}
+    assert sorted(set(trio_mcp._exceptions.__all__) - exported) == []
+
+
+@pytest.mark.parametrize("modname", PUBLIC_MODULES)
+def test_exceptions_are_reexported_not_copied(modname: str) -> None:
+    for name, obj in _exported(modname):
+        if name in trio_mcp._exceptions.__all__:
+            assert obj is getattr(trio_mcp._exceptions, name)
 
 
 def test_exceptions_derive_from_mcperror() -> None:
     for name in trio_mcp._exceptions.__all__:
-        assert issubclass(getattr(trio_mcp, name), trio_mcp.MCPError)
+        assert issubclass(getattr(trio_mcp._exceptions, name), trio_mcp.MCPError)
+
+
+@pytest.mark.parametrize("modname", PUBLIC_MODULES)
+def test_every_public_module_has_a_docstring(modname: str) -> None:
+    assert _own_doc(_module(modname)).strip()
+
+
+@pytest.mark.parametrize("modname", [m for m in PUBLIC_MODULES if m != "trio_mcp"])
+def test_names_show_the_namespace_they_live_in(modname: str) -> None:
+    # reprs, tracebacks and help() name the public module, never a private one
+    wrong = [
+        (name, obj.__module__)
+        for name, obj in _exported(modname)
+        if (inspect.isclass(obj) or inspect.isfunction(obj))
+        and _is_ours(obj)
+        and obj.__module__ != modname
+    ]
+    assert wrong == []
+
+
+def test_top_level_names_show_trio_mcp_or_their_namespace() -> None:
+    # A name re-exported from a namespace (trio_mcp.OAuth is trio_mcp.auth.OAuth) shows the
+    # namespace; the others show trio_mcp.
+    wrong: list[tuple[str, str]] = []
+    for name, obj in _exported("trio_mcp"):
+        if not (inspect.isclass(obj) or inspect.isfunction(obj)) or not _is_ours(obj):
+            continue
+        home = obj.__module__
+        if home == "trio_mcp":
+            continue
+        if home not in PUBLIC_MODULES or name not in _module(home).__all__:
+            wrong.append((name, home))
+    assert wrong == []
+
+
+def test_namespaces_import_no_optional_extra() -> None:
+    # `import trio_mcp` (which imports every namespace but trio_mcp.testing) stays light:
+    # httpx, trio-websocket and the optional extras load when a name needs them.
+    code = (
+        "import sys, trio_mcp\n"
+        "heavy = {'httpx', 'trio_websocket', 'keyring', 'jwt', 'yaml', 'rich', "
+        "'prompt_toolkit', 'jsonschema_rs', 'ada_url', 'opentelemetry', 'asyncio'}\n"
+        "print(sorted(m for m in sys.modules if m.partition('.')[0] in heavy))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(Path(trio_mcp.__file__).parent.parent)},
+    )
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("modname", NAMESPACES)
+def test_dir_lists_every_exported_name(modname: str) -> None:
+    assert set(_module(modname).__all__) <= set(dir(_module(modname)))
 
 
 def test_only_known_submodules_are_public() -> None:

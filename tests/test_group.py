@@ -11,18 +11,10 @@ import trio
 import trio.testing
 
 import trio_mcp
-from trio_mcp import (
-    Backoff,
-    ConnectionClosed,
-    MemoryConsentStore,
-    NameCollisionError,
-    RestartPolicy,
-    ServerState,
-    ServerUnavailableError,
-    open_server_group,
-    parse_config,
-)
+from trio_mcp import Backoff, ConnectionClosed, open_server_group
 from trio_mcp._transports._base import Transport
+from trio_mcp.config import MemoryConsentStore, parse_config
+from trio_mcp.groups import NameCollisionError, RestartPolicy, ServerState, ServerUnavailableError
 from trio_mcp.testing import MockServer, ToolContext
 
 POLICY = RestartPolicy(
@@ -254,9 +246,9 @@ async def test_consent_rejects_new_and_changed_entries(
 
     config = await parse_config(json.dumps(document), source="/tmp/x/.mcp.json")
     store = MemoryConsentStore()
-    requests: list[trio_mcp.ConsentRequest] = []
+    requests: list[trio_mcp.config.ConsentRequest] = []
 
-    async def refuse(request: trio_mcp.ConsentRequest) -> bool:
+    async def refuse(request: trio_mcp.config.ConsentRequest) -> bool:
         requests.append(request)
         return False
 

@@ -9,15 +9,9 @@ import trio
 import trio.testing
 
 import trio_mcp
-from trio_mcp import (
-    Backoff,
-    CreateMessageResult,
-    ModelRequest,
-    RestartPolicy,
-    ServerState,
-    TextContent,
-    open_server_group,
-)
+from trio_mcp import Backoff, CreateMessageResult, TextContent, open_server_group
+from trio_mcp.agent import ModelRequest
+from trio_mcp.groups import RestartPolicy, ServerState
 from trio_mcp.testing import MockServer, ToolContext
 from trio_mcp.types import ToolResultContent
 
@@ -147,5 +141,5 @@ async def test_a_group_next_to_a_session_and_a_collision_error_group(
     async with open_server_group(
         [weather_server("a"), weather_server("b")], collisions="error"
     ) as strict:
-        with pytest.raises(trio_mcp.NameCollisionError):
+        with pytest.raises(trio_mcp.groups.NameCollisionError):
             await trio_mcp.run_agent(Stepped(), strict, ["hi"])

@@ -14,8 +14,9 @@ from collections.abc import Generator
 import httpx
 import trio
 
-from trio_mcp import RestartPolicy, ServerState, StreamableHTTPParameters, open_server_group
+from trio_mcp import StreamableHTTPParameters, open_server_group
 from trio_mcp._group._open import _with_auth  # pyright: ignore[reportPrivateUsage]
+from trio_mcp.groups import RestartPolicy, ServerState
 from trio_mcp.testing import MockServer
 
 DEMO = [sys.executable, "-m", "trio_mcp.testing"]

@@ -117,7 +117,7 @@ async def test_prompts_follow_the_same_rules(autojump_clock: trio.testing.MockCl
 async def test_error_policy_still_raises(autojump_clock: trio.testing.MockClock) -> None:
     servers = {"a": server("a", "x"), "b": server("b", "x")}
     async with open_server_group(servers, collisions="error") as group:
-        with pytest.raises(trio_mcp.NameCollisionError):
+        with pytest.raises(trio_mcp.groups.NameCollisionError):
             await group.list_tools()
 
 
@@ -134,7 +134,7 @@ def catalogue_of(servers: dict[str, list[str]]) -> dict[str, tuple[str, str]]:
     members = []
     for server_name, tools in servers.items():
         member = Member(server_name, [], {}, restartable=False)
-        member.state = trio_mcp.ServerState.RUNNING
+        member.state = trio_mcp.groups.ServerState.RUNNING
         member.items["tool"] = [
             trio_mcp.Tool(name=name, input_schema={"type": "object"}) for name in tools
         ]

@@ -10,15 +10,9 @@ from pathlib import Path
 import pytest
 import trio
 
-from trio_mcp import (
-    Backoff,
-    RestartPolicy,
-    ServerState,
-    ServerUnavailableError,
-    StdioParameters,
-    open_server_group,
-    parse_config,
-)
+from trio_mcp import Backoff, StdioParameters, open_server_group
+from trio_mcp.config import parse_config
+from trio_mcp.groups import RestartPolicy, ServerState, ServerUnavailableError
 
 from .interop_peers import SERVERS_DIR
 

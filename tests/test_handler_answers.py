@@ -161,12 +161,12 @@ async def test_model_adapters_answer_a_request_without_tools_with_one_block() ->
         ) as anthropic,
     ):
         models = {
-            "openai": trio_mcp.OpenAIChatModel("m", client=chat),
-            "anthropic": trio_mcp.AnthropicModel("m", client=anthropic),
+            "openai": trio_mcp.agent.OpenAIChatModel("m", client=chat),
+            "anthropic": trio_mcp.agent.AnthropicModel("m", client=anthropic),
         }
         expected = {"openai": "hello", "anthropic": "a\nb"}
         for name, model in models.items():
-            options = {"sampling": trio_mcp.sampling_handler(model)}
+            options = {"sampling": trio_mcp.agent.sampling_handler(model)}
             async with connect(options=options) as (_, peer):
                 answer = await answer_to(peer, 1, "sampling/createMessage", SAMPLE)
                 content = answer["result"]["content"]
@@ -205,7 +205,7 @@ async def test_sampling_handler_answers_the_typescript_reference_server(
     everything: StdioParameters,
 ) -> None:
     async with _chat_client({"content": "sampled by a model"}) as chat:
-        handler = trio_mcp.sampling_handler(trio_mcp.OpenAIChatModel("m", client=chat))
+        handler = trio_mcp.agent.sampling_handler(trio_mcp.agent.OpenAIChatModel("m", client=chat))
         with trio.fail_after(60):
             async with trio_mcp.open_mcp_session(everything, sampling=handler) as session:
                 result = await session.call_tool("trigger-sampling-request", {"prompt": "hi"})

@@ -11,7 +11,7 @@
 The browser step is a :class:`FormUserAgent`: it does what a user's browser does with
 oidc-provider's development interactions, in plain HTTP (httpx with a cookie jar): follow
 the authorization request's redirects, post the login form, post the consent form, follow
-the redirects to the loopback callback (a real :class:`~trio_mcp.LoopbackBrowser`
+the redirects to the loopback callback (a real :class:`~trio_mcp.auth.LoopbackBrowser`
 listener).
 """
 
@@ -97,9 +97,9 @@ async def complete_in_browser(
 
 
 class FormUserAgent:
-    """A :class:`~trio_mcp.UserAgent` whose 'browser' is :func:`complete_in_browser`.
+    """A :class:`~trio_mcp.auth.UserAgent` whose 'browser' is :func:`complete_in_browser`.
 
-    The redirect endpoint is a real :class:`~trio_mcp.LoopbackBrowser` listener on
+    The redirect endpoint is a real :class:`~trio_mcp.auth.LoopbackBrowser` listener on
     127.0.0.1 (with ``open_browser=False``, it prints the URL; we follow it).
 
     Attributes:
@@ -111,13 +111,13 @@ class FormUserAgent:
         self.authorization_urls: list[str] = []
 
     @asynccontextmanager
-    async def redirect(self) -> AsyncGenerator[trio_mcp.Redirect]:
-        async with trio_mcp.LoopbackBrowser(open_browser=False).redirect() as inner:
+    async def redirect(self) -> AsyncGenerator[trio_mcp.auth.Redirect]:
+        async with trio_mcp.auth.LoopbackBrowser(open_browser=False).redirect() as inner:
             yield _FormRedirect(inner, self)
 
 
 class _FormRedirect:
-    def __init__(self, inner: trio_mcp.Redirect, agent: FormUserAgent) -> None:
+    def __init__(self, inner: trio_mcp.auth.Redirect, agent: FormUserAgent) -> None:
         self._inner = inner
         self._agent = agent
 
@@ -196,7 +196,7 @@ async def test_authorization_code_pkce_dcr_end_to_end() -> None:
     async with open_oidc_provider() as provider, open_auth_sdk_server(provider.url) as server:
         agent = FormUserAgent(login="alice")
         log = TokenEndpointLog()
-        store = trio_mcp.MemoryTokenStore()
+        store = trio_mcp.auth.MemoryTokenStore()
         auth = trio_mcp.OAuth(user_agent=agent, store=store, http_client=log.client)
         async with log.client:
             with trio.fail_after(60):
@@ -239,7 +239,7 @@ async def test_refresh_on_expiry_against_the_real_server() -> None:
     async with open_oidc_provider(access_token_ttl=2) as provider:
         async with open_auth_sdk_server(provider.url) as server:
             log = TokenEndpointLog()
-            store = trio_mcp.MemoryTokenStore()
+            store = trio_mcp.auth.MemoryTokenStore()
             auth = trio_mcp.OAuth(
                 user_agent=FormUserAgent(),
                 store=store,
@@ -295,7 +295,7 @@ async def test_client_credentials_wrong_secret_is_a_token_request_error() -> Non
         auth = trio_mcp.OAuth(
             grant="client_credentials", client_id="svc", client_secret="nope", dpop=False
         )
-        with trio.fail_after(60), pytest.raises(trio_mcp.TokenRequestError) as caught:
+        with trio.fail_after(60), pytest.raises(trio_mcp.auth.TokenRequestError) as caught:
             async with trio_mcp.open_mcp_session(
                 trio_mcp.StreamableHTTPParameters(server.url, auth=auth)
             ):
@@ -310,7 +310,7 @@ async def test_wrong_issuer_in_the_metadata_is_refused() -> None:
         async with open_auth_sdk_server(provider.url) as server:
             agent = FormUserAgent()
             auth = trio_mcp.OAuth(user_agent=agent, dpop=False)
-            with trio.fail_after(60), pytest.raises(trio_mcp.AuthDiscoveryError) as caught:
+            with trio.fail_after(60), pytest.raises(trio_mcp.auth.AuthDiscoveryError) as caught:
                 async with trio_mcp.open_mcp_session(
                     trio_mcp.StreamableHTTPParameters(server.url, auth=auth)
                 ):
@@ -327,7 +327,7 @@ async def test_wrong_resource_in_the_metadata_is_refused() -> None:
         ) as server:
             agent = FormUserAgent()
             auth = trio_mcp.OAuth(user_agent=agent, dpop=False)
-            with trio.fail_after(60), pytest.raises(trio_mcp.AuthDiscoveryError) as caught:
+            with trio.fail_after(60), pytest.raises(trio_mcp.auth.AuthDiscoveryError) as caught:
                 async with trio_mcp.open_mcp_session(
                     trio_mcp.StreamableHTTPParameters(server.url, auth=auth)
                 ):
@@ -344,7 +344,7 @@ async def test_a_token_for_one_server_is_never_sent_to_another() -> None:
             open_auth_sdk_server(provider.url) as server_a,
             open_auth_sdk_server(provider.url) as server_b,
         ):
-            store = trio_mcp.MemoryTokenStore()
+            store = trio_mcp.auth.MemoryTokenStore()
             log = TokenEndpointLog()
             token_a: str | None = None
             async with log.client:
@@ -450,8 +450,8 @@ async def test_a_server_group_sharing_one_provider(where: str) -> None:
                     async with trio_mcp.open_server_group(servers, auth=group_auth) as group:
                         states = {n: s.state for n, s in group.statuses().items()}
                         assert states == {
-                            "a": trio_mcp.ServerState.RUNNING,
-                            "b": trio_mcp.ServerState.RUNNING,
+                            "a": trio_mcp.groups.ServerState.RUNNING,
+                            "b": trio_mcp.groups.ServerState.RUNNING,
                         }, group.statuses()
                         for name in ("a", "b", "a", "b"):
                             session = group.session(name)
@@ -465,7 +465,7 @@ async def test_dpop_bound_tokens_when_asked() -> None:
     # oidc-provider advertises dpop_signing_alg_values_supported: OAuth(dpop=True) binds the
     # token to a key (token_type DPoP, cnf.jkt); the server checks each request's proof
     async with open_oidc_provider() as provider, open_auth_sdk_server(provider.url) as server:
-        store = trio_mcp.MemoryTokenStore()
+        store = trio_mcp.auth.MemoryTokenStore()
         log = TokenEndpointLog()
         auth = trio_mcp.OAuth(
             user_agent=FormUserAgent(), store=store, http_client=log.client, dpop=True
@@ -575,7 +575,7 @@ async def test_cli_auth_login_status_reuse_logout(tmp_path: Path) -> None:
 _HIDDEN = re.compile(r'<input[^>]*type="hidden"[^>]*name="([^"]+)"[^>]*value="([^"]*)"', re.I)
 
 
-async def complete_device_code(code: trio_mcp.DeviceCode, *, login: str = "dave") -> None:
+async def complete_device_code(code: trio_mcp.auth.DeviceCode, *, login: str = "dave") -> None:
     """The user on another device: open the verification URL, confirm, log in, consent."""
     assert code.verification_uri_complete is not None
     url, method, form = code.verification_uri_complete, "GET", None
@@ -605,14 +605,16 @@ async def complete_device_code(code: trio_mcp.DeviceCode, *, login: str = "dave"
 async def test_device_authorization_grant() -> None:
     # oidc-provider gives no `interval`: the client polls every 5 s (RFC 8628's default)
     async with open_oidc_provider() as provider, open_auth_sdk_server(provider.url) as server:
-        codes: list[trio_mcp.DeviceCode] = []
+        codes: list[trio_mcp.auth.DeviceCode] = []
         log = TokenEndpointLog()
 
-        async def show(code: trio_mcp.DeviceCode) -> None:
+        async def show(code: trio_mcp.auth.DeviceCode) -> None:
             codes.append(code)
             await complete_device_code(code)
 
-        auth = trio_mcp.OAuth(device=trio_mcp.DeviceFlow(show), http_client=log.client, dpop=False)
+        auth = trio_mcp.OAuth(
+            device=trio_mcp.auth.DeviceFlow(show), http_client=log.client, dpop=False
+        )
         async with log.client:
             with trio.fail_after(60):
                 async with trio_mcp.open_mcp_session(

@@ -15,17 +15,10 @@ import pytest
 import trio
 
 import trio_mcp
-from trio_mcp import (
-    Backoff,
-    CreateMessageResult,
-    ModelRequest,
-    RestartPolicy,
-    ServerState,
-    StdioParameters,
-    TextContent,
-    open_server_group,
-)
+from trio_mcp import Backoff, CreateMessageResult, StdioParameters, TextContent, open_server_group
 from trio_mcp._transports._stdio import StdioTransport
+from trio_mcp.agent import ModelRequest
+from trio_mcp.groups import RestartPolicy, ServerState
 from trio_mcp.types import ToolResultContent
 
 from .interop_peers import (

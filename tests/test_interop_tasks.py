@@ -228,7 +228,7 @@ async def test_fastmcp_task_handle_cancel_reaches_the_server(fastmcp_peer: Fastm
                 await task.cancel()
                 assert task.state is not None and task.state.status == "cancelled"
                 assert task.state.created_at == polled.created_at  # kept from tasks/get
-            with pytest.raises(trio_mcp.TaskCancelledError):
+            with pytest.raises(trio_mcp.tasks.TaskCancelledError):
                 await task.result()
             await fastmcp_peer.wait_for_line("slow cancelled")
 
@@ -247,7 +247,7 @@ async def test_fastmcp_task_cancelled_by_the_callers_scope(fastmcp_peer: Fastmcp
 
 async def test_fastmcp_failed_task_raises_task_failed_error(fastmcp_peer: FastmcpPeer) -> None:
     async with trio_mcp.open_mcp_session(fastmcp_peer.params, tasks=True) as session:
-        with trio.fail_after(30), pytest.raises(trio_mcp.TaskFailedError) as caught:
+        with trio.fail_after(30), pytest.raises(trio_mcp.tasks.TaskFailedError) as caught:
             await session.call_tool("explode")
     assert caught.value.code == -32099
     assert caught.value.error_message == "the render farm is on fire"

@@ -146,7 +146,7 @@ def test_valid_content_passes() -> None:
 
 @pytest.mark.parametrize(("content", "problem"), BAD)
 def test_invalid_content_is_named(content: dict[str, Any], problem: str) -> None:
-    with pytest.raises(trio_mcp.ElicitationContentError) as info:
+    with pytest.raises(trio_mcp.handlers.ElicitationContentError) as info:
         validate_elicitation_content(SCHEMA, content)
     assert info.value.problems == [problem]
 

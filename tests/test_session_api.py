@@ -77,7 +77,7 @@ def test_request_context_names_the_session_type() -> None:
     """``ctx.session`` is exactly a ClientSession (defined with it, so no import cycle)."""
     hints = typing.get_type_hints(RequestContext, vars(_session))
     assert hints["session"] is ClientSession
-    assert trio_mcp.SamplingHandler.__args__[1] is RequestContext  # type: ignore[attr-defined]
+    assert trio_mcp.handlers.SamplingHandler.__args__[1] is RequestContext  # type: ignore[attr-defined]
 
 
 def test_the_mixins_hold_no_state_so_the_session_can_use_slots() -> None:

@@ -45,7 +45,7 @@ def reads(server: MockServer) -> list[str]:
 async def test_listing_skills_reads_no_file() -> None:
     server = skills_server()
     async with trio_mcp.open_mcp_session(server) as session:
-        skills = await trio_mcp.list_skills(session)
+        skills = await trio_mcp.skills.list_skills(session)
     assert [skill.uri for skill in skills] == ["skill://pdf/SKILL.md"]
     assert skills[0].frontmatter["name"] == "pdf"
     assert reads(server) == []
@@ -54,8 +54,8 @@ async def test_listing_skills_reads_no_file() -> None:
 async def test_loading_a_skill_verifies_every_file() -> None:
     server = skills_server()
     async with trio_mcp.open_mcp_session(server) as session:
-        (skill,) = await trio_mcp.list_skills(session)
-        files = await trio_mcp.load_skill(session, skill)
+        (skill,) = await trio_mcp.skills.list_skills(session)
+        files = await trio_mcp.skills.load_skill(session, skill)
     assert files == {
         "skill://pdf/SKILL.md": SKILL_MD.encode(),
         "skill://pdf/helper.py": b"print('hi')\n",
@@ -74,21 +74,23 @@ async def test_loading_a_skill_verifies_every_file() -> None:
 async def test_a_tampered_skill_is_refused(kwargs: dict[str, Any], match: str) -> None:
     server = skills_server(**kwargs)
     async with trio_mcp.open_mcp_session(server) as session:
-        (skill,) = await trio_mcp.list_skills(session)
-        with pytest.raises(trio_mcp.SkillVerificationError, match=match) as info:
-            await trio_mcp.load_skill(session, skill)
+        (skill,) = await trio_mcp.skills.list_skills(session)
+        with pytest.raises(trio_mcp.skills.SkillVerificationError, match=match) as info:
+            await trio_mcp.skills.load_skill(session, skill)
     assert info.value.uri == "skill://pdf/helper.py"
 
 
 async def test_frontmatter_must_match_the_listing() -> None:
     server = skills_server()
     async with trio_mcp.open_mcp_session(server) as session:
-        (skill,) = await trio_mcp.list_skills(session)
+        (skill,) = await trio_mcp.skills.list_skills(session)
         skill.frontmatter["name"] = "other"
-        with pytest.raises(trio_mcp.SkillVerificationError, match="frontmatter"):
-            await trio_mcp.load_skill(session, skill)
-        with pytest.raises(trio_mcp.SkillVerificationError, match="not in the skill's manifest"):
-            await trio_mcp.read_skill_file(session, skill, "skill://pdf/other.md")
+        with pytest.raises(trio_mcp.skills.SkillVerificationError, match="frontmatter"):
+            await trio_mcp.skills.load_skill(session, skill)
+        with pytest.raises(
+            trio_mcp.skills.SkillVerificationError, match="not in the skill's manifest"
+        ):
+            await trio_mcp.skills.read_skill_file(session, skill, "skill://pdf/other.md")
 
 
 def test_frontmatter_parser_fails_closed() -> None:
@@ -96,7 +98,7 @@ def test_frontmatter_parser_fails_closed() -> None:
 
     assert parse_frontmatter("---\na: 'b'\n---\n") == {"a": "b"}
     for bad in ("no frontmatter", "---\na: b\n", "---\na: [unclosed\n---\n"):
-        with pytest.raises(trio_mcp.SkillVerificationError):
+        with pytest.raises(trio_mcp.skills.SkillVerificationError):
             parse_frontmatter(bad)
 
 

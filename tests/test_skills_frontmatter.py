@@ -81,8 +81,8 @@ async def test_an_ordinary_skill_loads_and_verifies() -> None:
     }
     server.add_method("skills/list", lambda params: {"skills": [entry]})
     async with trio_mcp.open_mcp_session(server) as session:
-        (skill,) = await trio_mcp.list_skills(session)
-        files = await trio_mcp.load_skill(session, skill)
+        (skill,) = await trio_mcp.skills.list_skills(session)
+        files = await trio_mcp.skills.load_skill(session, skill)
     assert files == {"skill://pdf/SKILL.md": data}
 
 
@@ -123,7 +123,7 @@ BILLION_LAUGHS = (
     ],
 )
 def test_hostile_or_broken_frontmatter_fails_closed(text: str, problem: str) -> None:
-    with pytest.raises(trio_mcp.SkillVerificationError, match=problem) as caught:
+    with pytest.raises(trio_mcp.skills.SkillVerificationError, match=problem) as caught:
         parse_frontmatter(text, uri="skill://x/SKILL.md")
     assert caught.value.uri == "skill://x/SKILL.md"
 
@@ -140,6 +140,6 @@ def test_yaml_is_imported_on_first_use() -> None:
 def test_any_text_parses_or_fails_closed(body: str) -> None:
     try:
         value = parse_frontmatter("---\n" + body + "\n---\n")
-    except trio_mcp.SkillVerificationError:
+    except trio_mcp.skills.SkillVerificationError:
         return
     assert isinstance(value, dict)

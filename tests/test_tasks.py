@@ -104,7 +104,7 @@ async def test_modern_failed_task_raises_its_error(autojump_clock: Any) -> None:
         raise RuntimeError("disk on fire")
 
     async with trio_mcp.open_mcp_session(server, tasks=True) as session:
-        with pytest.raises(trio_mcp.TaskFailedError, match="disk on fire") as info:
+        with pytest.raises(trio_mcp.tasks.TaskFailedError, match="disk on fire") as info:
             await session.call_tool("broken")
     assert info.value.code == -32603
     assert info.value.task_id == "task-1"
@@ -148,7 +148,7 @@ async def test_a_forgotten_task_raises_task_lost(autojump_clock: Any) -> None:
         await trio.sleep_forever()
 
     async with trio_mcp.open_mcp_session(server, tasks=True) as session:
-        with pytest.raises(trio_mcp.TaskLostError) as info:
+        with pytest.raises(trio_mcp.tasks.TaskLostError) as info:
             await session.call_tool("amnesia")
     assert isinstance(info.value.__cause__, trio_mcp.ServerError)
 
@@ -253,7 +253,7 @@ async def test_legacy_failed_and_cancelled_tasks(autojump_clock: Any) -> None:
 
     async with trio_mcp.open_mcp_session(server) as session:
         await session.list_tools()
-        with pytest.raises(trio_mcp.TaskFailedError, match="nope"):
+        with pytest.raises(trio_mcp.tasks.TaskFailedError, match="nope"):
             await session.call_tool("broken")
         with pytest.raises(trio.TooSlowError):
             await session.call_tool("endless", timeout=5)
@@ -305,7 +305,7 @@ def test_blocking_task_handle() -> None:
             task.cancel()
             assert task.state is not None and task.state.status == "cancelled"
             assert server.tasks["task-3"].cancel_requested
-            with pytest.raises(trio_mcp.TaskCancelledError):
+            with pytest.raises(trio_mcp.tasks.TaskCancelledError):
                 task.result()
 
 
@@ -332,7 +332,7 @@ def test_asyncio_task_handle() -> None:
             async with session.start_tool_task("forever") as task:
                 await task.cancel()
                 assert task.state is not None and task.state.status == "cancelled"
-                with pytest.raises(trio_mcp.TaskCancelledError):
+                with pytest.raises(trio_mcp.tasks.TaskCancelledError):
                     await task.result()
 
     asyncio.run(main())

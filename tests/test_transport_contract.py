@@ -132,12 +132,12 @@ async def test_transport_contract(opener: Opener, check: Check) -> None:
     await check_transport(opener, checks=[check])
 
 
-class _Hangs(trio_mcp.Transport):
+class _Hangs(trio_mcp.transports.Transport):
     """A broken transport: receive never ends, even after the server is gone."""
 
     needs_info = False
 
-    def __init__(self, inner: trio_mcp.Transport) -> None:
+    def __init__(self, inner: trio_mcp.transports.Transport) -> None:
         self.inner = inner
         self.killed = False
 

@@ -15,8 +15,8 @@ from .rawpeer import connect, hang
 
 
 async def test_typed_callbacks_legacy() -> None:
-    logs: list[trio_mcp.LoggingMessageNotificationParams] = []
-    progress: list[trio_mcp.ProgressNotificationParams] = []
+    logs: list[trio_mcp.types.LoggingMessageNotificationParams] = []
+    progress: list[trio_mcp.types.ProgressNotificationParams] = []
     changed: list[str] = []
     updated: list[str] = []
     async with connect() as (session, peer):

@@ -22,25 +22,16 @@ import trio_mcp.types
 DAILY = {
     "AudioContent",
     "CallToolResult",
-    "ClientCapabilities",
     "CreateMessageRequestParams",
     "CreateMessageResult",
     "ElicitRequestParams",
     "ElicitResult",
     "EmbeddedResource",
-    "GetPromptResult",
     "ImageContent",
-    "Implementation",
-    "LoggingMessageNotificationParams",
-    "ProgressNotificationParams",
     "Prompt",
-    "PromptMessage",
-    "ReadResourceResult",
     "Resource",
     "ResourceLink",
-    "ResourceTemplate",
     "Root",
-    "ServerCapabilities",
     "TextContent",
     "Tool",
     "to_builtins",
@@ -56,9 +47,8 @@ def test_top_level_keeps_only_the_daily_types() -> None:
 
 
 def test_top_level_all_shrank() -> None:
-    # 267 names before trio_mcp.types; 129 of the rest are entry points, options, handlers
-    # and exceptions.
-    assert len(trio_mcp.__all__) <= 160
+    # 267 names before trio_mcp.types, 153 before the feature namespaces (trio_mcp.auth, ...).
+    assert len(trio_mcp.__all__) <= 80
     assert len(trio_mcp.types.__all__) >= 120
 
 
@@ -110,13 +100,14 @@ def test_every_top_level_name_shows_where_it_is_documented() -> None:
             continue
         if name in DAILY:
             expected = "trio_mcp.types"
-        elif name in trio_mcp._LAZY or (inspect.isclass(obj) and issubclass(obj, msgspec.Struct)):
-            # Loaded on first use, or a Struct whose annotations msgspec resolves in its own
-            # module (MCPConfig, StoredToken, ...): these keep their private module.
-            assert obj.__module__.startswith("trio_mcp._"), name
-            continue
         else:
-            expected = "trio_mcp"
+            # trio_mcp itself, or the namespace it is re-exported from (trio_mcp.auth.OAuth)
+            namespaces = [
+                f"trio_mcp.{ns}"
+                for ns in trio_mcp._NAMESPACES
+                if name in getattr(trio_mcp, ns).__all__
+            ]
+            expected = namespaces[0] if namespaces else "trio_mcp"
         if obj.__module__ != expected:
             wrong.append((name, obj.__module__))
     assert wrong == []

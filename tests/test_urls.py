@@ -9,7 +9,7 @@ import trio
 import trio.testing
 
 import trio_mcp
-from trio_mcp import URLCheck, URLPolicy, check_url
+from trio_mcp.urls import URLCheck, URLPolicy, check_url
 
 from .rawpeer import connect
 
@@ -45,7 +45,7 @@ def test_blocked(url: str, reason: str) -> None:
     check = check_url(url)
     assert not check.ok
     assert check.error is not None and reason in check.error
-    with pytest.raises(trio_mcp.UnsafeURLError) as info:
+    with pytest.raises(trio_mcp.urls.UnsafeURLError) as info:
         check.raise_for_error()
     assert info.value.check is check
 
@@ -115,7 +115,7 @@ async def test_url_handler_consent_and_blocking() -> None:
         seen.append(check)
         return True
 
-    handler = trio_mcp.url_elicitation_handler(consent)
+    handler = trio_mcp.urls.url_elicitation_handler(consent)
     options = {"elicitation": handler, "elicitation_modes": ("form", "url")}
     async with connect(options=options) as (session, peer):
         caps = peer.sent("initialize")[0]["params"]["capabilities"]
@@ -140,7 +140,7 @@ async def test_url_handler_consent_to_unsafe_and_verdicts() -> None:
         assert not check.ok
         return next(verdicts)
 
-    handler = trio_mcp.url_elicitation_handler(consent, consent_to_unsafe=True)
+    handler = trio_mcp.urls.url_elicitation_handler(consent, consent_to_unsafe=True)
     options = {"elicitation": handler, "elicitation_modes": ("url",)}
     async with connect(options=options) as (session, peer):
         await peer.send(url_request("http://10.0.0.1/", 1))
@@ -153,7 +153,7 @@ async def test_url_mode_not_declared_by_default() -> None:
     async def consent(params: Any, check: URLCheck, ctx: Any) -> bool:
         raise AssertionError("never called")
 
-    options = {"elicitation": trio_mcp.url_elicitation_handler(consent)}
+    options = {"elicitation": trio_mcp.urls.url_elicitation_handler(consent)}
     async with connect(options=options) as (session, peer):
         caps = peer.sent("initialize")[0]["params"]["capabilities"]
         assert caps["elicitation"] == {"form": {}}

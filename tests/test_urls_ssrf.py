@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trio_mcp import URLPolicy, check_url
+from trio_mcp.urls import URLPolicy, check_url
 
 LOOPBACK_NAMES = [
     "https://localhost./",

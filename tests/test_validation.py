@@ -162,11 +162,11 @@ async def test_result_type_errors() -> None:
 
 
 def test_compile_schema_errors() -> None:
-    with pytest.raises(trio_mcp.SchemaError, match="does not compile"):
+    with pytest.raises(trio_mcp.validation.SchemaError, match="does not compile"):
         compile_schema({"type": "nonsense"})
-    with pytest.raises(trio_mcp.SchemaError):  # never fetched
+    with pytest.raises(trio_mcp.validation.SchemaError):  # never fetched
         compile_schema({"$ref": "https://example.com/schema.json"})
-    with pytest.raises(trio_mcp.SchemaError):
+    with pytest.raises(trio_mcp.validation.SchemaError):
         compile_schema([1, 2])  # type: ignore[arg-type]
     assert compile_schema(True).validate(5).ok
     assert compile_schema({"prefixItems": [{"type": "integer"}]}).validate(["x"]).status == (

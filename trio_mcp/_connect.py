@@ -67,12 +67,12 @@ def _resolve_target(target: Target, options: dict[str, Any]) -> TransportFactory
         lowered = target.lower()
         if lowered.startswith(("http://", "https://")):
             check("an http(s):// target", _HTTP_OPTIONS)
-            from ._transports._http import StreamableHTTPParameters
+            from .transports import StreamableHTTPParameters
 
             return StreamableHTTPParameters(target, **options)
         if lowered.startswith(("ws://", "wss://")):
             check("a ws(s):// target", _WS_OPTIONS)
-            from ._transports._websocket import WebSocketParameters
+            from .transports import WebSocketParameters
 
             return WebSocketParameters(target, **options)
     from ._transports._stdio import StdioParameters

@@ -39,11 +39,15 @@ The tree is small on purpose::
     ├── OutputValidationError         a tool result does not match its ``outputSchema``
     ├── SchemaError                   a JSON Schema that does not compile
     ├── ElicitationContentError       elicitation content does not match ``requestedSchema``
-    ├── UnsafeURLError                a URL failed :func:`~trio_mcp.check_url`
+    ├── UnsafeURLError                a URL failed :func:`~trio_mcp.urls.check_url`
     ├── ModelError                    a model adapter failed (HTTP error, malformed JSON)
     └── AgentError                    the agentic tool loop stopped early (has ``transcript``)
         ├── AgentIterationLimitError  the model still asked for tools at the iteration cap
         └── AgentDeadlineError        the loop's timeout passed (also a trio.TooSlowError)
+
+The exceptions a caller catches every day are exported from ``trio_mcp``; those of one
+feature from its namespace (``trio_mcp.auth.TokenRequestError``,
+``trio_mcp.tasks.TaskFailedError``, ``trio_mcp.groups.ServerUnavailableError``, ...).
 
 Besides these a caller sees only trio's own: :class:`trio.TooSlowError` (from ``timeout=``
 or the caller's ``trio.fail_after``), :class:`trio.ClosedResourceError` (the session was
@@ -560,7 +564,7 @@ class URLElicitationRequiredError(ServerError):
     """The request needs URL-mode elicitations completed first (``-32042``, 2025-11-25).
 
     Show each of :attr:`elicitations` to the user (check it with
-    :func:`~trio_mcp.check_url` first), wait for ``notifications/elicitation/complete``
+    :func:`~trio_mcp.urls.check_url` first), wait for ``notifications/elicitation/complete``
     (:meth:`~trio_mcp.ClientSession.wait_elicitation_complete`), then retry the request.
 
     Args:
@@ -643,10 +647,10 @@ class ElicitationContentError(MCPError):
 
 
 class UnsafeURLError(MCPError):
-    """A URL failed :func:`~trio_mcp.check_url` (raised by ``URLCheck.raise_for_error()``).
+    """A URL failed :func:`~trio_mcp.urls.check_url` (raised by ``URLCheck.raise_for_error()``).
 
     Attributes:
-        check: The :class:`~trio_mcp.URLCheck` with the reason in ``error``.
+        check: The :class:`~trio_mcp.urls.URLCheck` with the reason in ``error``.
     """
 
     def __init__(self, message: str, check: Any) -> None:

@@ -12,7 +12,7 @@ elicitation defaults, ``Mcp-Method``/``Mcp-Name``/``Mcp-Param-*`` headers, dropp
 with an invalid ``x-mcp-header``, ``requestState`` echo, SSE ``retry``/``Last-Event-ID``,
 version negotiation) is the library's job, and so are the Skills extension's host rules
 (SEP-2640: load a skill's files only when it is used, verify each against its manifest):
-``trio_mcp.list_skills`` and ``trio_mcp.load_skill``.
+``trio_mcp.skills.list_skills`` and ``trio_mcp.skills.load_skill``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import trio_mcp
 
 log = logging.getLogger("conformance-client")
 
-CLIENT_INFO = trio_mcp.Implementation(name="trio-mcp-conformance-client", version="1.0.0")
+CLIENT_INFO = trio_mcp.types.Implementation(name="trio-mcp-conformance-client", version="1.0.0")
 LEGACY_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 MODERN_VERSIONS = ("2026-07-28",)
 
@@ -208,7 +208,7 @@ async def scenario_schema_echo(session: trio_mcp.ClientSession, context: Mapping
 
 async def scenario_skills_list(session: trio_mcp.ClientSession, context: Mapping[str, Any]) -> None:
     """Discover skills without loading any (no file may be read ahead of need)."""
-    skills = await trio_mcp.list_skills(session)
+    skills = await trio_mcp.skills.list_skills(session)
     log.info("skills/list -> %s", [skill.uri for skill in skills])
 
 
@@ -217,10 +217,10 @@ async def scenario_skills_load(session: trio_mcp.ClientSession, context: Mapping
 
     Refusing a tampered skill is the correct outcome, so it is logged, not a failure.
     """
-    for entry in await trio_mcp.list_skills(session):
+    for entry in await trio_mcp.skills.list_skills(session):
         try:
-            files = await trio_mcp.load_skill(session, entry)
-        except trio_mcp.SkillVerificationError as exc:
+            files = await trio_mcp.skills.load_skill(session, entry)
+        except trio_mcp.skills.SkillVerificationError as exc:
             log.warning("rejected skill %s, not using it: %s", entry.uri, exc)
             continue
         log.info("loaded skill %s (%d files)", entry.uri, len(files))
@@ -296,7 +296,7 @@ def auth_for(scenario: str, context: Mapping[str, Any]) -> trio_mcp.OAuth | None
         )
     if "idp_id_token" in context:  # enterprise-managed authorization (ID-JAG, SEP-990)
         return trio_mcp.OAuth(
-            grant=trio_mcp.IdentityAssertionGrant(
+            grant=trio_mcp.auth.IdentityAssertionGrant(
                 id_token=context["idp_id_token"],
                 idp_client_id=context["idp_client_id"],
                 idp_token_endpoint=context.get("idp_token_endpoint"),
@@ -307,7 +307,7 @@ def auth_for(scenario: str, context: Mapping[str, Any]) -> trio_mcp.OAuth | None
         )
     if "valid_jwt" in context:  # workload identity federation (jwt-bearer, SEP-1933)
         return trio_mcp.OAuth(
-            grant=trio_mcp.JWTBearerGrant(context["valid_jwt"]),
+            grant=trio_mcp.auth.JWTBearerGrant(context["valid_jwt"]),
             client_id=context.get("client_id"),
         )
     return trio_mcp.OAuth(

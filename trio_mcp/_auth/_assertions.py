@@ -12,7 +12,7 @@ authorization server:
   (ID-JAG), which is then the ``assertion``.
 
 Neither flow opens a browser, and a failed grant is never retried with another grant: the
-error reaches the caller as a :class:`~trio_mcp.TokenRequestError`.
+error reaches the caller as a :class:`~trio_mcp.auth.TokenRequestError`.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ class JWTBearerGrant:
     the grant again with a fresh assertion (no refresh token is needed).
 
     A failure (``invalid_grant``, ``invalid_scope``, ``unauthorized_client``) is raised as
-    :class:`~trio_mcp.TokenRequestError`, never retried, and never answered by switching
+    :class:`~trio_mcp.auth.TokenRequestError`, never retried, and never answered by switching
     to another grant.
 
     Args:

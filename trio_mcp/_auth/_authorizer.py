@@ -12,7 +12,7 @@ wait for it and use its token.
 * :meth:`~Authorizer.authorize` picks the grant: client credentials, an assertion grant
   (``_assertions``), the device flow (``_device``), or the authorization code flow with
   the user agent (``_flows``); a headless provider never starts a browser
-  (:class:`~trio_mcp.LoginRequiredError`).
+  (:class:`~trio_mcp.auth.LoginRequiredError`).
 """
 
 from __future__ import annotations

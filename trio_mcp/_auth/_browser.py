@@ -298,7 +298,7 @@ class LoopbackBrowser:
     """The default :class:`UserAgent`: a loopback redirect listener and the system browser.
 
     Only ``http(s)`` authorization URLs are opened or printed (anything else raises
-    :class:`~trio_mcp.AuthDiscoveryError`); printed URLs go through
+    :class:`~trio_mcp.auth.AuthDiscoveryError`); printed URLs go through
     :func:`~trio_mcp.for_terminal`. Only the redirect whose ``state`` matches the
     authorization request's ends the wait; other requests, resets and half-sent requests
     are answered or dropped without ending it.

@@ -7,12 +7,12 @@ to send the request once more, or that the response is the answer:
 
 * ``401`` with ``error="use_dpop_nonce"`` (a DPoP-bound token): once more with the
   server's nonce; a second demand right after is a nonce loop
-  (:class:`~trio_mcp.DPoPNonceError`).
+  (:class:`~trio_mcp.auth.DPoPNonceError`).
 * ``401``: recover once (the provider refreshes, finds a stored token or authorizes);
   a ``401`` to the token just obtained is an :class:`~trio_mcp.AuthError`.
 * ``403`` with ``error="insufficient_scope"``: step up (the provider authorizes for the
   union of the scopes), at most ``max_step_up`` times; then
-  :class:`~trio_mcp.InsufficientScopeError`.
+  :class:`~trio_mcp.auth.InsufficientScopeError`.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ code and a short ``user_code``, shows the user where to enter it (on a phone, an
 computer), and polls the token endpoint until the user has approved, honouring
 ``interval`` and ``slow_down`` (RFC 8628 §3.5). Every wait is a :func:`trio.sleep`, so the
 caller's cancel scope bounds it and ``MockClock`` drives it; the code's ``expires_in``
-bounds it too (:class:`~trio_mcp.DeviceCodeExpiredError`).
+bounds it too (:class:`~trio_mcp.auth.DeviceCodeExpiredError`).
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ class DeviceFlow:
     Used instead of the browser when the authorization server advertises a
     ``device_authorization_endpoint`` and either ``prefer`` is true, or there is no
     browser: ``OAuth(interactive=False)`` (headless: the device flow is then the only way
-    a user may authorize) or a :class:`~trio_mcp.LoopbackBrowser` with
+    a user may authorize) or a :class:`~trio_mcp.auth.LoopbackBrowser` with
     ``open_browser=False``. Otherwise the authorization code flow runs as usual.
 
     Args:

@@ -4,7 +4,7 @@ Chosen in the MCP spec's order (:meth:`ClientIdentity.choose`): the pre-register
 ``client_id`` (for its ``issuer``, or any issuer), a Client ID Metadata Document (when the
 server supports them), a registration stored for the issuer (for a browser login: only
 one made for the same redirect URI), Dynamic Client Registration (:meth:`ClientIdentity.register`);
-else :class:`~trio_mcp.ClientRegistrationError`.
+else :class:`~trio_mcp.auth.ClientRegistrationError`.
 
 Registrations are per redirect URI: an authorization server matches redirect URIs
 exactly, and ``LoopbackBrowser`` listens on a new port for each login, so a login whose

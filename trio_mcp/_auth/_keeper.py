@@ -5,7 +5,7 @@ per ``(issuer, resource, client_id)`` and the key of each server URL) and its to
 
 * :meth:`~TokenKeeper.keep` turns a token endpoint's answer into the token of a server's
   key (bound to its DPoP key, if any), keeps it, stores it, and binds the server URL to
-  its issuer and resource in a :class:`~trio_mcp.ServerBindingStore`.
+  its issuer and resource in a :class:`~trio_mcp.auth.ServerBindingStore`.
 * :meth:`~TokenKeeper.refresh_once` refreshes one at a time per key: a task that waited
   for another's refresh uses its token, so a rotating refresh token is never spent twice.
 * :meth:`~TokenKeeper.current` is the token to show a server now (refreshed first when it

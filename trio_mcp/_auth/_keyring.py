@@ -27,7 +27,7 @@ def _import_keyring() -> Any:
 
 
 class KeyringTokenStore(_EntryStore):
-    """A :class:`~trio_mcp.TokenStore` in the OS keyring (macOS Keychain, Windows Credential
+    """A :class:`~trio_mcp.auth.TokenStore` in the OS keyring (macOS Keychain, Windows Credential
     Manager, Secret Service / KWallet on Linux), through the ``keyring`` library.
 
     Each token, registration and server binding is one keyring entry of ``service``, its

@@ -53,13 +53,13 @@ class OAuth(httpx.Auth):
     ``issuer``, or any issuer when ``issuer`` is ``None``), a Client ID Metadata Document
     (``client_metadata_url``, when the server supports them), a registration stored for
     the issuer (for a browser login: only one made for the same redirect URI), Dynamic
-    Client Registration; else :class:`~trio_mcp.ClientRegistrationError`.
+    Client Registration; else :class:`~trio_mcp.auth.ClientRegistrationError`.
 
     Args:
         grant: ``"authorization_code"`` (a user, a browser) or ``"client_credentials"``
             (machine to machine; needs ``client_id`` and a secret or ``private_key``), or
-            an assertion grant object: :class:`~trio_mcp.JWTBearerGrant` (workload
-            identity) or :class:`~trio_mcp.IdentityAssertionGrant` (enterprise-managed
+            an assertion grant object: :class:`~trio_mcp.auth.JWTBearerGrant` (workload
+            identity) or :class:`~trio_mcp.auth.IdentityAssertionGrant` (enterprise-managed
             authorization; needs ``client_id``).
         client_id: A pre-registered client id.
         client_secret: Its secret (confidential clients).
@@ -71,14 +71,14 @@ class OAuth(httpx.Auth):
         scopes: Scopes to ask for instead of the server's (challenge, then
             ``scopes_supported``, else none).
         store: Where tokens and registrations are kept (default: in memory).
-        user_agent: The browser step (default: :class:`~trio_mcp.LoopbackBrowser`).
+        user_agent: The browser step (default: :class:`~trio_mcp.auth.LoopbackBrowser`).
         interactive: ``False``: never start a browser flow; use stored tokens (and refresh
             them), a device flow when ``device`` allows it, or raise
-            :class:`~trio_mcp.LoginRequiredError`.
+            :class:`~trio_mcp.auth.LoginRequiredError`.
         device: Opt in to the device authorization grant (RFC 8628) where the server
-            offers it: a :class:`~trio_mcp.DeviceFlow`.
+            offers it: a :class:`~trio_mcp.auth.DeviceFlow`.
         max_step_up: How many 403 ``insufficient_scope`` re-authorizations one request may
-            trigger before :class:`~trio_mcp.InsufficientScopeError`.
+            trigger before :class:`~trio_mcp.auth.InsufficientScopeError`.
         refresh_margin: Refresh a token this many seconds before it expires.
         http_client: The ``httpx.AsyncClient`` for requests to the authorization server
             (the caller closes it; default: a short-lived one per flow).

@@ -5,7 +5,7 @@ endpoint with the client's authentication (``_grants``) and, when DPoP is in use
 proof (``_dpop``): with the key of the token being refreshed, or a new key for a new token
 (:meth:`TokenEndpoint.new_key`: the user's, a new pair, or none). A ``use_dpop_nonce``
 answer is retried once with the server's nonce; another one is a nonce loop
-(:class:`~trio_mcp.DPoPNonceError`). The key of a successful answer waits until the
+(:class:`~trio_mcp.auth.DPoPNonceError`). The key of a successful answer waits until the
 provider keeps the token (:meth:`TokenEndpoint.issued_key`), so every grant that goes
 through here gets DPoP.
 """

@@ -1,6 +1,6 @@
 """Consent pinning: ask the user before a new or changed config entry may start.
 
-One job. Each :class:`~trio_mcp.ServerConfig` carries the fingerprint of the entry as
+One job. Each :class:`~trio_mcp.config.ServerConfig` carries the fingerprint of the entry as
 written (and of its ``envFile``); :func:`check_consent` asks the application's approval
 callback for every entry whose fingerprint is not the one a :class:`ConsentStore`
 (:class:`MemoryConsentStore`, or :class:`FileConsentStore` with locked, atomic writes)

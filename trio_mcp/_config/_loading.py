@@ -3,7 +3,7 @@
 One job: :func:`load_config` reads a file off the event loop and :func:`parse_config`
 strips its JSONC (``_jsonc``), decodes it with msgspec, resolves each entry's ``${...}``
 (``_interpolation``) and ``envFile`` (``_envfile``), fingerprints the entry as written for
-consent pinning, and builds the :class:`~trio_mcp.MCPConfig` (``_model``). Every error is
+consent pinning, and builds the :class:`~trio_mcp.config.MCPConfig` (``_model``). Every error is
 a :class:`~trio_mcp.ConfigError` naming the file, the key path and the problem, never a
 secret's value.
 """

@@ -170,7 +170,7 @@ def target_parts(entry: ServerConfig) -> tuple[Target, dict[str, Any]]:
     assert entry.url is not None
     if entry.transport == "sse":
         # on first use (import cost): importing trio_mcp does not load the SSE transport
-        from .._transports._sse import SSEParameters
+        from ..transports import SSEParameters
 
         return SSEParameters(entry.url, headers=dict(entry.headers) or None), {}
     return entry.url, ({"headers": dict(entry.headers)} if entry.headers else {})

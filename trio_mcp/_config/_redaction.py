@@ -1,6 +1,6 @@
 """Secret redaction: keep interpolated config values out of trio_mcp's logs and errors.
 
-One job. A loaded :class:`~trio_mcp.ServerConfig` with values interpolated from
+One job. A loaded :class:`~trio_mcp.config.ServerConfig` with values interpolated from
 ``${env:...}``, ``${NAME}`` or ``${input:...}`` registers itself here (:func:`track`) for
 as long as it lives; a :class:`logging.Filter` on every trio_mcp logger then puts the
 ``${...}`` templates back in place of those values in each log line and its exception.

@@ -108,19 +108,19 @@ def open_server_group(
         nursery_or_servers: The nursery that owns the supervisors, with the servers
             following; or the servers alone.
         servers: A config from :func:`~trio_mcp.load_config`, a mapping of names to targets
-            (or :class:`~trio_mcp.ServerConfig`), or a list of targets (named by
+            (or :class:`~trio_mcp.config.ServerConfig`), or a list of targets (named by
             :func:`default_name`; an argv is a list itself, so wrap it: ``[["python",
             "-m", "server"]]``).
         collisions: When servers offer the same tool or prompt name: ``"prefix"`` exposes
             each as ``server{prefix_separator}name``; ``"error"`` makes listing and
-            routing raise :class:`~trio_mcp.NameCollisionError`; a hook ``(kind, server,
+            routing raise :class:`~trio_mcp.groups.NameCollisionError`; a hook ``(kind, server,
             name) -> exposed name`` renames each clashing item. Under ``"prefix"`` and a
             hook a clash affects only the names that clash (see ``docs/groups.md``).
         prefix_separator: Between server name and item name under ``"prefix"``.
         restart: The :class:`RestartPolicy` (default: ``RestartPolicy()``);
             ``RestartPolicy(enabled=False)`` turns restarts off.
         approve: Consent pinning for config entries: called for each entry that is new or
-            changed since approved (see :func:`~trio_mcp.check_consent`); a refused entry
+            changed since approved (see :func:`~trio_mcp.config.check_consent`); a refused entry
             does not start (state ``REJECTED``). None: no pinning.
         consent_store: Where approvals are kept (default: a file in the user's config
             folder).

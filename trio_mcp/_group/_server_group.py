@@ -50,7 +50,7 @@ class ServerGroup:
     The catalogue (:meth:`list_tools`, ...) holds the items of every server that has run,
     named by the collision policy; :meth:`call_tool`, :meth:`get_prompt` and
     :meth:`read_resource` route to the server that offers the item. A server that is down
-    answers :class:`~trio_mcp.ServerUnavailableError` (with the reason and stderr tail)
+    answers :class:`~trio_mcp.groups.ServerUnavailableError` (with the reason and stderr tail)
     while the others keep working.
     """
 

@@ -4,13 +4,14 @@ Every message the client sends is its own HTTP POST to the MCP endpoint; the ans
 request is a JSON body or a Server-Sent Events stream scoped to that request. Each POST of
 a request runs in its own task (in the nursery the transport was opened with) and feeds
 what it receives into the one ``receive`` side; a failure that belongs to a request goes
-to the session's callback (:meth:`~trio_mcp.Transport.attach`) and never escapes the
+to the session's callback (:meth:`~trio_mcp.transports.Transport.attach`) and never escapes the
 task. The shared machinery is in ``_http_base.py`` (the incoming queue, the tasks), on
 ``_http_sender.py`` (sending: retries, the circuit breaker, ``_redirects.py``,
 ``_http_errors.py``) and ``_http_client.py`` (the client); message routing is in
 ``_jsonpeek.py``, the SSE parser in ``_eventstream.py``.
 
-The session tells the transport which era it speaks (:meth:`~trio_mcp.Transport.negotiated`):
+The session tells the transport which era it speaks
+(:meth:`~trio_mcp.transports.Transport.negotiated`):
 
 * modern (2026-07-28): ``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name`` and the
   ``Mcp-Param-*`` headers on every POST; no session id; a request is cancelled by closing

@@ -15,7 +15,7 @@ transport (``_http.py``) and the deprecated HTTP+SSE transport (``_sse.py``); it
 * every exchange runs as a task in the transport's nursery (:meth:`HTTPCore.spawn`,
   :meth:`HTTPCore.start`), cancelled and awaited, bounded, by :meth:`HTTPCore.aclose`;
 * a failure that belongs to one request is reported with :meth:`HTTPCore.fail` through the
-  callback the session registered (:meth:`~trio_mcp.Transport.attach`), unless that
+  callback the session registered (:meth:`~trio_mcp.transports.Transport.attach`), unless that
   request's response was already delivered: a request gets its response or one failure,
   never both. An HTTP 4xx whose body is a JSON-RPC error response is the server's answer
   and fails the request with the matching :class:`~trio_mcp.ServerError`;
@@ -264,11 +264,11 @@ class HTTPCore(HTTPSender):
         self._send.close()
 
     async def receive(self) -> bytes:
-        """The next message; see :meth:`~trio_mcp.Transport.receive`."""
+        """The next message; see :meth:`~trio_mcp.transports.Transport.receive`."""
         return (await self._next())[0]
 
     async def receive_message(self) -> bytes | Envelope:
-        """The next message, decoded; see :meth:`~trio_mcp.Transport.receive_message`."""
+        """The next message, decoded; see :meth:`~trio_mcp.transports.Transport.receive_message`."""
         message, envelope = await self._next()
         return message if envelope is None else envelope
 

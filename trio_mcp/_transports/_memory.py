@@ -140,7 +140,7 @@ def memory_transport_pair(
         buffer_size: How many unread messages each direction holds before ``send`` waits.
 
     Returns:
-        The client end (a :class:`~trio_mcp.Transport`) and the server end.
+        The client end (a :class:`~trio_mcp.transports.Transport`) and the server end.
     """
     to_server_send, to_server_receive = trio.open_memory_channel[bytes](buffer_size)
     to_client_send, to_client_receive = trio.open_memory_channel[bytes](buffer_size)

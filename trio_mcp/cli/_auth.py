@@ -59,9 +59,9 @@ def _entries(url: str) -> list[tuple[str, str, str, dict[str, Any]]]:
 
 
 async def _login(args: argparse.Namespace, url: str) -> dict[str, Any]:
-    from .._auth import FileTokenStore, LoopbackBrowser, OAuth
     from .._connect import open_mcp_session
-    from .._transports._http import StreamableHTTPParameters
+    from ..auth import FileTokenStore, LoopbackBrowser, OAuth
+    from ..transports import StreamableHTTPParameters
 
     browser = LoopbackBrowser(open_browser=not args.no_browser)
     auth = OAuth(
@@ -123,7 +123,7 @@ async def _main(args: argparse.Namespace, out: Output) -> int:
                 ],
             )
         return EXIT_OK
-    from .._auth import FileTokenStore
+    from ..auth import FileTokenStore
 
     store = FileTokenStore(token_store_path())
     for issuer, resource, client_id, _ in entries:

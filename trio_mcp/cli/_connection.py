@@ -242,7 +242,7 @@ async def resolve(
             if args.timeout:
                 options["timeout"] = args.timeout
         if kind == "http" and token_store_path().is_file():
-            from .._auth import FileTokenStore, OAuth
+            from ..auth import FileTokenStore, OAuth
 
             # Stored tokens only: `trio-mcp auth login` is where a browser opens.
             options["auth"] = OAuth(store=FileTokenStore(token_store_path()), interactive=False)

@@ -21,6 +21,8 @@ notifications, crashes and era-probe answers, and inspect what the client sent::
 stdio, for subprocess tests.
 """
 
+from .._exceptions import CassetteError as CassetteError
+from .._public import publish as _publish
 from ._cassette import load_cassette as load_cassette
 from ._checker import CHECKS as CHECKS
 from ._checker import TransportContractError as TransportContractError
@@ -48,6 +50,7 @@ from ._wire import ServerStream as ServerStream
 
 __all__ = [
     "CHECKS",
+    "CassetteError",
     "CassetteMismatch",
     "ClientRequestError",
     "DEFAULT_CRASH_STDERR",
@@ -72,3 +75,5 @@ __all__ = [
     "load_cassette",
     "scrub",
 ]
+
+_publish(__name__, globals(), __all__)

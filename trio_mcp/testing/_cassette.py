@@ -21,7 +21,7 @@ a secret name, the values of secret-named environment variables (this process's 
 written. Replay treats ``"[REDACTED]"`` as matching any value (in linear time).
 
 A cassette that does not load (truncated, edited by hand) raises
-:class:`~trio_mcp.CassetteError` naming the file and line.
+:class:`~trio_mcp.testing.CassetteError` naming the file and line.
 """
 
 from __future__ import annotations

@@ -1,0 +1,40 @@
+"""The agentic tool loop: :func:`run_agent`, model adapters, and sampling with a model.
+
+:func:`run_agent` (also ``trio_mcp.run_agent``) lets a :data:`Model` call a session's
+tools until it answers; :class:`AnthropicModel` and :class:`OpenAIChatModel` adapt the two
+common HTTP APIs, and :func:`sampling_handler` answers a server's ``sampling/createMessage``
+requests with a model. Failures are :class:`ModelError` (the model's API) and
+:class:`AgentError` (the loop stopped early).
+"""
+
+from __future__ import annotations
+
+from ._agent import AgentResult as AgentResult
+from ._agent import AnthropicModel as AnthropicModel
+from ._agent import Model as Model
+from ._agent import ModelRequest as ModelRequest
+from ._agent import OpenAIChatModel as OpenAIChatModel
+from ._agent import run_agent as run_agent
+from ._agent import sampling_handler as sampling_handler
+from ._exceptions import AgentDeadlineError as AgentDeadlineError
+from ._exceptions import AgentError as AgentError
+from ._exceptions import AgentIterationLimitError as AgentIterationLimitError
+from ._exceptions import ModelError as ModelError
+from ._public import publish as _publish
+
+__all__ = [
+    "AgentDeadlineError",
+    "AgentError",
+    "AgentIterationLimitError",
+    "AgentResult",
+    "AnthropicModel",
+    "Model",
+    "ModelError",
+    "ModelRequest",
+    "OpenAIChatModel",
+    "run_agent",
+    "sampling_handler",
+]
+
+
+_publish(__name__, globals(), __all__)

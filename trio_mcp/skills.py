@@ -1,0 +1,28 @@
+"""Agent skills served over MCP: list them, load ``SKILL.md``, read their files, verified.
+
+:func:`list_skills` returns a server's :class:`Skill` entries, :func:`load_skill` reads and
+parses one skill, :func:`read_skill_file` reads one of its files; a file that does not match
+its manifest (digest, size) raises :class:`SkillVerificationError`.
+"""
+
+from __future__ import annotations
+
+from ._exceptions import SkillVerificationError as SkillVerificationError
+from ._public import publish as _publish
+from ._skills import Skill as Skill
+from ._skills import SkillFile as SkillFile
+from ._skills import list_skills as list_skills
+from ._skills import load_skill as load_skill
+from ._skills import read_skill_file as read_skill_file
+
+__all__ = [
+    "Skill",
+    "SkillFile",
+    "SkillVerificationError",
+    "list_skills",
+    "load_skill",
+    "read_skill_file",
+]
+
+
+_publish(__name__, globals(), __all__)

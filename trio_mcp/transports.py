@@ -1,0 +1,65 @@
+"""Transports: the parameters of each built-in one, and the contract to write your own.
+
+The parameter classes (:class:`StdioParameters`, :class:`StreamableHTTPParameters`,
+:class:`SSEParameters`, :class:`WebSocketParameters`) are options a caller names every day,
+so ``trio_mcp`` re-exports them too. :class:`Transport`, :class:`TransportFactory`,
+:class:`MessageInfo` and :data:`RequestFailure` are what a transport of your own implements
+(``trio_mcp.testing.check_transport`` checks it).
+
+Importing this module is cheap: the HTTP and WebSocket parameters (httpx, trio-websocket)
+load on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._public import publish as _publish
+from ._transports._base import MessageInfo as MessageInfo
+from ._transports._base import RequestFailure as RequestFailure
+from ._transports._base import Transport as Transport
+from ._transports._base import TransportFactory as TransportFactory
+from ._transports._stdio import StdioParameters as StdioParameters
+
+if TYPE_CHECKING:
+    from ._transports._http import StreamableHTTPParameters as StreamableHTTPParameters
+    from ._transports._sse import SSEParameters as SSEParameters
+    from ._transports._websocket import WebSocketParameters as WebSocketParameters
+
+# Loaded on first use: they import httpx (or trio-websocket).
+_LAZY = {
+    "StreamableHTTPParameters": "._transports._http",
+    "SSEParameters": "._transports._sse",
+    "WebSocketParameters": "._transports._websocket",
+}
+
+__all__ = [
+    "MessageInfo",
+    "RequestFailure",
+    "SSEParameters",
+    "StdioParameters",
+    "StreamableHTTPParameters",
+    "Transport",
+    "TransportFactory",
+    "WebSocketParameters",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib  # (import cost: the module is loaded only when a name is used)
+
+    loaded = vars(importlib.import_module(module, __package__))
+    names = [other for other, where in _LAZY.items() if where == module]
+    _publish(__name__, loaded, names)
+    globals().update({other: loaded[other] for other in names})
+    return loaded[name]
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+_publish(__name__, globals(), __all__)
