@@ -442,3 +442,65 @@ async def test_a_listing_that_changes_is_checked_afresh(monkeypatch: pytest.Monk
             await session.call_tool("search", {"region": "us"})  # no longer listed: no rules
             assert checks == [2]
     assert [call.headers.get("mcp-param-region") for call in server.calls] == ["eu", None]
+
+
+class PagedServer(Server):
+    """Answers ``tools/list`` with ``pages[cursor]`` (the first page has no cursor)."""
+
+    def __init__(self, pages: dict[str | None, bytes]) -> None:
+        super().__init__(b"")
+        self.pages = pages
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        message = json.loads(request.content)
+        if message.get("method") == "tools/list":
+            cursor = (message.get("params") or {}).get("cursor")
+            self.listings = [self.pages[cursor]]
+            self.lists = 0
+        return super().__call__(request)
+
+
+async def test_every_page_of_a_listing_is_looked_at(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One page that may hold an annotation sends the whole listing to the full check."""
+    second = ESCAPED_LISTING.replace(b'"resultType":"complete",', b"")
+    server = PagedServer({None: _listing(PLAIN_TOOL, nextCursor="2"), "2": second})
+    async with trio.open_nursery() as nursery:
+        async with trio_mcp.open_mcp_session(nursery, _params(server)) as session:
+            checks = _counting(session, monkeypatch)
+            tools = await session.list_tools()
+            assert [tool.name for tool in tools] == ["plain", "search"]
+            assert checks == [3]
+            await session.call_tool("search", {"region": "eu"})
+    assert [call.headers.get("mcp-param-region") for call in server.calls] == ["eu"]
+
+    clean = PagedServer(
+        {None: _listing(PLAIN_TOOL, nextCursor="2"), "2": _listing({**PLAIN_TOOL, "name": "b"})}
+    )
+    async with trio.open_nursery() as nursery:
+        async with trio_mcp.open_mcp_session(nursery, _params(clean)) as session:
+            checks = _counting(session, monkeypatch)
+            assert [tool.name for tool in await session.list_tools()] == ["plain", "b"]
+            assert checks == []
+
+
+@pytest.mark.parametrize("how", ["timeout", "default_timeout"])
+async def test_the_bytes_are_looked_at_under_a_timeout_too(
+    how: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``timeout=`` (and a session's default timeout) take another way to the connection:
+    the bytes are looked at on it too."""
+    for listing, names, walked in (
+        (_listing(PLAIN_TOOL), ["plain"], []),
+        (ESCAPED_LISTING, ["search"], [2]),
+    ):
+        server = Server(listing)
+        params = _params(server)
+        options: dict[str, Any] = {"default_timeout": 30.0} if how == "default_timeout" else {}
+        async with trio.open_nursery() as nursery:
+            async with trio_mcp.open_mcp_session(nursery, params, **options) as session:
+                checks = _counting(session, monkeypatch)
+                kwargs: dict[str, Any] = {"timeout": 30.0} if how == "timeout" else {}
+                assert [tool.name for tool in await session.list_tools(**kwargs)] == names
+                page = await session.list_tools_page(**kwargs)
+                assert [tool.name for tool in page.tools] == names
+                assert checks == walked + walked

@@ -445,9 +445,15 @@ class RequestPath(EraNegotiation):
                     on_raw(None)
                 return cast(R, hit)
         params = {"cursor": cursor} if cursor else None
-        page = await self._call(
-            method, params, timeout=timeout, idempotent=True, tp=tp, on_raw=on_raw
-        )
+        if on_raw is None:
+            page = await self._call(method, params, timeout=timeout, idempotent=True, tp=tp)
+        else:
+            seen: list[msgspec.Raw | None] = []
+            page = await self._call(
+                method, params, timeout=timeout, idempotent=True, tp=tp, on_raw=seen.append
+            )
+            for raw in seen or [None]:  # (a page whose bytes went unseen: as if cached)
+                on_raw(raw)
         if self._era == "modern":
             self._cache.put(method, key, page)
         return page
