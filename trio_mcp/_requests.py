@@ -56,7 +56,7 @@ R = TypeVar("R", bound=t.Result)
 _INPUT_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
 ProgressCallback = Callable[[t.ProgressNotificationParams], "Awaitable[None] | None"]
 ResultClaimHandler = Callable[[str, dict[str, Any]], Awaitable[Mapping[str, Any]]]
-#: Sees the bytes of a result before they are decoded (None: a page from the cache).
+#: Sees the bytes a result was decoded from (None: bytes not seen, e.g. a cached page).
 RawTap = Callable[["msgspec.Raw | None"], None]
 
 
@@ -436,7 +436,8 @@ class RequestPath(EraNegotiation):
         self, method: str, tp: type[R], cursor: str | None, *, cache: bool = True,
         timeout: float | None = None, on_raw: RawTap | None = None,
     ) -> R:  # fmt: skip
-        """One page; ``on_raw`` sees its bytes before they are decoded (None: a cached page)."""
+        """One page; ``on_raw`` then sees the bytes it was decoded from (None when they were
+        not seen: a page from the cache)."""
         key = cursor or ""
         if cache and self._cache.entries:
             hit = self._cache.get(method, key)

@@ -46,11 +46,11 @@ _IS_ERROR: Final = OutputValidation("unchecked", reason="an isError result is no
 class ListingScan:
     """Whether every page of one listing came as bytes that cannot spell an annotation.
 
-    Called with the bytes of each page before they are decoded (``None``: a page with no
-    bytes, from the cache). A listing whose every page passes ``may_hold_annotation``'s
-    byte test has no ``x-mcp-header`` anywhere, so the header rules keep all of its tools
-    and record none: exactly what the full check finds, at the cost of one pass over the
-    bytes instead of a walk of every schema.
+    Called with the bytes each page was decoded from (``None``: a page whose bytes were not
+    seen, from the cache). A listing none of whose pages may hold the name
+    (``may_hold_annotation`` of its bytes is False) has no ``x-mcp-header`` anywhere, so
+    the header rules keep all of its tools and record none: exactly what the full check
+    finds, at the cost of one pass over the bytes instead of a walk of every schema.
     """
 
     __slots__ = ("clean",)
