@@ -62,6 +62,8 @@ R = TypeVar("R", bound=t.Result)
 _INPUT_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
 ProgressCallback = Callable[[t.ProgressNotificationParams], Awaitable[None] | None]
 ResultClaimHandler = Callable[[str, dict[str, Any]], Awaitable[Mapping[str, Any]]]
+#: Sees the bytes a result was decoded from (None: bytes not seen, e.g. a cached page).
+RawTap = Callable[["msgspec.Raw | None"], None]
 
 
 class ResultHead(msgspec.Struct, rename="camel"):
@@ -134,6 +136,7 @@ class RequestPath(EraNegotiation):
         idempotent: bool = False,
         keep_task: bool = False,
         tp: None = None,
+        on_raw: RawTap | None = None,
     ) -> msgspec.Raw: ...
 
     @overload
@@ -149,6 +152,7 @@ class RequestPath(EraNegotiation):
         idempotent: bool = False,
         keep_task: bool = False,
         tp: type[R],
+        on_raw: RawTap | None = None,
     ) -> R: ...
 
     async def _call(
@@ -163,19 +167,22 @@ class RequestPath(EraNegotiation):
         idempotent: bool = False,
         keep_task: bool = False,
         tp: type[R] | None = None,
+        on_raw: RawTap | None = None,
     ) -> msgspec.Raw | R:
         """One logical call in either era, with one meaning of ``timeout``: the whole call.
 
         A task the server makes of a ``tools/call`` is driven to its end within that
         timeout, unless ``keep_task`` asks for the task itself. With ``tp`` the result comes
         decoded as that type (in the modern era the one decode also tells its
-        ``resultType``); without, raw.
+        ``resultType``); without, raw. ``on_raw`` sees the bytes of the result right before
+        they are decoded as ``tp`` (every time they are: the last call's are the result's).
         """
         if _tracing.active():
             with _tracing.traced(method, name, params) as params:
                 out = await self._timed(
-                    method, params, timeout, on_progress, name, headers, idempotent, keep_task, tp
-                )
+                    method, params, timeout, on_progress, name, headers, idempotent, keep_task, tp,
+                    on_raw,
+                )  # fmt: skip
         elif timeout is None and self._opts.default_timeout is None:
             if self._era != "modern" and (params is None or "task" not in params):
                 # The common case, one round trip with nothing around it: straight to the
@@ -186,16 +193,19 @@ class RequestPath(EraNegotiation):
                 )  # fmt: skip
             else:
                 out = await self._rounds(
-                    method, params, on_progress, name, headers, idempotent, keep_task, tp
+                    method, params, on_progress, name, headers, idempotent, keep_task, tp, on_raw
                 )
         else:
             out = await self._timed(
-                method, params, timeout, on_progress, name, headers, idempotent, keep_task, tp
-            )
+                method, params, timeout, on_progress, name, headers, idempotent, keep_task, tp,
+                on_raw,
+            )  # fmt: skip
         if tp is None:
             return cast(msgspec.Raw, out)
         if isinstance(out, tp):
             return out
+        if on_raw is not None:
+            on_raw(cast(msgspec.Raw, out))
         return self._decode(cast(msgspec.Raw, out), tp, method)
 
     async def _timed(
@@ -209,12 +219,13 @@ class RequestPath(EraNegotiation):
         idempotent: bool,
         keep_task: bool,
         tp: type[t.Result] | None,
+        on_raw: RawTap | None = None,
     ) -> msgspec.Raw | t.Result:
         if timeout is None:
             timeout = self._opts.default_timeout
         if timeout is None:
             return await self._rounds(
-                method, params, on_progress, name, headers, idempotent, keep_task, tp
+                method, params, on_progress, name, headers, idempotent, keep_task, tp, on_raw
             )
         if not timeout > 0:
             raise ValueError(f"timeout must be positive, not {timeout!r}")
@@ -224,7 +235,7 @@ class RequestPath(EraNegotiation):
             on_progress = self._deadline_bumper(scope, started, timeout, on_progress)
         with scope:
             return await self._rounds(
-                method, params, on_progress, name, headers, idempotent, keep_task, tp
+                method, params, on_progress, name, headers, idempotent, keep_task, tp, on_raw
             )
         raise trio.TooSlowError(f"{method} timed out after {timeout} s")
 
@@ -257,6 +268,7 @@ class RequestPath(EraNegotiation):
         idempotent: bool,
         keep_task: bool = False,
         tp: type[t.Result] | None = None,
+        on_raw: RawTap | None = None,
     ) -> msgspec.Raw | t.Result:
         """Version retry, idempotent re-issue, the multi-round-trip loop, claimed results.
 
@@ -302,6 +314,8 @@ class RequestPath(EraNegotiation):
                 logger.debug("re-issuing %s after a broken stream: %s", method, exc)
                 continue
             if tp is not None:
+                if on_raw is not None:
+                    on_raw(raw)
                 complete = _complete_as(raw, tp)
                 if complete is not None:
                     return complete
@@ -431,27 +445,40 @@ class RequestPath(EraNegotiation):
 
     async def _page(
         self, method: str, tp: type[R], cursor: str | None, *, cache: bool = True,
-        timeout: float | None = None,
+        timeout: float | None = None, on_raw: RawTap | None = None,
     ) -> R:  # fmt: skip
+        """One page; ``on_raw`` then sees the bytes it was decoded from (None when they were
+        not seen: a page from the cache)."""
         key = cursor or ""
         if cache and self._cache.entries:
             hit = self._cache.get(method, key)
             if hit is not None:
+                if on_raw is not None:
+                    on_raw(None)
                 return cast(R, hit)
         params = {"cursor": cursor} if cursor else None
-        page = await self._call(method, params, timeout=timeout, idempotent=True, tp=tp)
+        if on_raw is None:
+            page = await self._call(method, params, timeout=timeout, idempotent=True, tp=tp)
+        else:
+            seen: list[msgspec.Raw | None] = []
+            page = await self._call(
+                method, params, timeout=timeout, idempotent=True, tp=tp, on_raw=seen.append
+            )
+            for raw in seen or [None]:  # (a page whose bytes went unseen: as if cached)
+                on_raw(raw)
         if self._era == "modern":
             self._cache.put(method, key, page)
         return page
 
     async def _all_pages(
-        self, method: str, tp: type[Any], attr: str, *, cache: bool, timeout: float | None
-    ) -> list[Any]:
+        self, method: str, tp: type[Any], attr: str, *, cache: bool, timeout: float | None,
+        on_raw: RawTap | None = None,
+    ) -> list[Any]:  # fmt: skip
         items: list[Any] = []
         cursor: str | None = None
         seen: set[str] = set()
         for _ in range(self._opts.max_pages):
-            page = await self._page(method, tp, cursor, cache=cache, timeout=timeout)
+            page = await self._page(method, tp, cursor, cache=cache, timeout=timeout, on_raw=on_raw)
             items.extend(getattr(page, attr))
             next_cursor = page.next_cursor
             if next_cursor is UNSET or next_cursor is None or next_cursor == "":

@@ -16,6 +16,7 @@ from typing import Any, overload
 from . import types as t
 from ._requests import ProgressCallback, RequestPath, T
 from ._tasks import TaskState, ToolTask
+from ._tools import ListingScan
 from ._validation import decode_structured
 
 __all__ = ["ToolsAPI"]
@@ -37,14 +38,15 @@ class ToolsAPI(RequestPath):
             cache: Use a cached result while the server's ``ttlMs`` hint says it is fresh.
             timeout: Seconds for each page request.
         """
+        scan = ListingScan() if self._transport.wants_param_headers else None
         tools: list[t.Tool] = await self._all_pages(
-            "tools/list", t.ListToolsResult, "tools", cache=cache, timeout=timeout
+            "tools/list", t.ListToolsResult, "tools", cache=cache, timeout=timeout, on_raw=scan
         )
         self._tools.forget_listing()
         self._tools.remember_listed(tools)
-        if not self._transport.wants_param_headers:
+        if scan is None:
             return tools
-        return self._tools.check_tool_headers(tools)
+        return self._tools.check_tool_headers(tools, clean=scan.clean)
 
     async def list_tools_page(
         self,
@@ -64,15 +66,16 @@ class ToolsAPI(RequestPath):
             cache: Use a cached page while the server's ``ttlMs`` hint says it is fresh.
             timeout: Seconds before :class:`trio.TooSlowError`.
         """
+        scan = ListingScan() if self._transport.wants_param_headers else None
         page: t.ListToolsResult = await self._page(
-            "tools/list", t.ListToolsResult, cursor, cache=cache, timeout=timeout
+            "tools/list", t.ListToolsResult, cursor, cache=cache, timeout=timeout, on_raw=scan
         )
         if cursor is None:
             self._tools.forget_listing()
         self._tools.remember_listed(page.tools)
-        if not self._transport.wants_param_headers:
+        if scan is None:
             return page
-        return self._tools.checked_page(page, more=cursor is not None)
+        return self._tools.checked_page(page, more=cursor is not None, clean=scan.clean)
 
     @overload
     async def call_tool(

@@ -22,7 +22,7 @@ from msgspec import UNSET
 
 from . import types as t
 from ._exceptions import OutputValidationError, SchemaError
-from ._transports._headers import param_headers, validate_tool_headers
+from ._transports._headers import may_hold_annotation, param_headers, validate_tool_headers
 from ._validation import (
     CompiledSchema,
     OutputValidation,
@@ -30,7 +30,7 @@ from ._validation import (
     compile_server_schema_async,
 )
 
-__all__ = ["ToolBook"]
+__all__ = ["ListingScan", "ToolBook"]
 
 logger = logging.getLogger("trio_mcp")
 
@@ -41,6 +41,27 @@ _NOT_LISTED: Final = OutputValidation(
 )
 _NO_SCHEMA: Final = OutputValidation("unchecked", reason="the tool has no outputSchema")
 _IS_ERROR: Final = OutputValidation("unchecked", reason="an isError result is not validated")
+
+
+class ListingScan:
+    """Whether every page of one listing came as bytes that cannot spell an annotation.
+
+    Called with the bytes each page was decoded from (``None``: a page whose bytes were not
+    seen, from the cache). A listing none of whose pages may hold the name
+    (``may_hold_annotation`` of its bytes is False) has no ``x-mcp-header`` anywhere, so
+    the header rules keep all of its tools and record none: exactly what the full check
+    finds, at the cost of one pass over the bytes instead of a walk of every schema.
+    """
+
+    __slots__ = ("clean",)
+
+    def __init__(self) -> None:
+        #: no page so far could hold an annotation
+        self.clean = True
+
+    def __call__(self, raw: msgspec.Raw | None) -> None:
+        if self.clean and (raw is None or may_hold_annotation(memoryview(raw))):
+            self.clean = False
 
 
 class ToolBook:
@@ -83,8 +104,16 @@ class ToolBook:
 
     # -- header rules (x-mcp-header / Mcp-Param) -----------------------------------------
 
-    def check_tool_headers(self, tools: list[t.Tool]) -> list[t.Tool]:
-        """Drop tools with invalid x-mcp-header annotations; keep the rest in wire form."""
+    def check_tool_headers(self, tools: list[t.Tool], *, clean: bool = False) -> list[t.Tool]:
+        """Drop tools with invalid x-mcp-header annotations; keep the rest in wire form.
+
+        ``clean``: the listing's bytes cannot hold an annotation (:class:`ListingScan`), so
+        every tool is kept and none has header rules.
+        """
+        if clean:
+            self.header_wire = {}
+            self.listing = None
+            return tools
         checked = self.listing
         if checked is not None and checked[0] == tools:
             # the same listing as last time (the usual case): the same verdicts, without
@@ -121,10 +150,17 @@ class ToolBook:
                 )
         return kept
 
-    def checked_page(self, page: t.ListToolsResult, *, more: bool) -> t.ListToolsResult:
-        """One page of a listing under the header rules (``more``: not the first page)."""
+    def checked_page(
+        self, page: t.ListToolsResult, *, more: bool, clean: bool = False
+    ) -> t.ListToolsResult:
+        """One page of a listing under the header rules (``more``: not the first page;
+        ``clean``: its bytes cannot hold an annotation, see :class:`ListingScan`)."""
         # the same rules as list_tools, page by page (the whole-listing memo no longer holds)
         self.listing = None
+        if clean:
+            if not more:
+                self.header_wire = {}
+            return page
         kept = self.checked_tool_headers(page.tools, more=more)
         return page if kept is page.tools else msgspec.structs.replace(page, tools=kept)
 

@@ -31,6 +31,7 @@ __all__ = [
     "encode_header_value",
     "header_parameters",
     "is_plain_header_value",
+    "may_hold_annotation",
     "param_headers",
     "request_name",
     "validate_tool_headers",
@@ -59,6 +60,10 @@ _PLAIN_SAFE: Final = re.compile(r"[\x20-\x7e]*")
 # RFC 9110 section 5.6.2: token = 1*tchar.
 _TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _PRIMITIVE_TYPES: Final = frozenset({"string", "integer", "boolean"})
+# The annotation's name as it may appear in JSON text: literally, or with any of its
+# characters (all printable ASCII, U+0020..U+007F) written as a \u escape.
+_ANNOTATION_BYTES: Final = _ANNOTATION.encode("ascii")
+_ASCII_ESCAPE: Final = re.compile(rb"\\u00[2-7]")
 
 # JSON Schema 2020-12 keywords whose values are schemas. Only ``properties`` continues a
 # statically reachable chain; every other applicator leaves it. Instance-data keywords
@@ -272,6 +277,26 @@ def validate_tool_headers(tool: Mapping[str, Any]) -> str | None:
             )
         seen[key] = prop
     return None
+
+
+def may_hold_annotation(data: bytes | bytearray | memoryview) -> bool:
+    """Whether JSON text may hold the string ``x-mcp-header``, as a key or anywhere else.
+
+    A conservative test on the bytes themselves, for skipping :func:`validate_tool_headers`
+    on listings that cannot hold an annotation: False only when no string the text decodes
+    to can contain ``x-mcp-header``, that is when the text has it nowhere literally and
+    has no ``\\u`` escape of a printable ASCII character (the only other way to spell it
+    in JSON). Any escape of such a character, or an escaped backslash before a ``u``,
+    makes it True: the full check then decides.
+
+    Args:
+        data: JSON text (UTF-8), e.g. the bytes of one ``tools/list`` result.
+    """
+    if not isinstance(data, bytes):
+        data = bytes(data)
+    if _ANNOTATION_BYTES in data:
+        return True
+    return b"\\" in data and _ASCII_ESCAPE.search(data) is not None
 
 
 def header_parameters(tool: Mapping[str, Any]) -> dict[tuple[str, ...], str]:
