@@ -46,6 +46,8 @@ _IS_ERROR: Final = OutputValidation("unchecked", reason="an isError result is no
 class ToolBook:
     """One session's knowledge of the server's tools: header rules, schemas, task support."""
 
+    __slots__ = ("header_wire", "known", "listing", "mode", "output_schemas", "validators")
+
     def __init__(self, output_validation: str) -> None:
         #: ``output_validation``: "report", "strict" or "off"
         self.mode = output_validation
