@@ -378,14 +378,14 @@ class StdioTransport(Transport):
     async def _write_loop(self, receive: trio.MemoryReceiveChannel[bytes]) -> None:
         try:
             while True:
-                idle = False
+                first: bytes | None
                 try:
                     first = receive.receive_nowait()
                 except trio.WouldBlock:
-                    idle = True  # (wait outside the handler: it would keep the exception)
+                    first = None  # (wait outside the handler: it would keep the exception)
                 except (trio.EndOfChannel, trio.ClosedResourceError):
                     break
-                if idle:
+                if first is None:
                     self._writer_busy = False
                     try:
                         first = await receive.receive()
