@@ -18,6 +18,7 @@ import trio
 
 import trio_mcp
 from trio_mcp._eras import era_cache
+from trio_mcp._tools import ToolBook
 
 URL = "http://mcp.test/mcp"
 MODERN = "2026-07-28"
@@ -274,13 +275,15 @@ async def test_an_unchanged_listing_keeps_its_header_verdicts_without_a_recheck(
     async with trio.open_nursery() as nursery:
         async with trio_mcp.open_mcp_session(nursery, params(Server(handler))) as session:
             checks: list[int] = []
-            real = session._tools.checked_tool_headers
+            real = ToolBook.checked_tool_headers
 
-            def counting(tools: list[trio_mcp.Tool]) -> list[trio_mcp.Tool]:
+            def counting(
+                book: ToolBook, tools: list[trio_mcp.Tool], *, more: bool = False
+            ) -> list[trio_mcp.Tool]:
                 checks.append(len(tools))
-                return real(tools)
+                return real(book, tools, more=more)
 
-            monkeypatch.setattr(session._tools, "checked_tool_headers", counting)
+            monkeypatch.setattr(ToolBook, "checked_tool_headers", counting)
             for _ in range(2):
                 first = await session.list_tools(cache=False)
                 assert [tool.name for tool in first] == ["search"]  # "broken" dropped again

@@ -320,3 +320,15 @@ async def test_counter_offer_of_older_legacy_version_is_accepted(version: str) -
         async with trio_mcp.open_mcp_session(nursery, client) as session:
             assert session.protocol_version == version
         nursery.cancel_scope.cancel()
+
+
+async def test_an_open_session_holds_no_instance_dicts() -> None:
+    """Issue 27: the per-session objects are slotted (a mixin base of ClientSession must
+    declare ``__slots__ = ()``), and what most sessions never use is made on first use."""
+    async with connect(tools__call=echo) as (session, _peer):
+        await session.call_tool("echo", {"text": "hi"})
+        for part in (session, session._rpc, session._notes, session._tools):
+            assert not hasattr(part, "__dict__"), type(part).__name__
+        assert session._rpc._drop_logs is None
+        assert session._notes._elicitation_waiters is None
+        assert session._notes._elicitations_done is None

@@ -283,7 +283,8 @@ async def test_send_is_a_checkpoint_and_the_queue_stays_bounded() -> None:
             nursery.start_soon(ticker)
             for _ in range(200_000):
                 await transport.send(message)
-                queued = transport._out_send.statistics().current_buffer_used
+                out = transport._out_send  # (None until a line had to wait)
+                queued = out.statistics().current_buffer_used if out is not None else 0
                 most_queued = max(most_queued, queued)
             nursery.cancel_scope.cancel()
     assert ticks > 10_000  # the ticker ran all along, not only after the loop
@@ -306,6 +307,7 @@ async def test_send_waits_while_the_server_does_not_read_stdin() -> None:
                 callers.start_soon(flood, transport)
                 await trio.testing.wait_all_tasks_blocked()
                 # blocked: the queue is full and the pipe (64 KiB) too; nothing else piles up
+                assert transport._out_send is not None
                 assert transport._out_send.statistics().current_buffer_used == _WRITE_QUEUE_SIZE
                 assert sent < _WRITE_QUEUE_SIZE + 200
                 assert transport.try_send_now(b"{}") is False  # the fast path never blocks
@@ -385,7 +387,9 @@ async def test_process_is_reaped_when_the_transport_cannot_be_built(
 ) -> None:
     started: list[trio.Process] = []
 
-    def broken_init(self: StdioTransport, process: trio.Process, params: StdioParameters) -> None:
+    def broken_init(
+        self: StdioTransport, process: trio.Process, params: StdioParameters, nursery: object
+    ) -> None:
         started.append(process)
         raise RuntimeError("cannot build the transport")
 
@@ -517,3 +521,35 @@ async def test_a_line_cut_off_by_the_end_of_stdout_is_reported() -> None:
     with pytest.raises(ConnectionClosed, match="middle of a message"):
         await reader.messages()
     assert reader.chunks == []
+
+
+async def test_an_idle_transport_runs_only_the_stderr_drain() -> None:
+    """Issue 27: lines that can be written at once go straight to the pipe; the writer task
+    and its queue (about 4 KiB per session) start with the first line that has to wait."""
+    async with trio.open_nursery() as nursery:
+        async with StdioParameters(["cat"]).open_transport(nursery) as transport:
+            await transport.send(b'{"a":1}')
+            assert await transport.receive() == b'{"a":1}'
+            assert transport.try_send_now(b'{"b":2}') is True
+            assert await transport.receive() == b'{"b":2}'
+            assert [task.name for task in nursery.child_tasks] == ["trio_mcp stderr cat"]
+            assert transport._out_send is None
+            assert transport.queue_nowait(b'{"c":3}') is True  # queued: the writer starts
+            assert await transport.receive() == b'{"c":3}'
+            assert len(nursery.child_tasks) == 2
+
+
+async def test_send_fails_when_the_nursery_is_cancelled_before_any_line_waited() -> None:
+    """With no writer task yet, the stderr drain tells that the transport's nursery is gone."""
+    params = StdioParameters(SLEEPER, shutdown_timeout=0.2)
+    async with trio.open_nursery() as outer:
+        service: trio.Nursery = await outer.start(host_nursery)
+        async with params.open_transport(service) as transport:
+            await transport.send(b"{}")
+            service.cancel_scope.cancel()
+            await trio.testing.wait_all_tasks_blocked()
+            with pytest.raises(ConnectionClosed, match="nursery it was opened with was cancelled"):
+                await transport.send(b"{}")
+            assert transport.try_send_now(b"{}") is False
+            assert transport.queue_nowait(b"{}") is False
+        assert transport.returncode is not None

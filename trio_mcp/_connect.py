@@ -16,6 +16,7 @@ import warnings
 from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import replace
+from types import TracebackType
 from typing import Any, Final, NoReturn, cast, overload
 
 import trio
@@ -364,39 +365,90 @@ def open_mcp_session(
     )  # fmt: skip
     if nursery is None:
         return _own_nursery_session(resolved, options, handlers)
-    return _open_session(nursery, resolved, options, handlers)
+    return _OpenSession(nursery, resolved, options, handlers)
 
 
-@asynccontextmanager
-async def _open_session(
-    nursery: trio.Nursery,
-    resolved: TransportFactory | Transport,
-    options: _Options,
-    handlers: ServerRequestHandlers,
-) -> AsyncGenerator[ClientSession, None]:
-    if isinstance(resolved, Transport):
-        async with _started(nursery, resolved, options, handlers, restartable=False) as session:
-            yield session
-        return
-    try:
-        async with resolved.open_transport(nursery) as transport:
-            async with _started(nursery, transport, options, handlers, restartable=True) as session:
-                yield session
-        return
-    except _ProbeCrashedError as crashed:
-        # The server died on the era probe, as servers on old SDKs do: start it again and
-        # speak the legacy handshake only (remembered per command for next time).
-        logger.info("the MCP server died on the era probe (%s); restarting it", crashed.error)
-    legacy = replace(options, protocol="legacy")
-    async with resolved.open_transport(nursery) as transport:
-        async with _started(nursery, transport, legacy, handlers, restartable=False) as session:
-            key = transport.era_key
-            if key is not None:
-                session._era_cache.put(key, "legacy")  # pyright: ignore[reportPrivateUsage]
-            yield session
+class _OpenSession:
+    """``async with``: open the transport, start the session on it, close both on exit.
+
+    A stdio server that died on the era probe is started once more with the legacy
+    handshake only (remembered per command). A plain class, not nested generator context
+    managers: an open session keeps no suspended frames alive (issue 27).
+    """
+
+    __slots__ = ("_handlers", "_nursery", "_options", "_resolved", "_session", "_transport_cm")
+
+    def __init__(
+        self,
+        nursery: trio.Nursery,
+        resolved: TransportFactory | Transport,
+        options: _Options,
+        handlers: ServerRequestHandlers,
+    ) -> None:
+        self._nursery = nursery
+        self._resolved = resolved
+        self._options = options
+        self._handlers = handlers
+        self._session: ClientSession | None = None
+        self._transport_cm: AbstractAsyncContextManager[Transport] | None = None
+
+    async def __aenter__(self) -> ClientSession:
+        resolved = self._resolved
+        if isinstance(resolved, Transport):
+            self._session = await _started(
+                self._nursery, resolved, self._options, self._handlers, restartable=False
+            )
+            return self._session
+        try:
+            return await self._open(resolved, self._options, restartable=True)
+        except _ProbeCrashedError as crashed:
+            # The server died on the era probe, as servers on old SDKs do: start it again
+            # and speak the legacy handshake only (remembered per command for next time).
+            logger.info("the MCP server died on the era probe (%s); restarting it", crashed.error)
+        session = await self._open(
+            resolved, replace(self._options, protocol="legacy"), restartable=False
+        )
+        key = session.transport.era_key
+        if key is not None:
+            session._era_cache.put(key, "legacy")  # pyright: ignore[reportPrivateUsage]
+        return session
+
+    async def _open(
+        self, factory: TransportFactory, options: _Options, *, restartable: bool
+    ) -> ClientSession:
+        cm = factory.open_transport(self._nursery)
+        transport = await cm.__aenter__()
+        try:
+            session = await _started(
+                self._nursery, transport, options, self._handlers, restartable=restartable
+            )
+        except BaseException as exc:
+            await cm.__aexit__(type(exc), exc, exc.__traceback__)
+            raise
+        self._transport_cm = cm
+        self._session = session
+        return session
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        session, cm = self._session, self._transport_cm
+        self._session = self._transport_cm = None
+        try:
+            if session is not None:
+                await session.aclose()
+        except BaseException as close_error:
+            if cm is not None:
+                await cm.__aexit__(type(close_error), close_error, close_error.__traceback__)
+            raise
+        if cm is not None:
+            return await cm.__aexit__(exc_type, exc, tb)
+        return None
 
 
-@asynccontextmanager
 async def _started(
     nursery: trio.Nursery,
     transport: Transport,
@@ -404,16 +456,20 @@ async def _started(
     handlers: ServerRequestHandlers,
     *,
     restartable: bool,
-) -> AsyncGenerator[ClientSession, None]:
+) -> ClientSession:
+    """A started session on ``transport`` (closed again when starting it failed)."""
     session: ClientSession = ClientSession._create(nursery, transport, options, handlers)  # pyright: ignore[reportPrivateUsage, reportAttributeAccessIssue]
-    async with session:
-        try:
-            await session._start()  # pyright: ignore[reportPrivateUsage]
-        except _ProbeCrashedError as crashed:
-            if restartable:
-                raise
-            raise crashed.error from None
-        yield session
+    try:
+        await session._start()  # pyright: ignore[reportPrivateUsage]
+    except _ProbeCrashedError as crashed:
+        await session.aclose()
+        if restartable:
+            raise
+        raise crashed.error from None
+    except BaseException:
+        await session.aclose()
+        raise
+    return session
 
 
 @asynccontextmanager
@@ -424,7 +480,7 @@ async def _own_nursery_session(
     user_error: BaseException | None = None
     try:
         async with trio.open_nursery() as nursery:
-            async with _open_session(nursery, resolved, options, handlers) as session:
+            async with _OpenSession(nursery, resolved, options, handlers) as session:
                 try:
                     yield session
                 except BaseException as exc:

@@ -14,7 +14,7 @@ Verdicts are remembered per origin or command (``EraCache``) and re-probed when 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 import trio
@@ -56,6 +56,8 @@ _META_CAPS = t.META_CLIENT_CAPABILITIES
 _META_CLIENT = t.META_CLIENT_INFO
 _META_LOG = t.META_LOG_LEVEL
 _META_SERVER = t.META_SERVER_INFO
+#: Revisions that allow JSON-RPC batches (2025-06-18 removed them again).
+_BATCH_VERSIONS: Final = frozenset({"2025-03-26"})
 
 
 class _ProbeCrashedError(Exception):
@@ -69,6 +71,9 @@ class _ProbeCrashedError(Exception):
 class EraNegotiation:
     """The era negotiation of :class:`~trio_mcp.ClientSession` (a mixin: the session sets
     the attributes declared here in its ``__init__``)."""
+
+    if not TYPE_CHECKING:  # (type checkers would refuse the mixin's own assignments)
+        __slots__ = ()  # the session's __slots__ hold the attributes
 
     _transport: Transport
     _opts: _Options
@@ -86,6 +91,10 @@ class EraNegotiation:
     _log_level: str | None
     _meta_full: dict[str, Any]
     _meta_plain: dict[str, Any]
+
+    def _batches_allowed(self) -> bool:
+        """Whether JSON-RPC batches are valid in the negotiated revision (2025-03-26)."""
+        return self._protocol_version in _BATCH_VERSIONS
 
     async def _start(self) -> None:
         """Start the reader and negotiate the era.

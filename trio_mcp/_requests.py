@@ -104,6 +104,9 @@ class RequestPath(EraNegotiation):
     """The request path of :class:`~trio_mcp.ClientSession` (a mixin: the session sets the
     attributes declared here in its ``__init__``)."""
 
+    if not TYPE_CHECKING:  # (type checkers would refuse the mixin's own assignments)
+        __slots__ = ()  # the session's __slots__ hold the attributes
+
     _claims: dict[str, tuple[frozenset[str] | None, ResultClaimHandler]]
     _notes: Notifications
     _cache: ResultCache

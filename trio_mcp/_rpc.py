@@ -23,6 +23,7 @@ bounded queue of quick replies (``ping``, method not found), bounded progress pe
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import math
@@ -74,6 +75,13 @@ _CHANNEL_POOL_SIZE: Final = 1024  # idle response channels kept, per trio run
 _MAX_QUEUED_PROGRESS: Final = 64
 _REPLY_QUEUE: Final = 256
 _NO_HEADERS: Final[Mapping[str, str]] = {}
+#: What each kind of dropped message is logged as (its DropLog is made at the first drop).
+_DROPS: Final = {
+    "invalid": "dropping an invalid message from the server:",
+    "reply": "dropping a reply to the server",
+    "batch": "dropping a JSON-RPC batch",
+    "reused_id": "dropping a server request that reuses the id",
+}
 _Channels = tuple["trio.MemorySendChannel[Any]", "trio.MemoryReceiveChannel[Any]"]
 _open_channel: Final = cast(
     "Callable[[float], _Channels]", trio.open_memory_channel
@@ -199,6 +207,27 @@ class RPCConnection:
             answered with an error at once.
     """
 
+    __slots__ = (
+        "_batches_allowed",
+        "_can_handle",
+        "_cancel_notice_timeout",
+        "_drop_logs",
+        "_handle_request",
+        "_incoming",
+        "_max_server_requests",
+        "_next_id",
+        "_on_failure",
+        "_on_notification",
+        "_pending",
+        "_pool",
+        "_reader_scope",
+        "_replies_send",
+        "closed",
+        "failure",
+        "nursery",
+        "transport",
+    )
+
     def __init__(
         self,
         transport: Transport,
@@ -228,16 +257,23 @@ class RPCConnection:
         # The quick-reply queue and its writer task exist from the first reply on: most
         # sessions never get a server-to-client request, and an idle task costs memory.
         self._replies_send: trio.MemorySendChannel[bytes] | None = None
-        self._invalid_drops = DropLog("dropping an invalid message from the server:")
-        self._reply_drops = DropLog("dropping a reply to the server")
-        self._batch_drops = DropLog("dropping a JSON-RPC batch")
-        self._reused_id_drops = DropLog("dropping a server request that reuses the id")
+        self._drop_logs: dict[str, DropLog] | None = None  # from the first drop on
         self._reader_scope = trio.CancelScope()
         self.failure: MCPError | None = None  #: why the connection stopped working
         self.closed = False  #: whether the owner closed it
         transport.attach(self.fail_request)
 
     # -- state ---------------------------------------------------------------------------
+
+    def _dropped(self, kind: str, detail: str) -> None:
+        """Count a dropped message of ``kind`` (see ``_DROPS``) in its DropLog."""
+        logs = self._drop_logs
+        if logs is None:
+            logs = self._drop_logs = {}
+        log = logs.get(kind)
+        if log is None:
+            log = logs[kind] = DropLog(_DROPS[kind])
+        log.dropped(detail)
 
     @property
     def usable(self) -> bool:
@@ -522,11 +558,9 @@ class RPCConnection:
     async def _reader(self) -> None:
         reason: MCPError | None = None
         transport = self.transport
-        context = trio.lowlevel.current_task().context
-        dispatch = self._dispatch
-
-        def route(data: bytes | Envelope) -> None:
-            context.run(dispatch, data)
+        # (a partial, not a closure: a third of the memory, kept as long as the session)
+        run = cast("Callable[..., None]", trio.lowlevel.current_task().context.run)
+        route: Callable[[bytes | Envelope], None] = functools.partial(run, self._dispatch)
 
         try:
             with self._reader_scope:
@@ -574,14 +608,14 @@ class RPCConnection:
             data = cast(bytes, data)
             if is_batch(data):
                 if not self._batches_allowed():
-                    self._batch_drops.dropped("(the negotiated revision does not allow them)")
+                    self._dropped("batch", "(the negotiated revision does not allow them)")
                     return
                 for part in split_batch(data):
                     self._dispatch_one(part)
                 return
             self._dispatch_one(data)
         except ProtocolError as exc:
-            self._invalid_drops.dropped(str(exc))
+            self._dropped("invalid", str(exc))
         except Exception:
             logger.exception("trio_mcp failed to route a message (a bug); dropped it")
 
@@ -625,7 +659,7 @@ class RPCConnection:
                 encode_error_response(request_id, INVALID_REQUEST, f"invalid request: {exc}")
             )
             return
-        self._invalid_drops.dropped(str(exc))
+        self._dropped("invalid", str(exc))
 
     # -- notifications and server requests -----------------------------------------------
 
@@ -675,7 +709,7 @@ class RPCConnection:
             )
             return
         if request_id in self._incoming:
-            self._reused_id_drops.dropped(f"{request_id!r} ({method})")
+            self._dropped("reused_id", f"{request_id!r} ({method})")
             return
         if len(self._incoming) >= self._max_server_requests:
             self._reply(
@@ -737,7 +771,7 @@ class RPCConnection:
         try:
             send.send_nowait(data)
         except trio.WouldBlock:
-            self._reply_drops.dropped("(too many replies are queued)")
+            self._dropped("reply", "(too many replies are queued)")
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             pass
 
@@ -763,10 +797,5 @@ class RPCConnection:
             self.fail_all(ConnectionClosed("the MCP session was closed"))
             self._reader_scope.cancel()
             await self.transport.aclose()
-            for drops in (
-                self._invalid_drops,
-                self._reply_drops,
-                self._batch_drops,
-                self._reused_id_drops,
-            ):
+            for drops in (self._drop_logs or {}).values():
                 drops.flush()

@@ -76,8 +76,8 @@ logger = logging.getLogger("trio_mcp")
 
 T = TypeVar("T")
 
-#: Revisions that allow JSON-RPC batches (2025-06-18 removed them again).
-_BATCH_VERSIONS: Final = frozenset({"2025-03-26"})
+#: The ``_meta`` of a session that is not modern: shared, never changed.
+_NO_META: Final[dict[str, Any]] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +164,32 @@ class ClientSession(ToolsAPI, FeaturesAPI, NotificationsAPI, metaclass=NoPublicC
 
     _open_with: ClassVar[str] = "trio_mcp.open_mcp_session(...)"
 
+    # Slots, not a __dict__: one session object per open session (issue 27). A mixin base of
+    # ClientSession must declare ``__slots__ = ()`` too, or every session gets a __dict__.
+    __slots__ = (
+        "_cache",
+        "_claims",
+        "_client_info",
+        "_era",
+        "_era_cache",
+        "_extensions",
+        "_handlers",
+        "_instructions",
+        "_log_level",
+        "_meta_full",
+        "_meta_plain",
+        "_notes",
+        "_opts",
+        "_protocol_version",
+        "_receiver",
+        "_rpc",
+        "_server_capabilities",
+        "_server_info",
+        "_stop_roots",
+        "_tools",
+        "_transport",
+    )
+
     def __init__(
         self,
         nursery: trio.Nursery,
@@ -171,12 +197,9 @@ class ClientSession(ToolsAPI, FeaturesAPI, NotificationsAPI, metaclass=NoPublicC
         options: _Options,
         handlers: ServerRequestHandlers,
     ) -> None:
-        self._nursery = nursery
         self._transport = transport
         self._opts = options
-        self._client_info = options.client_info or t.Implementation(
-            name="trio-mcp", version=_version()
-        )
+        self._client_info = options.client_info or _default_client_info()
         self._handlers = handlers
         # 2025-11-25: task-augmented sampling/elicitation from the server (tasks=True)
         self._receiver: TaskReceiver | None = None
@@ -199,7 +222,7 @@ class ClientSession(ToolsAPI, FeaturesAPI, NotificationsAPI, metaclass=NoPublicC
             handle_request=self._handle_request,
             can_handle=self._can_handle,
             on_failure=self._notes.close,
-            batches_allowed=lambda: self._protocol_version in _BATCH_VERSIONS,
+            batches_allowed=self._batches_allowed,
             cancel_notice_timeout=options.cancel_notice_timeout,
             max_server_requests=options.max_server_requests,
         )
@@ -211,8 +234,8 @@ class ClientSession(ToolsAPI, FeaturesAPI, NotificationsAPI, metaclass=NoPublicC
         self._server_capabilities: t.ServerCapabilities | None = None
         self._instructions: str | None = None
         self._log_level: str | None = None
-        self._meta_full: dict[str, Any] = {}
-        self._meta_plain: dict[str, Any] = {}
+        self._meta_full: dict[str, Any] = _NO_META  # replaced (never changed) once modern
+        self._meta_plain: dict[str, Any] = _NO_META
         self._stop_roots: Callable[[], None] | None = None
         # SEP-2133: extensions advertised under capabilities.extensions; resultTypes claimed
         self._extensions: dict[str, dict[str, Any]] = {
@@ -453,6 +476,12 @@ class ClientSession(ToolsAPI, FeaturesAPI, NotificationsAPI, metaclass=NoPublicC
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+@functools.cache
+def _default_client_info() -> t.Implementation:
+    """trio-mcp's name and version, sent when the application gives none (made once)."""
+    return t.Implementation(name="trio-mcp", version=_version())
 
 
 @functools.cache

@@ -90,6 +90,21 @@ class Subscriber:
 class Notifications:
     """One session's notifications: routing, subscriber channels, callbacks, listen."""
 
+    __slots__ = (
+        "_buffer",
+        "_cache",
+        "_callback_drops",
+        "_cancel_notice_timeout",
+        "_elicitation_waiters",
+        "_elicitations_done",
+        "_forget_listing",
+        "_listen_ack_timeout",
+        "callback_tasks",
+        "handlers",
+        "rpc",
+        "subscribers",
+    )
+
     rpc: RPCConnection  # set by the session right after it made the connection
 
     def __init__(
@@ -109,16 +124,25 @@ class Notifications:
         self.subscribers: list[Subscriber] = []
         self.handlers: dict[str, list[Callable[[Notification], Any]]] = {}
         self.callback_tasks = 0
-        self.callback_drops = DropLog("dropping the async notification callback for")
-        # notifications/elicitation/complete: waiters, and recently completed ids (bounded)
-        self._elicitation_waiters: dict[str, trio.Event] = {}
-        self._elicitations_done: dict[str, None] = {}
+        self._callback_drops: DropLog | None = None  # from the first drop on
+        # notifications/elicitation/complete: waiters, and recently completed ids (bounded);
+        # both made when first needed (most sessions never see one)
+        self._elicitation_waiters: dict[str, trio.Event] | None = None
+        self._elicitations_done: dict[str, None] | None = None
+
+    @property
+    def callback_drops(self) -> DropLog:
+        """The drops of async callbacks (too many running)."""
+        drops = self._callback_drops
+        if drops is None:
+            drops = self._callback_drops = DropLog("dropping the async notification callback for")
+        return drops
 
     def close(self) -> None:
         """The session stopped: every channel ends, every waiter wakes."""
         for sub in self.subscribers:
             sub.send.close()
-        for event in self._elicitation_waiters.values():
+        for event in (self._elicitation_waiters or {}).values():
             event.set()
 
     # -- elicitation/complete ------------------------------------------------------------
@@ -126,23 +150,29 @@ class Notifications:
     def _elicitation_completed(self, elicitation_id: object) -> None:
         if not isinstance(elicitation_id, str):
             return
-        self._elicitations_done[elicitation_id] = None
-        while len(self._elicitations_done) > MAX_CACHE_ENTRIES:
-            del self._elicitations_done[next(iter(self._elicitations_done))]
-        event = self._elicitation_waiters.pop(elicitation_id, None)
+        done = self._elicitations_done
+        if done is None:
+            done = self._elicitations_done = {}
+        done[elicitation_id] = None
+        while len(done) > MAX_CACHE_ENTRIES:
+            del done[next(iter(done))]
+        event = (self._elicitation_waiters or {}).pop(elicitation_id, None)
         if event is not None:
             event.set()
 
     async def wait_elicitation_complete(self, elicitation_id: str, timeout: float | None) -> None:
         """See :meth:`ClientSession.wait_elicitation_complete`."""
         self.rpc.check_usable()
-        if elicitation_id in self._elicitations_done:
+        if elicitation_id in (self._elicitations_done or ()):
             await trio.lowlevel.checkpoint()
             return
-        event = self._elicitation_waiters.setdefault(elicitation_id, trio.Event())
+        waiters = self._elicitation_waiters
+        if waiters is None:
+            waiters = self._elicitation_waiters = {}
+        event = waiters.setdefault(elicitation_id, trio.Event())
         with trio.fail_after(timeout if timeout is not None else float("inf")):
             await event.wait()
-        if elicitation_id not in self._elicitations_done:
+        if elicitation_id not in (self._elicitations_done or ()):
             self.rpc.check_usable()
 
     # -- routing -------------------------------------------------------------------------

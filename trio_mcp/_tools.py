@@ -67,6 +67,8 @@ class ListingScan:
 class ToolBook:
     """One session's knowledge of the server's tools: header rules, schemas, task support."""
 
+    __slots__ = ("header_wire", "known", "listing", "mode", "output_schemas", "validators")
+
     def __init__(self, output_validation: str) -> None:
         #: ``output_validation``: "report", "strict" or "off"
         self.mode = output_validation

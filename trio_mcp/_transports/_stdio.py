@@ -6,7 +6,9 @@
   line forwarded to a logger (or a callback) and the tail kept for error messages.
 * Writes from many callers are coalesced by one writer task: callers hand their line to a
   bounded queue (``send`` waits while it is full), and the writer writes each line whole, so a
-  caller cancelled after ``send`` returned never leaves half a line on the pipe.
+  caller cancelled after ``send`` returned never leaves half a line on the pipe. While nothing
+  is queued a line goes straight to the non-blocking pipe (what it does not take is queued
+  whole); the writer task and its queue start with the first line that has to wait.
 * Shutdown follows the spec: close stdin, wait, SIGTERM the group, wait, SIGKILL the group;
   every step bounded and shielded, so it completes even when the caller is cancelled.
 
@@ -24,8 +26,8 @@ import shlex
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -120,13 +122,33 @@ class StdioParameters:
         Args:
             nursery: The nursery that owns the writer and stderr-drain tasks.
         """
-        return _open_stdio(self, nursery)
+        return _OpenStdio(self, nursery)
 
 
-@asynccontextmanager
-async def _open_stdio(
-    params: StdioParameters, nursery: trio.Nursery
-) -> AsyncGenerator[StdioTransport, None]:
+class _OpenStdio:
+    """``async with``: start the server and its stderr drain; close it all on exit.
+
+    A plain class, not a generator context manager: an open session keeps nothing of the
+    start-up alive (no suspended frame holding the environment, argv, ...).
+    """
+
+    __slots__ = ("_nursery", "_params", "_transport")
+
+    def __init__(self, params: StdioParameters, nursery: trio.Nursery) -> None:
+        self._params = params
+        self._nursery = nursery
+        self._transport: StdioTransport | None = None
+
+    async def __aenter__(self) -> StdioTransport:
+        self._transport = await _start_stdio(self._params, self._nursery)
+        return self._transport
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._transport is not None:
+            await self._transport.aclose()
+
+
+async def _start_stdio(params: StdioParameters, nursery: trio.Nursery) -> StdioTransport:
     argv = params.argv
     if not argv:
         raise ValueError("empty command: give the program to run and its arguments")
@@ -152,26 +174,30 @@ async def _open_stdio(
     except OSError as exc:
         raise ConnectionClosed(f"could not start the MCP server {argv[0]!r}: {exc}") from exc
     try:
-        transport = StdioTransport(process, params)
+        transport = StdioTransport(process, params, nursery)
     except BaseException:
         await _kill_now(process)
         raise
     try:
+        # The writer task starts with the first line that has to wait (see _queue).
         nursery.start_soon(transport._drain_stderr, name=f"trio_mcp stderr {argv[0]}")
-        nursery.start_soon(transport._write_loop, name=f"trio_mcp writer {argv[0]}")
-        yield transport
-    finally:
+    except BaseException:
         await transport.aclose()
+        raise
+    return transport
 
 
 class StdioTransport(Transport):
     """A running stdio MCP server process. Created by :class:`StdioParameters`."""
 
-    def __init__(self, process: trio.Process, params: StdioParameters) -> None:
+    def __init__(
+        self, process: trio.Process, params: StdioParameters, nursery: trio.Nursery
+    ) -> None:
         assert process.stdin is not None and process.stdout is not None
         assert process.stderr is not None
         self._process = process
         self._params = params
+        self._nursery = nursery
         self._stdin = process.stdin
         self._stdout = process.stdout
         self._max = params.max_message_size
@@ -179,18 +205,23 @@ class StdioTransport(Transport):
         self._pos = 0  # start of its unconsumed part
         self._parts: list[bytes | memoryview] = []  # earlier pieces of an unfinished line
         self._parts_size = 0
-        self._out_send, self._out_receive = trio.open_memory_channel[bytes](_WRITE_QUEUE_SIZE)
+        # The write queue and its writer task exist from the first line that cannot be
+        # written at once (most sessions never have one: an idle task and its queue cost
+        # about 4 KiB); until then lines go straight to the non-blocking pipe.
+        self._out_send: trio.MemorySendChannel[bytes] | None = None
+        self._writer_done: trio.Event | None = None  # while the writer task runs
         self._stderr_tail: collections.deque[str] | None = None  # from the first line on
-        self._stderr_done = trio.Event()
-        self._writer_done = trio.Event()
+        self._stderr_finished = False
+        self._stderr_done: trio.Event | None = None  # made by the first waiter
         self._write_error: BaseException | None = None
-        self._writer_cancelled = False  # the writer's nursery was cancelled under it
+        self._writer_ended = False  # the writer task ended: nothing more can be written
+        self._writer_cancelled = False  # the transport's nursery was cancelled under it
         self._stdin_fd: int = cast(trio.lowlevel.FdStream, self._stdin).fileno()
         self._stdout_fd: int = cast(trio.lowlevel.FdStream, self._stdout).fileno()
         self._stderr_fd: int = cast(trio.lowlevel.FdStream, process.stderr).fileno()
         self._stderr_closed = False
         self._drained = False  # the last read came back short: wait before reading again
-        self._writer_busy = True  # until the writer task parks on its (then empty) queue
+        self._writer_busy = False  # lines are queued (or being written) by the writer task
         self._eof_note = ""
         self._closed = False
 
@@ -240,11 +271,23 @@ class StdioTransport(Transport):
         """
         if self._closed:
             raise trio.ClosedResourceError("the stdio transport is closed")
-        if self._writer_done.is_set():
+        if self._writer_ended or self._writer_cancelled or self._write_error is not None:
+            raise self.closed_error() from self._write_error
+        if not self._writer_busy:
+            # Nothing queued: straight to the pipe (the rest, if any, queued whole), with
+            # the checkpoint around it (cancelled before: nothing was handed over).
+            await trio.lowlevel.checkpoint_if_cancelled()
+            if self.try_send_now(data):
+                await trio.lowlevel.cancel_shielded_checkpoint()
+                return
+            if self._write_error is not None:
+                raise self.closed_error() from self._write_error
+        out = self._writer_queue()
+        if out is None:
             raise self.closed_error() from self._write_error
         self._writer_busy = True
         try:
-            await self._out_send.send(data + b"\n")
+            await out.send(data + b"\n")
         except trio.BrokenResourceError as exc:  # the writer ended while we waited
             raise self.closed_error() from (self._write_error or exc)
         except trio.ClosedResourceError:  # closed while we waited
@@ -259,14 +302,40 @@ class StdioTransport(Transport):
         Returns:
             True if the line was queued (and will be written whole).
         """
-        if self._closed or self._writer_done.is_set():
+        if self._closed or self._writer_ended or self._writer_cancelled:
+            return False
+        out = self._writer_queue()
+        if out is None:
             return False
         try:
-            self._out_send.send_nowait(data + b"\n")
+            out.send_nowait(data + b"\n")
         except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
             return False
         self._writer_busy = True
         return True
+
+    def _writer_queue(self) -> trio.MemorySendChannel[bytes] | None:
+        """The writer task's queue, starting the task first if it is not running yet.
+
+        None when it cannot run: the nursery the transport was opened with no longer takes
+        tasks (then nothing more can be written), or it already ended.
+        """
+        out = self._out_send
+        if out is not None or self._writer_ended:
+            return out
+        out, receive = trio.open_memory_channel[bytes](_WRITE_QUEUE_SIZE)
+        try:
+            self._nursery.start_soon(
+                self._write_loop, receive, name=f"trio_mcp writer {self._params.argv[0]}"
+            )
+        except RuntimeError as exc:  # the nursery is closed to new tasks
+            self._writer_cancelled = True
+            self._writer_ended = True
+            self._write_error = exc
+            return None
+        self._out_send = out
+        self._writer_done = trio.Event()
+        return out
 
     def try_send_now(self, data: bytes) -> bool:
         """Write a lone message straight to the non-blocking pipe while the writer is idle.
@@ -282,7 +351,13 @@ class StdioTransport(Transport):
         Returns:
             True if the line was written or queued.
         """
-        if self._writer_busy or self._closed or self._write_error is not None:
+        if (
+            self._writer_busy
+            or self._closed
+            or self._write_error is not None
+            or self._writer_ended
+            or self._writer_cancelled
+        ):
             return False
         framed = data + b"\n"
         try:
@@ -293,24 +368,29 @@ class StdioTransport(Transport):
             self._write_error = exc
             return False
         if written < len(framed):
+            out = self._writer_queue()
+            if out is None:  # (the owner's nursery is gone: the line stays cut)
+                return True
             self._writer_busy = True
-            self._out_send.send_nowait(framed[written:])  # cannot block: the queue is empty
+            out.send_nowait(framed[written:])  # cannot block: the queue is empty
         return True
 
-    async def _write_loop(self) -> None:
-        receive = self._out_receive
+    async def _write_loop(self, receive: trio.MemoryReceiveChannel[bytes]) -> None:
         try:
             while True:
+                first: bytes | None
                 try:
                     first = receive.receive_nowait()
                 except trio.WouldBlock:
+                    first = None  # (wait outside the handler: it would keep the exception)
+                except (trio.EndOfChannel, trio.ClosedResourceError):
+                    break
+                if first is None:
                     self._writer_busy = False
                     try:
                         first = await receive.receive()
                     except (trio.EndOfChannel, trio.ClosedResourceError):
                         break
-                except (trio.EndOfChannel, trio.ClosedResourceError):
-                    break
                 batch = [first]
                 while True:
                     try:
@@ -329,8 +409,10 @@ class StdioTransport(Transport):
             logger.exception("the stdio writer failed")
         finally:
             self._writer_busy = True  # no more fast-path writes
+            self._writer_ended = True
             receive.close()  # senders waiting for room get BrokenResourceError
-            self._writer_done.set()
+            if self._writer_done is not None:
+                self._writer_done.set()
             with trio.CancelScope(shield=True):
                 try:
                     await self._stdin.aclose()
@@ -427,6 +509,13 @@ class StdioTransport(Transport):
         with trio.move_on_after(self._params.shutdown_timeout) as scope:
             scope.shield = True
             await self._process.wait()
+            await self._stderr_drained()
+
+    async def _stderr_drained(self) -> None:
+        """Wait until the stderr drain task has ended (its end of stream, or closed)."""
+        if not self._stderr_finished:
+            if self._stderr_done is None:  # (an Event costs 272 bytes: made when needed)
+                self._stderr_done = trio.Event()
             await self._stderr_done.wait()
 
     async def _drain_stderr(self) -> None:
@@ -456,8 +545,15 @@ class StdioTransport(Transport):
                     self._emit_stderr(raw, callback)
             if pending:
                 self._emit_stderr(pending, callback)
+        except trio.Cancelled:
+            # The nursery the transport was opened with was cancelled: no task of the
+            # transport runs any more, so nothing more can be written either.
+            self._writer_cancelled = not self._closed
+            raise
         finally:
-            self._stderr_done.set()
+            self._stderr_finished = True
+            if self._stderr_done is not None:
+                self._stderr_done.set()
 
     def _emit_stderr(self, raw: bytes, callback: Callable[[str], None] | None) -> None:
         line = raw.rstrip(b"\r").decode("utf-8", "replace")
@@ -501,9 +597,11 @@ class StdioTransport(Transport):
         process = self._process
         grace = self._params.shutdown_timeout
         with trio.CancelScope(shield=True):
-            self._out_send.close()  # the writer flushes what is queued, then closes stdin
-            with trio.move_on_after(grace):
-                await self._writer_done.wait()
+            if self._out_send is not None:
+                self._out_send.close()  # the writer flushes what is queued, then closes stdin
+            if self._writer_done is not None:
+                with trio.move_on_after(grace):
+                    await self._writer_done.wait()
             try:
                 await self._stdin.aclose()
             except (trio.BrokenResourceError, OSError):  # pragma: no cover
@@ -529,7 +627,7 @@ class StdioTransport(Transport):
                 await trio.sleep(min(0.05, grace))
                 _signal_group(process.pid, signal.SIGKILL)
             with trio.move_on_after(grace):
-                await self._stderr_done.wait()
+                await self._stderr_drained()
             self._stderr_closed = True
             if process.stderr is not None:
                 await process.stderr.aclose()
