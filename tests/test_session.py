@@ -29,7 +29,7 @@ async def test_legacy_handshake_after_failed_probe() -> None:
         assert methods[:3] == ["server/discover", "initialize", "notifications/initialized"]
         init = peer.sent("initialize")[0]["params"]
         assert init["protocolVersion"] == "2025-11-25"
-        assert init["clientInfo"]["name"] == "trio-mcp"
+        assert init["clientInfo"] == {"name": "trio-mcp", "version": trio_mcp.__version__}
 
 
 async def test_call_tool_returns_typed_result() -> None:
@@ -332,3 +332,18 @@ async def test_an_open_session_holds_no_instance_dicts() -> None:
         assert session._rpc._drop_logs is None
         assert session._notes._elicitation_waiters is None
         assert session._notes._elicitations_done is None
+
+
+def test_the_version_is_written_once_and_the_build_reads_it() -> None:
+    # trio_mcp.__version__ (what clientInfo sends) is the version the wheel is built with:
+    # pyproject.toml takes it from trio_mcp/_version.py, not a second copy
+    import re
+    from pathlib import Path
+
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+    root = Path(trio_mcp.__file__).resolve().parent.parent
+    project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "version" not in project["project"] and project["project"]["dynamic"] == ["version"]
+    assert project["tool"]["hatch"]["version"]["path"] == "trio_mcp/_version.py"
+    assert re.fullmatch(r"\d+\.\d+\.\d+([a-z]+\d+)?", trio_mcp.__version__)

@@ -78,6 +78,7 @@ from ._resilience import RetryPolicy as RetryPolicy
 from ._session import ClientSession as ClientSession
 from ._session import Notification as Notification
 from ._terminal import for_terminal as for_terminal
+from ._version import __version__ as __version__
 from .agent import run_agent as run_agent
 from .auth import AuthError as AuthError
 from .config import ConfigError as ConfigError

@@ -61,6 +61,7 @@ from ._subscriptions import Notification, Notifications
 from ._tasks import TASKS_EXTENSION, TaskReceiver
 from ._tools import ToolBook
 from ._transports._base import Transport
+from ._version import __version__
 
 __all__ = [
     "ClientSession",
@@ -481,14 +482,4 @@ class ClientSession(ToolsAPI, FeaturesAPI, NotificationsAPI, metaclass=NoPublicC
 @functools.cache
 def _default_client_info() -> t.Implementation:
     """trio-mcp's name and version, sent when the application gives none (made once)."""
-    return t.Implementation(name="trio-mcp", version=_version())
-
-
-@functools.cache
-def _version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("trio-mcp")
-    except Exception:
-        return "0.0.0"
+    return t.Implementation(name="trio-mcp", version=__version__)
