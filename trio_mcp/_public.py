@@ -37,6 +37,34 @@ def publish(module: str, namespace: dict[str, Any], names: Iterable[str]) -> Non
         value.__module__ = module
 
 
+def load_lazily(module: str, namespace: dict[str, Any], lazy: dict[str, str], name: str) -> Any:
+    """A namespace's module ``__getattr__``: import the private module of ``name`` on first use.
+
+    For names whose module would load an optional or heavy dependency (httpx for OAuth and
+    the HTTP parameters): every name of that module listed in ``lazy`` is published and
+    bound in ``namespace`` at once, so the next access is a plain attribute.
+
+    Args:
+        module: The public module's name, e.g. ``"trio_mcp.auth"``.
+        namespace: The public module's globals.
+        lazy: Name -> the private module (relative to ``trio_mcp``) that defines it.
+        name: The name asked for.
+
+    Raises:
+        AttributeError: ``name`` is not one of ``lazy``.
+    """
+    where = lazy.get(name)
+    if where is None:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    import importlib  # (import cost: the module is loaded only when a name is used)
+
+    loaded = vars(importlib.import_module(where, "trio_mcp"))
+    names = [other for other, place in lazy.items() if place == where]
+    publish(module, loaded, names)
+    namespace.update({other: loaded[other] for other in names})
+    return loaded[name]
+
+
 def _resolve_annotations(cls: type[msgspec.Struct]) -> None:
     # msgspec resolves a Struct's string annotations (``from __future__ import annotations``)
     # in the module named by ``__module__``: evaluate them in their own module first, so

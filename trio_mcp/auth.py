@@ -30,6 +30,7 @@ from ._exceptions import DPoPNonceError as DPoPNonceError
 from ._exceptions import InsufficientScopeError as InsufficientScopeError
 from ._exceptions import LoginRequiredError as LoginRequiredError
 from ._exceptions import TokenRequestError as TokenRequestError
+from ._public import load_lazily as _load_lazily
 from ._public import publish as _publish
 
 if TYPE_CHECKING:
@@ -101,16 +102,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib  # (import cost: the module is loaded only when a name is used)
-
-    loaded = vars(importlib.import_module(module, __package__))
-    names = [other for other, where in _LAZY.items() if where == module]
-    _publish(__name__, loaded, names)
-    globals().update({other: loaded[other] for other in names})
-    return loaded[name]
+    return _load_lazily(__name__, globals(), _LAZY, name)
 
 
 def __dir__() -> list[str]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._public import load_lazily as _load_lazily
 from ._public import publish as _publish
 from ._transports._base import MessageInfo as MessageInfo
 from ._transports._base import RequestFailure as RequestFailure
@@ -46,16 +47,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib  # (import cost: the module is loaded only when a name is used)
-
-    loaded = vars(importlib.import_module(module, __package__))
-    names = [other for other, where in _LAZY.items() if where == module]
-    _publish(__name__, loaded, names)
-    globals().update({other: loaded[other] for other in names})
-    return loaded[name]
+    return _load_lazily(__name__, globals(), _LAZY, name)
 
 
 def __dir__() -> list[str]:
