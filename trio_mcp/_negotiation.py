@@ -39,7 +39,8 @@ from ._exceptions import (
     TransportError,
 )
 from ._jsonrpc import decode_payload
-from ._rpc import PendingCall, RPCConnection
+from ._pending import PendingCall
+from ._rpc import RPCConnection
 from ._tasks import TASKS_EXTENSION, TaskReceiver
 
 if TYPE_CHECKING:

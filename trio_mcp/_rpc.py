@@ -24,7 +24,6 @@ bounded queue of quick replies (``ping``, method not found), bounded progress pe
 from __future__ import annotations
 
 import functools
-import inspect
 import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping
@@ -57,21 +56,26 @@ from ._jsonrpc import (
     encode_response,
     is_batch,
     salvage_head,
-    server_error_from_wire,
     split_batch,
+)
+from ._pending import (
+    CHANNEL_POOL_SIZE,
+    Channels,
+    PendingCall,
+    ProgressCallback,
+    open_channel,
+    run_channel_pool,
 )
 from ._transports._base import MessageInfo, Transport
 
-__all__ = ["PendingCall", "RPCConnection", "RequestHandler"]
+__all__ = ["RPCConnection", "RequestHandler"]
 
 logger = logging.getLogger("trio_mcp")
 
 #: Serves one server-to-client request: ``(request_id, method, params)`` to the result in
 #: wire form; raising ``HandlerError`` answers with that error.
 RequestHandler = Callable[[RequestId, str, msgspec.Raw], Awaitable[Any]]
-ProgressCallback = Callable[[t.ProgressNotificationParams], "Awaitable[None] | None"]
 
-_CHANNEL_POOL_SIZE: Final = 1024  # idle response channels kept, per trio run
 _MAX_QUEUED_PROGRESS: Final = 64
 _REPLY_QUEUE: Final = 256
 _NO_HEADERS: Final[Mapping[str, str]] = {}
@@ -82,112 +86,6 @@ _DROPS: Final = {
     "batch": "dropping a JSON-RPC batch",
     "reused_id": "dropping a server request that reuses the id",
 }
-_Channels = tuple["trio.MemorySendChannel[Any]", "trio.MemoryReceiveChannel[Any]"]
-_open_channel: Final = cast(
-    "Callable[[float], _Channels]", trio.open_memory_channel
-)  # unsubscripted: no typing work per call
-_channel_pool: Final = trio.lowlevel.RunVar["list[_Channels]"]("trio_mcp response channels")
-
-
-def _run_channel_pool() -> list[_Channels]:
-    """The idle response channels of this trio run, shared by all its connections.
-
-    Creating a channel costs about 3 µs and an idle one 2.4 KiB: one pool per run (not per
-    connection) lets a burst reuse the channels of earlier ones, while many sessions of one
-    application (a server group) keep one pool between them, freed when the run ends.
-    """
-    try:
-        return _channel_pool.get()
-    except LookupError:
-        pool: list[_Channels] = []
-        _channel_pool.set(pool)
-        return pool
-
-
-class PendingCall:
-    """One request on the wire whose answer has not been collected yet.
-
-    Made by :meth:`RPCConnection.start_request`. :meth:`wait` collects the answer; a call
-    that is no longer wanted is dropped with :meth:`abandon` (or announced as cancelled with
-    :meth:`RPCConnection.cancel`).
-    """
-
-    __slots__ = ("_channels", "_conn", "_on_progress", "done", "method", "request_id")
-
-    def __init__(
-        self,
-        conn: RPCConnection,
-        request_id: RequestId,
-        method: str,
-        channels: _Channels,
-        on_progress: ProgressCallback | None,
-    ) -> None:
-        self._conn = conn
-        self.request_id = request_id
-        self.method = method
-        self._channels = channels
-        self._on_progress = on_progress
-        self.done = False
-
-    def _finish(self, item: Envelope) -> msgspec.Raw:
-        self.done = True
-        self._conn._recycle(self._channels)  # pyright: ignore[reportPrivateUsage]
-        if item.error is not UNSET:
-            error = item.error
-            raise server_error_from_wire(error.code, error.message, error.data, method=self.method)
-        return item.result
-
-    async def wait(self) -> msgspec.Raw:
-        """Wait for the answer; return its raw ``result``.
-
-        Cancelling the wait leaves the request pending (see :meth:`abandon`).
-
-        Raises:
-            ServerError: The server answered with an error.
-            ProtocolError: The answer could not be decoded.
-            ConnectionClosed: The connection ended first.
-            trio.ClosedResourceError: The session was closed by its owner.
-        """
-        receive = self._channels[1]
-        while True:
-            item = await receive.receive()
-            if type(item) is Envelope:
-                return self._finish(item)
-            if isinstance(item, BaseException):
-                self.done = True
-                raise item
-            callback = self._on_progress
-            if callback is not None:
-                outcome = callback(item)
-                if inspect.isawaitable(outcome):
-                    await outcome
-
-    def poll(self) -> msgspec.Raw | None:
-        """The answer if it has arrived (progress is skipped), else None. Never blocks.
-
-        Raises:
-            The same as :meth:`wait`, when the answer has arrived and is a failure.
-        """
-        receive = self._channels[1]
-        while True:
-            try:
-                item = receive.receive_nowait()
-            except trio.WouldBlock:
-                return None
-            if type(item) is Envelope:
-                return self._finish(item)
-            if isinstance(item, BaseException):
-                self.done = True
-                raise item
-
-    def abandon(self) -> None:
-        """Forget the request: a late answer is dropped; the transport may close its stream.
-
-        No ``notifications/cancelled`` is sent (use :meth:`RPCConnection.cancel` for that).
-        """
-        if not self.done:
-            self.done = True
-            self._conn._forget(self.request_id)  # pyright: ignore[reportPrivateUsage]
 
 
 class RPCConnection:
@@ -252,7 +150,7 @@ class RPCConnection:
         self._max_server_requests = max_server_requests
         self._next_id = 1
         self._pending: dict[RequestId, trio.MemorySendChannel[Any]] = {}
-        self._pool = _run_channel_pool()
+        self._pool = run_channel_pool()
         self._incoming: dict[RequestId, trio.CancelScope] = {}
         # The quick-reply queue and its writer task exist from the first reply on: most
         # sessions never get a server-to-client request, and an idle task costs memory.
@@ -386,7 +284,7 @@ class RPCConnection:
             params["_meta"] = meta
         data = encode_request(request_id, method, params)  # TypeError before any state
         pool = self._pool
-        channels = pool.pop() if pool else _open_channel(math.inf)
+        channels = pool.pop() if pool else open_channel(math.inf)
         pending = self._pending
         pending[request_id] = channels[0]
         call = PendingCall(self, request_id, method, channels, on_progress)
@@ -483,8 +381,8 @@ class RPCConnection:
         if self.usable:
             self.transport.cancel_request(request_id)
 
-    def _recycle(self, channels: _Channels) -> None:
-        if len(self._pool) < _CHANNEL_POOL_SIZE:
+    def _recycle(self, channels: Channels) -> None:
+        if len(self._pool) < CHANNEL_POOL_SIZE:
             self._pool.append(channels)
 
     async def notify(self, method: str, params: Any = None) -> None:
