@@ -269,9 +269,18 @@ def test_close_fails_calls_in_flight_in_other_threads() -> None:
     assert len(outcome) == 1 and isinstance(outcome[0], trio.ClosedResourceError)
 
 
+#: A fresh program's Ctrl-C, whatever the test runner inherited; a stack dump if it hangs.
+_CHILD_PROLOGUE = """\
+import faulthandler, signal
+signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+faulthandler.dump_traceback_later(55)  # to stderr; the program goes on
+"""
+
+
 def run_script(code: str, *, interrupt_after: str | None = None) -> str:
     proc = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(code)],
+        [sys.executable, "-c", _CHILD_PROLOGUE + textwrap.dedent(code)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -281,7 +290,12 @@ def run_script(code: str, *, interrupt_after: str | None = None) -> str:
         line = proc.stdout.readline()
         assert line.strip() == interrupt_after, (line, proc.stderr.read() if proc.stderr else "")
         proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    try:
+        out, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:  # pragma: no cover - show where it hung
+        proc.kill()
+        out, err = proc.communicate()
+        raise AssertionError(f"the program did not end within 60 s: {out}\n{err}") from None
     assert proc.returncode == 0, err
     return out
 

@@ -92,7 +92,11 @@ def check_server_gone(pid: int, err: str = "") -> None:
 # -- the test programs ------------------------------------------------------------------
 
 PROLOGUE = """
-import sys, asyncio, trio_mcp
+import faulthandler, signal, sys, asyncio, trio_mcp
+# A fresh program's Ctrl-C, whatever the test runner inherited; a stack dump if it hangs.
+signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+faulthandler.dump_traceback_later(18)  # to stderr; the program goes on
 server = [sys.executable, sys.argv[1], sys.argv[2], *sys.argv[3:]]
 """
 

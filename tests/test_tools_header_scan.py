@@ -345,14 +345,17 @@ def _params(server: Server) -> trio_mcp.StreamableHTTPParameters:
 
 
 def _counting(session: trio_mcp.ClientSession, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    # ToolBook has __slots__: count on the class, for this session's book only
     checks: list[int] = []
-    real = session._tools.checked_tool_headers
+    book = session._tools
+    real = ToolBook.checked_tool_headers
 
-    def counting(tools: list[t.Tool], *, more: bool = False) -> list[t.Tool]:
-        checks.append(len(tools))
-        return real(tools, more=more)
+    def counting(self: ToolBook, tools: list[t.Tool], *, more: bool = False) -> list[t.Tool]:
+        if self is book:
+            checks.append(len(tools))
+        return real(self, tools, more=more)
 
-    monkeypatch.setattr(session._tools, "checked_tool_headers", counting)
+    monkeypatch.setattr(ToolBook, "checked_tool_headers", counting)
     return checks
 
 
