@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import random
 from typing import Any
 
@@ -26,6 +27,9 @@ from trio_mcp import types as t
 from trio_mcp._eras import era_cache
 from trio_mcp._tools import ListingScan, ToolBook
 from trio_mcp._transports._headers import may_hold_annotation
+
+#: Examples per property: 300 here, the fuzz profile's count under `nox -s fuzz`.
+EXAMPLES = int(os.environ.get("TRIO_MCP_FUZZ_EXAMPLES", "300"))
 
 NEEDLE = "x-mcp-header"
 URL = "http://mcp.test/mcp"
@@ -210,7 +214,7 @@ def test_may_hold_annotation(text: bytes, may: bool) -> None:
     assert may_hold_annotation(bytearray(text)) is may
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=EXAMPLES, deadline=None)
 @given(
     value=listings(), seed=st.integers(0, 2**32 - 1), rate=st.sampled_from([0.0, 0.05, 0.5, 1.0])
 )
@@ -228,7 +232,7 @@ def test_the_byte_test_never_misses_an_annotation(
         assert not any(NEEDLE in s for s in strings_of(decoded))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=EXAMPLES, deadline=None)
 @given(
     value=listings(), seed=st.integers(0, 2**32 - 1), rate=st.sampled_from([0.0, 0.05, 0.5, 1.0])
 )
