@@ -30,7 +30,8 @@ __all__ = [
     "run_channel_pool",
 ]
 
-ProgressCallback = Callable[[t.ProgressNotificationParams], "Awaitable[None] | None"]
+#: Called with each progress notification of a request (a plain or an async function).
+ProgressCallback = Callable[[t.ProgressNotificationParams], Awaitable[None] | None]
 CHANNEL_POOL_SIZE: Final = 1024  # idle response channels kept, per trio run
 
 

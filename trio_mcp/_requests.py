@@ -38,6 +38,7 @@ from ._exceptions import (
 from ._handlers import HandlerError
 from ._jsonrpc import RequestId, decode_json, decode_payload
 from ._negotiation import EraNegotiation
+from ._pending import ProgressCallback
 from ._tasks import RECEIVER_METHODS, TaskDriver, TaskState, ToolTask, decode_task
 
 if TYPE_CHECKING:
@@ -60,7 +61,6 @@ T = TypeVar("T")
 R = TypeVar("R", bound=t.Result)
 
 _INPUT_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
-ProgressCallback = Callable[[t.ProgressNotificationParams], Awaitable[None] | None]
 ResultClaimHandler = Callable[[str, dict[str, Any]], Awaitable[Mapping[str, Any]]]
 #: Sees the bytes a result was decoded from (None: bytes not seen, e.g. a cached page).
 RawTap = Callable[["msgspec.Raw | None"], None]

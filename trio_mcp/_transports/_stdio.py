@@ -255,10 +255,11 @@ class StdioTransport(Transport):
     needs_info = False
 
     async def send(self, data: bytes, info: MessageInfo | None = None) -> None:
-        """Hand one message to the writer task, waiting while its queue is full.
+        """Write one message: straight to the pipe while nothing is queued, else queue it.
 
-        The writer coalesces queued lines into one write and writes each line whole, even
-        when the caller is cancelled after this returned.
+        A line the pipe takes only in part, and every line after it while some wait, go to
+        the writer task (started then), which coalesces queued lines into one write and
+        writes each line whole, even when the caller is cancelled after this returned.
 
         Args:
             data: The encoded message, without the newline.
