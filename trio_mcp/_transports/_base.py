@@ -40,6 +40,8 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from ._link import Link
+
 if TYPE_CHECKING:
     import trio
 
@@ -96,6 +98,19 @@ class Transport(abc.ABC):
     can_probe: bool = True
 
     _fail_request: RequestFailure = staticmethod(_drop_failure)
+    _link: Link | None = None
+
+    @property
+    def link(self) -> Link:
+        """The health of this transport's link to its server (made on first use).
+
+        A transport records here a broken connection or a session the server forgot, and
+        its recovery; the session's statistics and a group's member status read it.
+        """
+        link = self._link
+        if link is None:
+            link = self._link = Link()
+        return link
 
     @property
     def era_key(self) -> str | None:
