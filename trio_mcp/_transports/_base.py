@@ -79,6 +79,10 @@ def _drop_failure(request_id: RequestId, error: MCPError) -> None:
     del request_id, error
 
 
+def _ignore_gap(renewed: bool) -> None:
+    del renewed
+
+
 class Transport(abc.ABC):
     """A connection carrying whole JSON-RPC messages to and from one MCP server."""
 
@@ -99,6 +103,7 @@ class Transport(abc.ABC):
 
     _fail_request: RequestFailure = staticmethod(_drop_failure)
     _link: Link | None = None
+    _on_gap: Callable[[bool], None] = staticmethod(_ignore_gap)
 
     @property
     def link(self) -> Link:
@@ -129,6 +134,29 @@ class Transport(abc.ABC):
             fail_request: Called with a request id and the error that ends that request.
         """
         self._fail_request = fail_request
+
+    def attach_gap(self, on_gap: Callable[[bool], None]) -> None:
+        """Register the session's callback for gaps in what the server told it.
+
+        The transport calls it (through :meth:`notification_gap` and :meth:`renewed`) after
+        a re-opened notification stream or a new server session; the session then treats
+        every cached list as stale and, after a new server session, sets up again what the
+        application had set up (subscriptions, the log level). The callback is synchronous
+        and must not block: it schedules that work.
+
+        Args:
+            on_gap: Called with True after a new server session, False after a gap alone.
+        """
+        self._on_gap = on_gap
+
+    def notification_gap(self) -> None:
+        """Notifications may have been missed (a stream re-opened, a reconnect)."""
+        self._on_gap(False)
+
+    def renewed(self) -> None:
+        """The transport started a new server session; the link is up again."""
+        self.link.restored()
+        self._on_gap(True)
 
     def attach_reader(self, dispatch: Callable[[bytes | Envelope], None]) -> None:
         """Let the transport hand messages straight to the session's reader logic.
