@@ -206,6 +206,9 @@ class NotificationsAPI(RequestPath):
         Modern (2026-07-28) servers have no ``resources/subscribe``: nothing is sent; use
         :meth:`listen` with ``resource_uris=[uri]`` instead, which works in both eras.
 
+        The subscription lasts until :meth:`unsubscribe_resource`: when the server loses
+        the session (it restarted) and a new one is started, it is sent again.
+
         Args:
             uri: The resource's URI.
         """
@@ -215,6 +218,7 @@ class NotificationsAPI(RequestPath):
             await trio.lowlevel.checkpoint()
             return
         await self._call("resources/subscribe", {"uri": uri})
+        self._notes.subscription_made(uri)  # sent again to a new server session
 
     async def unsubscribe_resource(self, uri: str) -> None:
         """Stop ``notifications/resources/updated`` about ``uri`` (no-op on modern servers).
@@ -226,6 +230,7 @@ class NotificationsAPI(RequestPath):
         if self._era == "modern":
             await trio.lowlevel.checkpoint()
             return
+        self._notes.subscription_ended(uri)
         await self._call("resources/unsubscribe", {"uri": uri})
 
     async def wait_elicitation_complete(

@@ -55,6 +55,13 @@ _INVALIDATES: Final = {
     "notifications/resources/list_changed": ("resources/list", "resources/templates/list"),
 }
 
+#: The ``subscriptions/listen`` keys of the list_changed notifications they ask for.
+_LISTENED: Final = {
+    "toolsListChanged": "notifications/tools/list_changed",
+    "promptsListChanged": "notifications/prompts/list_changed",
+    "resourcesListChanged": "notifications/resources/list_changed",
+}
+
 
 def _call_with_kind(callback: Callable[[ListKind], Any], kind: ListKind, _note: Any) -> Any:
     return callback(kind)
@@ -85,6 +92,9 @@ class Subscriber:
     drops: DropLog = field(
         default_factory=lambda: DropLog("notification subscriber is full; dropped")
     )
+    #: the list_changed methods a ``subscriptions/listen`` stream asked for (what a gap
+    #: in the notifications re-sends it); channels without a subscription id use ``methods``
+    listened: frozenset[str] = frozenset()
 
 
 class Notifications:
@@ -99,6 +109,7 @@ class Notifications:
         "_elicitations_done",
         "_forget_listing",
         "_listen_ack_timeout",
+        "_subscribed",
         "callback_tasks",
         "handlers",
         "rpc",
@@ -129,6 +140,8 @@ class Notifications:
         # both made when first needed (most sessions never see one)
         self._elicitation_waiters: dict[str, trio.Event] | None = None
         self._elicitations_done: dict[str, None] | None = None
+        # resources/subscribe URIs in force (legacy), in order; made on the first one
+        self._subscribed: dict[str, None] | None = None
 
     @property
     def callback_drops(self) -> DropLog:
@@ -174,6 +187,59 @@ class Notifications:
             await event.wait()
         if elicitation_id not in (self._elicitations_done or ()):
             self.rpc.check_usable()
+
+    # -- gaps: lists gone stale, subscriptions to set up again ---------------------------
+
+    @property
+    def subscribed(self) -> list[str]:
+        """The resource URIs subscribed with ``resources/subscribe`` (legacy), in order."""
+        return list(self._subscribed or ())
+
+    def subscription_made(self, uri: str) -> None:
+        """``resources/subscribe`` of ``uri`` succeeded: set it up again after a renewal."""
+        subscribed = self._subscribed
+        if subscribed is None:
+            subscribed = self._subscribed = {}
+        subscribed[uri] = None
+
+    def subscription_ended(self, uri: str) -> None:
+        """``uri`` was unsubscribed (the server holds a set: one unsubscribe ends it)."""
+        if self._subscribed is not None:
+            self._subscribed.pop(uri, None)
+
+    def lists_stale(self) -> None:
+        """Notifications may have been missed: act as if every list changed.
+
+        Drops the cached listings (and the tool listing), and delivers a
+        ``notifications/{tools,prompts,resources}/list_changed`` to every channel and
+        callback that would get the server's own (a ``subscriptions/listen`` stream only
+        the kinds it asked for), so catalogues re-list and list-changed handlers run.
+        Synchronous and quick, like :meth:`route`.
+        """
+        for method, prefixes in _INVALIDATES.items():
+            for prefix in prefixes:
+                self._cache.invalidate(prefix)
+            if method == "notifications/tools/list_changed":
+                self._forget_listing()
+            note = Notification(method, {})
+            for sub in self.subscribers:
+                if sub.subscription_id is not None:
+                    if method not in sub.listened:
+                        continue
+                elif sub.methods is not None and method not in sub.methods:
+                    continue
+                self._put(sub, note)
+            for key in (method, "*"):
+                for callback in tuple(self.handlers.get(key, ())):
+                    self._run_callback(callback, note)
+
+    def _put(self, sub: Subscriber, note: Notification) -> None:
+        try:
+            sub.send.send_nowait(note)
+        except trio.WouldBlock:
+            sub.drops.dropped(note.method)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
 
     # -- routing -------------------------------------------------------------------------
 
@@ -226,12 +292,7 @@ class Notifications:
                 and (not isinstance(uri, str) or uri not in sub.uris)
             ):
                 continue
-            try:
-                sub.send.send_nowait(note)
-            except trio.WouldBlock:
-                sub.drops.dropped(method)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                pass
+            self._put(sub, note)
         for key in (method, "*"):
             for callback in tuple(self.handlers.get(key, ())):
                 self._run_callback(callback, note)
@@ -384,6 +445,9 @@ class Notifications:
         scope = trio.CancelScope()
         failures: list[MCPError] = []
         async with self.subscribe(None, buffer, subscription_id=request_id) as (channel, sub):
+            sub.listened = frozenset(
+                method for key, method in _LISTENED.items() if wanted.get(key) is True
+            )
 
             async def hold_request() -> None:
                 # Runs in the session's nursery, so the caller's block never sits inside a

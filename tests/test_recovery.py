@@ -1,0 +1,309 @@
+"""Session recovery over Streamable HTTP when the server restarts (issue 33), on virtual time.
+
+A :class:`MockServer` served over HTTP is stopped and restarted with its sessions forgotten;
+the client renews its legacy session (after ``404`` or the TypeScript SDK's ``400``), sets
+up again what the application set up, re-lists what may have changed, and re-opens its
+GET stream once the server is back.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+import trio_mcp
+from trio_mcp._recovery import MAX_PASSES, Recovery
+from trio_mcp._transports._link import LinkState
+from trio_mcp.testing import MockHTTPServer, MockServer, ToolContext
+
+
+def make_server() -> MockServer:
+    server = MockServer(eras="legacy")
+
+    @server.tool
+    async def echo(ctx: ToolContext, text: str) -> str:
+        return text
+
+    server.add_resource("mem://note", text="one")
+    return server
+
+
+@asynccontextmanager
+async def opened(
+    server: MockServer, nursery: trio.Nursery
+) -> AsyncIterator[tuple[MockHTTPServer, trio_mcp.ClientSession]]:
+    async with server.open_http(nursery) as http:
+        params = trio_mcp.StreamableHTTPParameters(http.url, client=http.client)
+        async with trio_mcp.open_mcp_session(nursery, params) as session:
+            yield http, session
+
+
+def methods(server: MockServer) -> list[str]:
+    return [m["method"] for m in server.received if "method" in m]
+
+
+@pytest.mark.parametrize("status", [404, 400])
+async def test_restart_renews_the_session_and_replays(
+    status: int, autojump_clock: trio.testing.MockClock
+) -> None:
+    server = make_server()
+    async with trio.open_nursery() as nursery, opened(server, nursery) as (http, session):
+        first = session.transport.session_id  # type: ignore[attr-defined]
+        http.stop()
+        with pytest.raises(trio_mcp.TransportError):
+            await session.call_tool("echo", {"text": "down"})
+        http.restart(unknown_session=status)  # type: ignore[arg-type]
+        start = trio.current_time()
+        result = await session.call_tool("echo", {"text": "back"})
+        assert result.content[0].text == "back"  # type: ignore[union-attr]
+        assert trio.current_time() == start  # no waiting: renewed and replayed at once
+        assert session.transport.session_id != first  # type: ignore[attr-defined]
+        link = session.transport.link
+        assert link.state is LinkState.UP
+        assert link.reconnects >= 1
+        assert link.last_failure is not None
+        nursery.cancel_scope.cancel()
+    assert methods(server).count("initialize") == 2
+
+
+async def test_a_400_for_another_reason_is_not_a_lost_session(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    import httpx
+
+    server = make_server()
+    async with trio.open_nursery() as nursery, server.open_http(nursery) as http:
+        seen: list[str] = []
+
+        async def handler(request: httpx.Request) -> httpx.Response:
+            body = await request.aread()
+            if b'"tools/call"' in body:
+                seen.append("tools/call")
+                return httpx.Response(400, json={"error": "Bad Request: invalid params"})
+            return await http.handle(request)
+
+        client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+        params = trio_mcp.StreamableHTTPParameters(http.url, client=client)
+        async with trio_mcp.open_mcp_session(nursery, params) as session:
+            with pytest.raises(trio_mcp.HTTPStatusError) as info:
+                await session.call_tool("echo", {"text": "x"})
+            assert info.value.status_code == 400
+        await client.aclose()
+        nursery.cancel_scope.cancel()
+    assert seen == ["tools/call"]
+    assert methods(server).count("initialize") == 1
+
+
+async def test_refusal_right_after_renewal_is_an_error(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    import httpx
+
+    server = make_server()
+    async with trio.open_nursery() as nursery, server.open_http(nursery) as http:
+        calls = 0
+
+        async def handler(request: httpx.Request) -> httpx.Response:
+            nonlocal calls
+            body = await request.aread()
+            if b'"tools/call"' in body:
+                calls += 1
+                return httpx.Response(
+                    400,
+                    json={
+                        "error": {"code": -32000, "message": "Bad Request: Server not initialized"}
+                    },
+                )
+            return await http.handle(request)
+
+        client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+        params = trio_mcp.StreamableHTTPParameters(http.url, client=client)
+        async with trio_mcp.open_mcp_session(nursery, params) as session:
+            start = trio.current_time()
+            with pytest.raises(trio_mcp.TransportError, match="refused the new MCP session"):
+                await session.call_tool("echo", {"text": "x"})
+            assert trio.current_time() == start
+        await client.aclose()
+        nursery.cancel_scope.cancel()
+    assert calls == 2  # the call and one replay, never a loop
+    assert methods(server).count("initialize") == 2
+
+
+async def test_concurrent_requests_share_one_renewal(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server = make_server()
+    async with trio.open_nursery() as nursery, opened(server, nursery) as (http, session):
+        http.restart(unknown_session=400)
+        texts: list[str] = []
+
+        async def call(i: int) -> None:
+            result = await session.call_tool("echo", {"text": str(i)})
+            texts.append(result.content[0].text)  # type: ignore[union-attr]
+
+        async with trio.open_nursery() as callers:
+            for i in range(10):
+                callers.start_soon(call, i)
+        assert sorted(texts) == [str(i) for i in range(10)]
+        nursery.cancel_scope.cancel()
+    assert methods(server).count("initialize") == 2
+    assert methods(server).count("notifications/initialized") == 2
+
+
+async def test_subscriptions_and_log_level_are_set_up_again(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server = make_server()
+    async with trio.open_nursery() as nursery, opened(server, nursery) as (http, session):
+        updated: list[str] = []
+        session.on_resource_updated(lambda params: updated.append(params.uri))
+        await session.set_logging_level("warning")
+        await session.subscribe_resource("mem://note")
+        await session.subscribe_resource("mem://gone")
+        await session.unsubscribe_resource("mem://gone")
+        http.restart(unknown_session=400)
+        await session.ping()  # finds the session lost and renews it
+        await server.wait_for_message("resources/subscribe", count=3)
+        await trio.sleep(1)  # the GET stream of the new session
+        await server.notify_resource_updated("mem://note")
+        await trio.sleep(1)
+        assert updated == ["mem://note"]
+        nursery.cancel_scope.cancel()
+    received = methods(server)
+    renewal = received.index("initialize", 1)
+    after = received[renewal:]
+    assert after.count("logging/setLevel") == 1
+    assert [
+        m["params"]["uri"]
+        for m in server.received[len(received) - len(after) :]
+        if m.get("method") == "resources/subscribe"
+    ] == ["mem://note"]
+    levels = [
+        m["params"]["level"] for m in server.received if m.get("method") == "logging/setLevel"
+    ]
+    assert levels == ["warning", "warning"]
+
+
+async def test_catalogue_relists_and_list_changed_handlers_run(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server = make_server()
+    async with trio.open_nursery() as nursery, opened(server, nursery) as (http, session):
+        kinds: list[str] = []
+        session.on_list_changed(kinds.append)
+        async with session.catalogue() as catalogue:
+            assert [tool.name for tool in catalogue.tools] == ["echo"]
+            http.stop()
+
+            @server.tool
+            async def added(ctx: ToolContext) -> str:  # the new version has a new tool
+                return "new"
+
+            http.restart()
+            await session.ping()
+            with trio.fail_after(5):
+                await catalogue.wait_updated()
+            assert sorted(tool.name for tool in catalogue.tools) == ["added", "echo"]
+        assert sorted(kinds) == ["prompts", "resources", "tools"]
+        nursery.cancel_scope.cancel()
+
+
+async def test_get_stream_reopens_after_an_outage(
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    import httpx
+
+    server = make_server()
+    caplog.set_level(logging.DEBUG, logger="trio_mcp")
+    gets: list[float] = []
+    async with trio.open_nursery() as nursery, server.open_http(nursery) as http:
+
+        async def handler(request: httpx.Request) -> httpx.Response:
+            if request.method == "GET":
+                gets.append(trio.current_time())
+            return await http.handle(request)
+
+        client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+        backoff = trio_mcp.Backoff(initial=1.0, multiplier=2.0, maximum=30.0, jitter=0)
+        params = trio_mcp.StreamableHTTPParameters(
+            http.url, client=client, retry=trio_mcp.RetryPolicy(max_attempts=1, backoff=backoff)
+        )
+        async with trio_mcp.open_mcp_session(nursery, params) as session:
+            await session.subscribe_resource("mem://note")
+            updated: list[str] = []
+            session.on_resource_updated(lambda params: updated.append(params.uri))
+            gaps: list[str] = []
+            session.on_list_changed(gaps.append, "tools")
+            http.stop()
+            down = trio.current_time()
+            del gets[:]
+            await trio.sleep(30)  # the GET stream keeps trying: 1, 2, 4, then every 5 s
+            assert [t - down for t in gets] == [1.0, 3.0, 7.0, 12.0, 17.0, 22.0, 27.0]
+            assert session.transport.link.state is LinkState.RECONNECTING
+            assert not gaps
+            http.restart(unknown_session=400)  # the old session id is unknown now
+            await trio.sleep(3)  # the next attempt (at 32 s) renews the session
+            assert [t - down for t in gets][-2:] == [32.0, 32.0]
+            assert session.transport.link.state is LinkState.UP
+            assert gaps == ["tools"]  # the lists may have changed: re-listed
+            await server.wait_for_message("resources/subscribe", count=2)
+            await server.notify_resource_updated("mem://note")
+            await trio.sleep(0.1)
+            assert updated == ["mem://note"]  # notifications flow again
+        await client.aclose()
+        nursery.cancel_scope.cancel()
+    outage = [r.getMessage() for r in caplog.records if "re-opening it in" in r.getMessage()]
+    assert len(outage) == 1  # once per outage, not per attempt
+    assert "re-opening it in 1.0 s" in outage[0]
+    back = [r.getMessage() for r in caplog.records if "open again after" in r.getMessage()]
+    assert len(back) == 1
+    assert "after 32.0 s" in back[0]
+
+
+async def test_calls_fail_fast_while_the_server_is_down(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server = make_server()
+    async with trio.open_nursery() as nursery, opened(server, nursery) as (http, session):
+        http.stop()
+        for _ in range(3):
+            start = trio.current_time()
+            with pytest.raises(trio_mcp.TransportError):
+                await session.call_tool("echo", {"text": "x"}, timeout=5)
+            assert trio.current_time() == start
+        assert session.transport.link.state is LinkState.RECONNECTING
+        http.restart()
+        result = await session.call_tool("echo", {"text": "y"}, timeout=5)
+        assert result.content[0].text == "y"  # type: ignore[union-attr]
+        nursery.cancel_scope.cancel()
+
+
+async def test_recovery_coalesces_and_is_bounded() -> None:
+    spawned: list[Any] = []
+    recovery = Recovery()
+
+    def spawn(fn: Any, *args: Any, name: str) -> bool:
+        spawned.append((fn, args))
+        return True
+
+    runs = 0
+
+    async def work() -> None:
+        nonlocal runs
+        runs += 1
+        recovery.start(spawn, work)  # a renewal while the work runs: one more pass
+        await trio.lowlevel.checkpoint()
+
+    recovery.start(spawn, work)
+    recovery.start(spawn, work)  # coalesced: still one task
+    assert len(spawned) == 1
+    fn, args = spawned[0]
+    await fn(*args)
+    assert runs == MAX_PASSES  # bounded, even when every pass brings another renewal
+    assert not recovery.running
