@@ -44,6 +44,10 @@ async def opened(
             yield http, session
 
 
+def state_of(session: trio_mcp.ClientSession) -> LinkState:
+    return session.transport.link.state
+
+
 def methods(server: MockServer) -> list[str]:
     return [m["method"] for m in server.received if "method" in m]
 
@@ -245,12 +249,12 @@ async def test_get_stream_reopens_after_an_outage(
             del gets[:]
             await trio.sleep(30)  # the GET stream keeps trying: 1, 2, 4, then every 5 s
             assert [t - down for t in gets] == [1.0, 3.0, 7.0, 12.0, 17.0, 22.0, 27.0]
-            assert session.transport.link.state is LinkState.RECONNECTING
+            assert state_of(session) is LinkState.RECONNECTING
             assert not gaps
             http.restart(unknown_session=400)  # the old session id is unknown now
             await trio.sleep(3)  # the next attempt (at 32 s) renews the session
             assert [t - down for t in gets][-2:] == [32.0, 32.0]
-            assert session.transport.link.state is LinkState.UP
+            assert state_of(session) is LinkState.UP
             assert gaps == ["tools"]  # the lists may have changed: re-listed
             await server.wait_for_message("resources/subscribe", count=2)
             await server.notify_resource_updated("mem://note")
@@ -277,7 +281,7 @@ async def test_calls_fail_fast_while_the_server_is_down(
             with pytest.raises(trio_mcp.TransportError):
                 await session.call_tool("echo", {"text": "x"}, timeout=5)
             assert trio.current_time() == start
-        assert session.transport.link.state is LinkState.RECONNECTING
+        assert state_of(session) is LinkState.RECONNECTING
         http.restart()
         result = await session.call_tool("echo", {"text": "y"}, timeout=5)
         assert result.content[0].text == "y"  # type: ignore[union-attr]
