@@ -311,3 +311,68 @@ async def test_recovery_coalesces_and_is_bounded() -> None:
     await fn(*args)
     assert runs == MAX_PASSES  # bounded, even when every pass brings another renewal
     assert not recovery.running
+
+
+def make_modern_server() -> MockServer:
+    server = MockServer(eras="modern")
+
+    @server.tool
+    async def echo(ctx: ToolContext, text: str) -> str:
+        return text
+
+    server.add_resource("mem://note", text="one")
+    return server
+
+
+async def test_modern_listen_reopens_and_rediscovers_after_a_restart(
+    autojump_clock: trio.testing.MockClock,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from trio_mcp import _subscriptions
+
+    monkeypatch.setattr(
+        _subscriptions, "LISTEN_BACKOFF", trio_mcp.Backoff(initial=1.0, maximum=30.0, jitter=0)
+    )
+    caplog.set_level(logging.INFO, logger="trio_mcp")
+    server = make_modern_server()
+    async with trio.open_nursery() as nursery, opened(server, nursery) as (http, session):
+        assert session.era == "modern"
+        updated: list[str] = []
+        async with (
+            session.catalogue() as catalogue,
+            session.listen(resource_uris=["mem://note"]) as channel,
+        ):
+            assert [tool.name for tool in catalogue.tools] == ["echo"]
+            http.stop()
+            down = trio.current_time()
+            await trio.sleep(20)  # the listen streams keep trying: 1, 3, 7, 12, 17 s
+            listens = [
+                m
+                for m, h in http.requests
+                if m == "POST" and h.get("mcp-method") == "subscriptions/listen"
+            ]
+            assert len(listens) == 2 + 2 * 5
+
+            @server.tool
+            async def added(ctx: ToolContext) -> str:  # the new version has a new tool
+                return "new"
+
+            http.restart()
+            with trio.fail_after(6):
+                await catalogue.wait_updated()
+            back = trio.current_time() - down
+            assert back == 22.1  # re-opened at 22 s, re-listed after the 0.1 s debounce
+            assert sorted(tool.name for tool in catalogue.tools) == ["added", "echo"]
+            await server.notify_resource_updated("mem://note")
+            with trio.fail_after(1):
+                note = await channel.receive()
+            while note.method != "notifications/resources/updated":
+                note = await channel.receive()
+            updated.append(note.params["uri"])
+        assert updated == ["mem://note"]
+        nursery.cancel_scope.cancel()
+    discovers = [m for m in server.received if m.get("method") == "server/discover"]
+    assert len(discovers) >= 2  # discovered again after the gap
+    broke = [r.getMessage() for r in caplog.records if "listen stream broke" in r.getMessage()]
+    assert len(broke) == 2  # once per stream and outage, not per attempt

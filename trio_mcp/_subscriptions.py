@@ -24,12 +24,29 @@ import trio
 
 from . import types as t
 from ._droplog import DropLog
-from ._exceptions import ConnectionClosed, MCPError, ProtocolError, fresh_copy
+from ._exceptions import (
+    CircuitOpenError,
+    ConnectionClosed,
+    HTTPStatusError,
+    MCPError,
+    ProtocolError,
+    TransportError,
+    fresh_copy,
+)
 from ._jsonrpc import decode_json
+from ._resilience import Backoff
 from ._result_cache import MAX_CACHE_ENTRIES, ResultCache
 from ._rpc import RPCConnection
 
-__all__ = ["LOG_LEVELS", "ListKind", "Notification", "Notifications", "Subscriber"]
+__all__ = [
+    "LISTEN_BACKOFF",
+    "LISTEN_MAX_DELAY",
+    "LOG_LEVELS",
+    "ListKind",
+    "Notification",
+    "Notifications",
+    "Subscriber",
+]
 
 logger = logging.getLogger("trio_mcp")
 server_logger = logging.getLogger("trio_mcp.server")
@@ -38,6 +55,10 @@ T = TypeVar("T")
 ListKind = Literal["tools", "prompts", "resources"]
 
 _META_SUBSCRIPTION: Final = t.META_SUBSCRIPTION_ID
+#: The schedule of re-opening a broken ``subscriptions/listen`` stream (capped below).
+LISTEN_BACKOFF: Final = Backoff(initial=1.0, multiplier=2.0, maximum=30.0, jitter=0.1)
+#: The longest wait between attempts to re-open it while the server is down.
+LISTEN_MAX_DELAY: Final = 5.0
 _MAX_CALLBACK_TASKS: Final = 64
 LOG_LEVELS: Final = {
     "debug": logging.DEBUG,
@@ -216,9 +237,8 @@ class Notifications:
         the kinds it asked for), so catalogues re-list and list-changed handlers run.
         Synchronous and quick, like :meth:`route`.
         """
-        for method, prefixes in _INVALIDATES.items():
-            for prefix in prefixes:
-                self._cache.invalidate(prefix)
+        self._cache.entries.clear()  # reads too: resources may have changed
+        for method in _INVALIDATES:
             if method == "notifications/tools/list_changed":
                 self._forget_listing()
             note = Notification(method, {})
@@ -453,17 +473,7 @@ class Notifications:
                 # Runs in the session's nursery, so the caller's block never sits inside a
                 # nursery of ours (its exceptions stay bare, never an ExceptionGroup).
                 with scope:
-                    try:
-                        await rpc.request(
-                            "subscriptions/listen",
-                            {**meta(), "notifications": wanted},
-                            request_id=request_id,
-                        )  # long-lived by design: no default timeout
-                    except MCPError as exc:
-                        failures.append(exc)
-                        logger.debug("subscriptions/listen ended: %r", exc)
-                    except trio.ClosedResourceError:
-                        logger.debug("subscriptions/listen ended: the session was closed")
+                    await self._hold_listen(request_id, wanted, meta, sub, failures)
                 sub.acknowledged.set()
                 sub.send.close()
 
@@ -486,6 +496,85 @@ class Notifications:
                 yield channel
             finally:
                 scope.cancel()
+
+    async def _hold_listen(
+        self,
+        request_id: int | str,
+        wanted: dict[str, Any],
+        meta: Callable[[], Any],
+        sub: Subscriber,
+        failures: list[MCPError],
+    ) -> None:
+        """Hold a ``subscriptions/listen`` request; re-open it when it breaks.
+
+        A stream the server acknowledged that then breaks (the connection, the server
+        going down) is re-opened with the same subscription id, with backoff capped at
+        :data:`LISTEN_MAX_DELAY`, until the block ends or the session stops; once the
+        server acknowledges it again, the session hears of the gap (lists may have
+        changed meanwhile). A stream that fails before its acknowledgement, or that the
+        server ends or refuses, is not re-opened.
+        """
+        rpc = self.rpc
+        attempt = 0
+        since: float | None = None
+        established = False
+        while True:
+            try:
+                await rpc.request(
+                    "subscriptions/listen",
+                    {**meta(), "notifications": wanted},
+                    request_id=request_id,
+                )  # long-lived by design: no default timeout
+                return
+            except MCPError as exc:
+                established = established or sub.acknowledged.is_set()
+                if not (established and rpc.usable and _broken(exc)):
+                    failures.append(exc)
+                    logger.debug("subscriptions/listen ended: %r", exc)
+                    return
+                error = exc
+            except trio.ClosedResourceError:
+                logger.debug("subscriptions/listen ended: the session was closed")
+                return
+            if since is not None and sub.acknowledged.is_set():
+                attempt, since = 0, None  # the re-opened stream was up: a new outage
+            attempt += 1
+            delay = min(LISTEN_BACKOFF.delay(attempt), LISTEN_MAX_DELAY)
+            if since is None:
+                since = trio.current_time()
+                logger.warning(
+                    "the subscriptions/listen stream broke (%s); re-opening it in %.1f s, "
+                    "and with backoff until the server is back",
+                    error,
+                    delay,
+                )
+            else:
+                logger.debug("re-opening subscriptions/listen in %.1f s: %s", delay, error)
+            await trio.sleep(delay)
+            acknowledged = sub.acknowledged = trio.Event()
+            if not rpc.spawn(
+                self._reopened, acknowledged, since, name="trio_mcp subscriptions/listen gap"
+            ):
+                return
+
+    async def _reopened(self, acknowledged: trio.Event, since: float) -> None:
+        """Report the gap once a re-opened listen stream is acknowledged (bounded wait)."""
+        with trio.move_on_after(self._listen_ack_timeout):
+            await acknowledged.wait()
+        if not acknowledged.is_set() or not self.rpc.usable:
+            return
+        logger.info(
+            "the subscriptions/listen stream is open again after %.1f s",
+            trio.current_time() - since,
+        )
+        self.rpc.transport.notification_gap()
+
+
+def _broken(error: MCPError) -> bool:
+    """Whether ``error`` says the stream broke or the server is down (not that it said no)."""
+    if isinstance(error, HTTPStatusError):
+        return error.status_code >= 500 or error.status_code in (408, 429)
+    return isinstance(error, (TransportError, CircuitOpenError))
 
 
 def listen_wanted(tools: bool, prompts: bool, resources: bool, uris: list[str]) -> dict[str, Any]:

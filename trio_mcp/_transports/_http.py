@@ -470,10 +470,16 @@ class StreamableHTTPTransport(Transport):
             self.link.failed(exc)
 
     def _link_up(self) -> None:
-        """A request reached the server: a link that was failing is up again."""
+        """A request reached the server: a link that was failing is up again.
+
+        In the modern (stateless) era the server may be a new process now, with other
+        tools: the session hears of the gap (it re-discovers and re-lists).
+        """
         link = self._link  # (none is made on the hot path)
-        if link is not None:
+        if link is not None and link.state is LinkState.RECONNECTING:
             link.restored()
+            if self.modern:
+                self.notification_gap()
 
     async def _post_request(self, data: bytes, info: MessageInfo) -> None:
         """POST a request and feed its answer into the incoming queue (runs as a task)."""
