@@ -22,6 +22,12 @@ from trio_mcp._recovery import MAX_PASSES, Recovery
 from trio_mcp._transports._link import LinkState
 from trio_mcp.testing import MockHTTPServer, MockServer, ToolContext
 
+TS_SDK_BODY = {
+    "jsonrpc": "2.0",
+    "error": {"code": -32000, "message": "Bad Request: No valid session ID provided"},
+    "id": None,
+}
+
 
 def make_server() -> MockServer:
     server = MockServer(eras="legacy")
@@ -376,3 +382,49 @@ async def test_modern_listen_reopens_and_rediscovers_after_a_restart(
     assert len(discovers) >= 2  # discovered again after the gap
     broke = [r.getMessage() for r in caplog.records if "listen stream broke" in r.getMessage()]
     assert len(broke) == 2  # once per stream and outage, not per attempt
+
+
+async def test_get_stream_refused_in_a_new_session_is_not_a_loop(
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    import httpx
+
+    server = make_server()
+    async with trio.open_nursery() as nursery, server.open_http(nursery) as http:
+        gets = 0
+
+        async def handler(request: httpx.Request) -> httpx.Response:
+            nonlocal gets
+            if request.method == "GET":
+                gets += 1  # this server never knows the session on GET
+                return httpx.Response(400, json=TS_SDK_BODY)
+            return await http.handle(request)
+
+        client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+        params = trio_mcp.StreamableHTTPParameters(http.url, client=client)
+        async with trio_mcp.open_mcp_session(nursery, params) as session:
+            await trio.sleep(60)
+            result = await session.call_tool("echo", {"text": "still"})
+            assert result.content[0].text == "still"  # type: ignore[union-attr]
+        await client.aclose()
+        nursery.cancel_scope.cancel()
+    assert gets == 2  # the first GET renewed the session; its refusal there ended it
+    assert methods(server).count("initialize") == 2
+    assert any("refused the GET stream" in r.getMessage() for r in caplog.records)
+
+
+async def test_link_is_closed_with_the_transport() -> None:
+    server = make_server()
+    async with trio.open_nursery() as nursery, opened(server, nursery) as (_http, session):
+        assert state_of(session) is LinkState.UP
+        nursery.cancel_scope.cancel()
+    assert state_of(session) is LinkState.CLOSED
+
+
+async def test_mock_restart_checks_its_option() -> None:
+    server = make_server()
+    async with trio.open_nursery() as nursery, server.open_http(nursery) as http:
+        with pytest.raises(ValueError, match="404 or 400"):
+            http.restart(unknown_session=500)  # type: ignore[arg-type]
+        assert http.unknown_session == 404
+        nursery.cancel_scope.cancel()

@@ -651,6 +651,7 @@ class StreamableHTTPTransport(Transport):
         state_session = self._session_id
         attempt = 0
         outage: _Outage | None = None
+        renewed_here: str | None = None  # a session this loop started, not yet streamed
         while True:
             session_id = self._session_id
             if session_id != state_session:
@@ -672,11 +673,20 @@ class StreamableHTTPTransport(Transport):
                     logger.debug("%s offers no GET stream (HTTP 405)", self._url)
                     return
                 if session_id is not None and session_lost(exc):
+                    if session_id == renewed_here:
+                        logger.warning(
+                            "%s refused the GET stream of the MCP session it just started "
+                            "(HTTP %d); not listening for server messages",
+                            self._url,
+                            exc.status_code,
+                        )
+                        return
                     try:
                         await self._reinitialize(session_id, exc)
                     except MCPError as failed:
                         error = failed
                     else:
+                        renewed_here = self._session_id
                         continue
                 else:
                     error = exc
@@ -684,6 +694,7 @@ class StreamableHTTPTransport(Transport):
                 error = exc
             else:
                 self._link_up()
+                renewed_here = None
                 if outage is not None:
                     if outage.over(self._url, session_id):
                         self.notification_gap()
@@ -890,7 +901,10 @@ class StreamableHTTPTransport(Transport):
 
         Idempotent; completes (within bounded, shielded steps) even when cancelled.
         """
-        await self._core.aclose(self._delete_session)
+        try:
+            await self._core.aclose(self._delete_session)
+        finally:
+            self.link.closed()
 
     async def _delete_session(self) -> None:
         session_id = self._session_id
