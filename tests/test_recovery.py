@@ -428,3 +428,63 @@ async def test_mock_restart_checks_its_option() -> None:
             http.restart(unknown_session=500)  # type: ignore[arg-type]
         assert http.unknown_session == 404
         nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("status", [404, 400])
+async def test_restart_storm_on_virtual_time(
+    status: int, autojump_clock: trio.testing.MockClock
+) -> None:
+    """10 tasks call continuously while the server dies and comes back every few seconds."""
+    server = make_server()
+    late: list[float] = []
+    outcomes: dict[str, int] = {}
+    async with trio.open_nursery() as nursery, opened(server, nursery) as (http, session):
+        await session.subscribe_resource("mem://note")
+        tasks_before = len(nursery.child_tasks)
+        done = False
+
+        async def caller() -> None:
+            while not done:
+                start = trio.current_time()
+                try:
+                    await session.call_tool("echo", {"text": "x"}, timeout=1)
+                    kind = "ok"
+                except trio_mcp.ConnectionClosed:
+                    kind = "closed"
+                except trio_mcp.TransportError:
+                    kind = "transport"
+                except trio.TooSlowError:
+                    kind = "slow"
+                took = trio.current_time() - start
+                if took > 1:
+                    late.append(took)
+                outcomes[kind] = outcomes.get(kind, 0) + 1
+                await trio.sleep(0.25 if kind == "ok" else 0.1)
+
+        async with trio.open_nursery() as callers:
+            for _ in range(10):
+                callers.start_soon(caller)
+            for round_ in range(5):
+                await trio.sleep(2.5)
+                http.stop()
+                await trio.sleep(1.5 + round_ % 3)
+                http.restart(unknown_session=status)  # type: ignore[arg-type]
+            await trio.sleep(3)
+            done = True
+        # the server is back: a call and the subscription's updates work
+        start = trio.current_time()
+        result = await session.call_tool("echo", {"text": "end"}, timeout=1)
+        assert result.content[0].text == "end"  # type: ignore[union-attr]
+        assert trio.current_time() == start
+        updated: list[str] = []
+        session.on_resource_updated(lambda params: updated.append(params.uri))
+        await trio.sleep(6)  # the GET stream is back within its capped backoff
+        await server.notify_resource_updated("mem://note")
+        await trio.sleep(0.1)
+        assert updated == ["mem://note"]
+        assert len(nursery.child_tasks) <= tasks_before  # nothing piled up
+        nursery.cancel_scope.cancel()
+    assert late == []  # no call waited past its deadline
+    assert outcomes["ok"] > 300
+    assert set(outcomes) <= {"ok", "closed", "transport", "slow"}
+    assert outcomes.get("slow", 0) == 0  # down means failing fast, not timing out
