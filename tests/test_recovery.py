@@ -268,9 +268,14 @@ async def test_get_stream_reopens_after_an_outage(
             assert updated == ["mem://note"]  # notifications flow again
         await client.aclose()
         nursery.cancel_scope.cancel()
-    outage = [r.getMessage() for r in caplog.records if "re-opening it in" in r.getMessage()]
+    messages = [(r.levelname, r.getMessage()) for r in caplog.records]
+    broke = [m for level, m in messages if "re-opening it in" in m and level == "INFO"]
+    assert len(broke) == 1
+    assert "re-opening it in 1.0 s" in broke[0]
+    outage = [m for level, m in messages if "cannot be re-opened" in m and level == "WARNING"]
     assert len(outage) == 1  # once per outage, not per attempt
-    assert "re-opening it in 1.0 s" in outage[0]
+    assert "trying again in 2.0 s" in outage[0]
+    assert not any("trio time" in m for _, m in messages)
     back = [r.getMessage() for r in caplog.records if "open again after" in r.getMessage()]
     assert len(back) == 1
     assert "after 32.0 s" in back[0]

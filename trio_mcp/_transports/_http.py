@@ -120,27 +120,40 @@ def _down(error: MCPError) -> bool:
 
 
 class _Outage:
-    """One stretch of time the legacy GET stream could not be kept open: logged once."""
+    """One stretch of time the legacy GET stream could not be kept open: logged once.
 
-    __slots__ = ("logged", "session_id", "since")
+    A stream that broke and opens again at the first attempt (a proxy cut it) is an info
+    line; one that cannot be re-opened (the server is down) one warning, whatever the
+    number of attempts.
+    """
+
+    __slots__ = ("attempts", "session_id", "since")
 
     def __init__(self, since: float, session_id: str | None) -> None:
         self.since = since
         self.session_id = session_id
-        self.logged = False
+        self.attempts = 0
 
     def log(self, url: str, error: MCPError, delay: float) -> None:
-        if self.logged:
+        self.attempts += 1
+        if self.attempts == 1:
+            logger.info(
+                "the stream for server-initiated messages from %s broke (%s); "
+                "re-opening it in %.1f s",
+                url,
+                error,
+                delay,
+            )
+        elif self.attempts == 2:
+            logger.warning(
+                "the stream for server-initiated messages from %s cannot be re-opened (%s); "
+                "trying again in %.1f s, and with backoff until the server is back",
+                url,
+                error,
+                delay,
+            )
+        else:
             logger.debug("re-opening the stream from %s in %.1f s: %s", url, delay, error)
-            return
-        self.logged = True
-        logger.warning(
-            "the stream for server-initiated messages from %s broke (%s); re-opening it in "
-            "%.1f s, and with backoff until the server is back",
-            url,
-            error,
-            delay,
-        )
 
     def over(self, url: str, session_id: str | None) -> bool:
         """Log the end of the outage; whether the session must still hear of the gap."""
