@@ -102,6 +102,11 @@ class NotificationsAPI(RequestPath):
         Legacy servers send list_changed notifications unasked; modern servers only inside
         :meth:`listen` (or :meth:`catalogue`), so open one of those as well.
 
+        After a gap in what the server told the session (it restarted and a new session
+        began, a notification stream was re-opened), ``callback`` is called for every kind
+        it watches, as if the server had said each list changed: notifications may have been
+        missed.
+
         Args:
             callback: Called with the kind of list that changed.
             *kinds: Only these kinds (default: all three).
@@ -268,6 +273,9 @@ class NotificationsAPI(RequestPath):
         :meth:`listen`, so in both eras), waiting ``debounce`` seconds of trio's clock
         after a change for more changes, so that a burst costs one refresh. The refresher
         runs in the session's nursery and stops when the block ends.
+
+        After a gap in the server's notifications (a restart, a re-opened stream) every
+        kept kind is listed again, so a tool the restarted server added shows up.
 
         Args:
             tools: Keep the tools (default).
