@@ -223,3 +223,32 @@ async def test_fastmcp_restart() -> None:
                         note = await logs.receive()
                 assert "hello" in str(note.params.get("data"))
             nursery.cancel_scope.cancel()
+
+
+async def test_official_sdk_modern_listen_reopens_after_restart() -> None:
+    skip_unless_sdk()
+    async with running(
+        lambda port: (sdk_server_argv("http", mode="modern", port=port), sdk_server_env())
+    ) as peer:
+        async with trio.open_nursery() as nursery:
+            async with trio_mcp.open_mcp_session(nursery, peer.url) as session:
+                assert session.era == "modern"
+                async with session.listen(tools=True) as changes:
+                    await peer.kill()
+                    back = await peer.start()
+                    assert await call_until_answered(session, back) < RECOVERY_BUDGET
+                    await trio.sleep(6)  # past the listen stream's capped backoff (5 s)
+                    gaps = 0
+                    while True:  # what the gap delivered (the lists may have changed)
+                        try:
+                            changes.receive_nowait()
+                        except trio.WouldBlock:
+                            break
+                        gaps += 1
+                    assert gaps >= 1
+                    # the re-opened stream carries the restarted server's own notification
+                    await session.call_tool("add_dynamic_tool", {"name": "fresh"})
+                    with trio.fail_after(5):
+                        note = await changes.receive()
+                    assert note.method == "notifications/tools/list_changed"
+            nursery.cancel_scope.cancel()
