@@ -493,3 +493,55 @@ async def test_restart_storm_on_virtual_time(
     assert outcomes["ok"] > 300
     assert set(outcomes) <= {"ok", "closed", "transport", "slow"}
     assert outcomes.get("slow", 0) == 0  # down means failing fast, not timing out
+
+
+async def test_get_stream_reopens_at_once_when_a_call_gets_through(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server = make_server()
+    async with trio.open_nursery() as nursery, server.open_http(nursery) as http:
+        backoff = trio_mcp.Backoff(initial=1.0, multiplier=2.0, maximum=30.0, jitter=0)
+        params = trio_mcp.StreamableHTTPParameters(
+            http.url,
+            client=http.client,
+            retry=trio_mcp.RetryPolicy(max_attempts=1, backoff=backoff),
+        )
+        async with trio_mcp.open_mcp_session(nursery, params) as session:
+            http.stop()
+            await trio.sleep(10.5)  # attempts at 1, 3, 7 s; the next one is due at 12 s
+            http.restart()
+            gets_before = sum(1 for m, _ in http.requests if m == "GET")
+            await session.call_tool("echo", {"text": "x"})  # renews the session: link UP
+            await trio.sleep(0.5)
+            gets = [h for m, h in http.requests if m == "GET"][gets_before:]
+            assert gets  # re-opened at once, not at the next scheduled attempt
+            assert gets[-1]["mcp-session-id"] == session.transport.session_id  # type: ignore[attr-defined]
+            assert state_of(session) is LinkState.UP
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_server_failing_only_its_get_stream_is_not_polled_per_call(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    import httpx
+
+    server = make_server()
+    async with trio.open_nursery() as nursery, server.open_http(nursery) as http:
+        gets = 0
+
+        async def handler(request: httpx.Request) -> httpx.Response:
+            nonlocal gets
+            if request.method == "GET":
+                gets += 1
+                return httpx.Response(503)
+            return await http.handle(request)
+
+        client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+        params = trio_mcp.StreamableHTTPParameters(http.url, client=client)
+        async with trio_mcp.open_mcp_session(nursery, params) as session:
+            for _ in range(300):  # a call every 0.1 s for 30 s
+                await session.call_tool("echo", {"text": "x"})
+                await trio.sleep(0.1)
+        await client.aclose()
+        nursery.cancel_scope.cancel()
+    assert gets <= 12  # the backoff schedule (one early re-open), not one per call

@@ -127,12 +127,13 @@ class _Outage:
     number of attempts.
     """
 
-    __slots__ = ("attempts", "session_id", "since")
+    __slots__ = ("attempts", "session_id", "since", "woken")
 
     def __init__(self, since: float, session_id: str | None) -> None:
         self.since = since
         self.session_id = session_id
         self.attempts = 0
+        self.woken = False  # a request that reached the server cut a wait short
 
     def log(self, url: str, error: MCPError, delay: float) -> None:
         self.attempts += 1
@@ -733,7 +734,10 @@ class StreamableHTTPTransport(Transport):
                 attempt += 1
                 delay = min(policy.backoff.delay(attempt), GET_STREAM_MAX_DELAY)
                 outage.log(self._url, error, delay)
-                await self._wait_to_reopen(delay)
+                if outage.woken:  # once per outage: a server failing only GETs is no loop
+                    await trio.sleep(delay)
+                else:
+                    outage.woken = await self._wait_to_reopen(delay)
                 continue
             if state.progress > progress:
                 attempt = 0
@@ -750,15 +754,20 @@ class StreamableHTTPTransport(Transport):
                 return
             await trio.sleep(self._reconnect_delay(state, attempt))
 
-    async def _wait_to_reopen(self, delay: float) -> None:
-        """Sleep ``delay`` seconds, or less once a request reached the server again."""
+    async def _wait_to_reopen(self, delay: float) -> bool:
+        """Sleep ``delay`` seconds, or less once a request reached the server again.
+
+        Returns:
+            Whether a request reaching the server cut the wait short.
+        """
         link = self.link
         seen = link.version
         with trio.move_on_after(delay):
             while True:
                 seen = await link.wait_changed(seen)
                 if link.state is LinkState.UP:
-                    return
+                    return True
+        return False
 
     async def _reinitialize(self, expired: str, cause: MCPError) -> None:
         """Start a new legacy session after the server lost ``expired`` (``cause`` says how).
