@@ -545,3 +545,33 @@ async def test_a_server_failing_only_its_get_stream_is_not_polled_per_call(
         await client.aclose()
         nursery.cancel_scope.cancel()
     assert gets <= 12  # the backoff schedule (one early re-open), not one per call
+
+
+async def test_get_stream_and_calls_racing_share_one_renewal(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server = make_server()
+    async with trio.open_nursery() as nursery, server.open_http(nursery) as http:
+        backoff = trio_mcp.Backoff(initial=1.0, multiplier=2.0, maximum=30.0, jitter=0)
+        params = trio_mcp.StreamableHTTPParameters(
+            http.url,
+            client=http.client,
+            retry=trio_mcp.RetryPolicy(max_attempts=1, backoff=backoff),
+        )
+        async with trio_mcp.open_mcp_session(nursery, params) as session:
+            http.stop()
+            await trio.sleep(2)
+            http.restart(unknown_session=400)
+            await trio.sleep(1)  # the GET stream's attempt is due now, with the calls
+
+            async def call(i: int) -> None:
+                result = await session.call_tool("echo", {"text": str(i)})
+                assert result.content[0].text == str(i)  # type: ignore[union-attr]
+
+            async with trio.open_nursery() as callers:
+                for i in range(10):
+                    callers.start_soon(call, i)
+            await trio.sleep(1)
+            assert state_of(session) is LinkState.UP
+        nursery.cancel_scope.cancel()
+    assert methods(server).count("initialize") == 2
