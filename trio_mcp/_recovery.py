@@ -5,11 +5,11 @@ lost, a reconnected WebSocket, ...), the server has forgotten what the applicati
 the session runs its re-setup work (``logging/setLevel``, ``resources/subscribe``) again
 through a :class:`Recovery`, made on the first renewal (a session that never sees one
 carries nothing). A modern (stateless) session runs its own work the same way after any
-gap: ``server/discover`` again, since the server may be a new process. The work runs as a task of the session's own nursery (through the RPC
-engine's guard, so it never raises into it), bounded by :data:`RESETUP_TIMEOUT`; a renewal
-while it runs does not start a second task but one more pass after this one, and at most
-:data:`MAX_PASSES` passes run in a row (a server that loses every new session at once does
-not keep the client busy).
+gap: ``server/discover`` again, since the server may be a new process. The work runs as a
+task of the session's own nursery (through the RPC engine's guard, so it never raises into
+it), bounded by :data:`RESETUP_TIMEOUT`; a renewal while it runs does not start a second
+task but one more pass after this one, and at most :data:`MAX_PASSES` passes run in a row
+(a server that loses every new session at once does not keep the client busy).
 """
 
 from __future__ import annotations
