@@ -909,8 +909,12 @@ async def test_request_is_replayed_only_once() -> None:
         await legacy_session(transport)
         await transport.send(request(2, "tools/list"), MessageInfo("tools/list", 2))
         failure = await next_failure(transport)
-    assert isinstance(failure.error, HTTPStatusError)
-    assert failure.error.status_code == 404
+    # a server that refuses the new session too is an error naming it, not a loop
+    assert type(failure.error) is TransportError
+    assert "refused the new MCP session" in str(failure.error)
+    cause = failure.error.__cause__
+    assert isinstance(cause, HTTPStatusError)
+    assert cause.status_code == 404
     assert [body(r).get("method") for r in seen if r.method == "POST"].count("tools/list") == 2
 
 

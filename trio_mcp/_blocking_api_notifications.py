@@ -218,6 +218,12 @@ class BlockingNotificationsAPI(BlockingSessionBase):
             resource_uris: Deliver ``notifications/resources/updated`` for these URIs.
             buffer: How many notifications may wait unread.
 
+        A modern stream that breaks after the server acknowledged it (the server went
+        down) is re-opened with backoff (capped at 5 s) until the block ends; the channel
+        then gets a list_changed for each kind asked for, since changes may have been
+        missed. A legacy server that starts a new session gets ``resources/subscribe``
+        again for ``resource_uris``.
+
         Returns:
             A context manager (``with``) yielding the :class:`BlockingNotifications`.
 

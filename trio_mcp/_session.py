@@ -49,8 +49,9 @@ from ._construction import NoPublicConstructor
 from ._eras import Era, era_cache
 from ._exceptions import ConnectionClosed, HTTPStatusError, MCPError, ProtocolError, ServerError
 from ._handlers import Roots, RootsValue, ServerRequestHandlers, listen_to_roots
-from ._jsonrpc import RequestId, decode_json
+from ._jsonrpc import RequestId, decode_json, decode_payload
 from ._options import _Options
+from ._recovery import Recovery
 from ._requests import ProgressCallback, ResultClaimHandler, request_meta
 from ._result_cache import ResultCache
 from ._rpc import RPCConnection
@@ -183,6 +184,7 @@ class ClientSession(ToolsAPI, FeaturesAPI, NotificationsAPI, metaclass=NoPublicC
         "_opts",
         "_protocol_version",
         "_receiver",
+        "_recovery",
         "_rpc",
         "_server_capabilities",
         "_server_info",
@@ -228,6 +230,8 @@ class ClientSession(ToolsAPI, FeaturesAPI, NotificationsAPI, metaclass=NoPublicC
             max_server_requests=options.max_server_requests,
         )
         self._notes.rpc = self._rpc
+        self._recovery: Recovery | None = None  # made on the first new server session
+        transport.attach_gap(self._gap)
 
         self._era: Era | None = None
         self._protocol_version: str | None = None
@@ -455,6 +459,67 @@ class ClientSession(ToolsAPI, FeaturesAPI, NotificationsAPI, metaclass=NoPublicC
             sub.send.close()
         await self._rpc.aclose()
         self._notes.callback_drops.flush()
+
+    # -- gaps and new server sessions (issue 33) -----------------------------------------
+
+    def _gap(self, renewed: bool) -> None:
+        """The transport's report: notifications may be missed, or a new server session began.
+
+        Every cached list goes stale at once (catalogues re-list, list-changed handlers
+        run); after a new server session a task sets up again what the application set up
+        (:meth:`_resetup`). Synchronous, quick and total: transports call it from their
+        own tasks.
+        """
+        if self._rpc.closed or self._protocol_version is None:
+            return
+        self._notes.lists_stale()
+        if renewed or self._era == "modern":
+            recovery = self._recovery
+            if recovery is None:
+                recovery = self._recovery = Recovery()
+            recovery.start(self._rpc.spawn, self._resetup)
+
+    async def _resetup(self) -> None:
+        """Send the new server session what the old one had: the log level, subscriptions.
+
+        Only legacy sessions hold such state (a modern request carries its log level); a
+        modern server that may have changed (it came back after a failure) is discovered
+        again instead: its capabilities, instructions and identity. Each request's failure
+        is logged, never raised (this runs in the session's nursery).
+        """
+        if self._era == "modern":
+            await self._rediscover()
+            return
+        level = self._log_level
+        if level is not None:
+            await self._resend("logging/setLevel", {"level": level})
+        for uri in self._notes.subscribed:
+            await self._resend("resources/subscribe", {"uri": uri})
+
+    async def _rediscover(self) -> None:
+        """``server/discover`` again, and adopt what the (maybe restarted) server says."""
+        try:
+            raw = await self._call("server/discover", None)
+            discovered = decode_payload(raw, t.DiscoverResult, "result of server/discover")
+        except (MCPError, trio.ClosedResourceError) as exc:
+            logger.warning("could not discover the server again after a gap: %r", exc)
+            return
+        modern = self._modern_in(discovered)
+        if modern is None:
+            logger.warning(
+                "the server no longer offers a protocol version this session can use "
+                "(supportedVersions %r); keeping %s",
+                discovered.supported_versions,
+                self._protocol_version,
+            )
+            return
+        self._adopt_discover(*modern)
+
+    async def _resend(self, method: str, params: dict[str, Any]) -> None:
+        try:
+            await self._call(method, params)
+        except (MCPError, trio.ClosedResourceError) as exc:
+            logger.warning("could not send %s to the new server session again: %r", method, exc)
 
     async def _roots_changed(self) -> None:
         """Tell a legacy server that the :class:`Roots` set changed (bounded, never raises)."""

@@ -200,6 +200,7 @@ class FeaturesAPI(RequestPath):
 
         Legacy servers get ``logging/setLevel``; in the modern era the level rides in every
         request's ``_meta`` from now on (nothing is sent now).
+        A new legacy session (after the server lost this one) gets the level again.
 
         Args:
             level: ``debug``, ``info``, ``notice``, ``warning``, ``error``, ``critical``,

@@ -102,6 +102,11 @@ class NotificationsAPI(RequestPath):
         Legacy servers send list_changed notifications unasked; modern servers only inside
         :meth:`listen` (or :meth:`catalogue`), so open one of those as well.
 
+        After a gap in what the server told the session (it restarted and a new session
+        began, a notification stream was re-opened), ``callback`` is called for every kind
+        it watches, as if the server had said each list changed: notifications may have been
+        missed.
+
         Args:
             callback: Called with the kind of list that changed.
             *kinds: Only these kinds (default: all three).
@@ -179,6 +184,12 @@ class NotificationsAPI(RequestPath):
             resource_uris: Deliver ``notifications/resources/updated`` for these URIs.
             buffer: How many notifications may wait unread.
 
+        A modern stream that breaks after the server acknowledged it (the server went
+        down) is re-opened with backoff (capped at 5 s) until the block ends; the channel
+        then gets a list_changed for each kind asked for, since changes may have been
+        missed. A legacy server that starts a new session gets ``resources/subscribe``
+        again for ``resource_uris``.
+
         Yields:
             A channel of :class:`Notification`; it ends if the server ends the subscription
             or the session stops.
@@ -206,6 +217,9 @@ class NotificationsAPI(RequestPath):
         Modern (2026-07-28) servers have no ``resources/subscribe``: nothing is sent; use
         :meth:`listen` with ``resource_uris=[uri]`` instead, which works in both eras.
 
+        The subscription lasts until :meth:`unsubscribe_resource`: when the server loses
+        the session (it restarted) and a new one is started, it is sent again.
+
         Args:
             uri: The resource's URI.
         """
@@ -215,6 +229,7 @@ class NotificationsAPI(RequestPath):
             await trio.lowlevel.checkpoint()
             return
         await self._call("resources/subscribe", {"uri": uri})
+        self._notes.subscription_made(uri)  # sent again to a new server session
 
     async def unsubscribe_resource(self, uri: str) -> None:
         """Stop ``notifications/resources/updated`` about ``uri`` (no-op on modern servers).
@@ -226,6 +241,7 @@ class NotificationsAPI(RequestPath):
         if self._era == "modern":
             await trio.lowlevel.checkpoint()
             return
+        self._notes.subscription_ended(uri)
         await self._call("resources/unsubscribe", {"uri": uri})
 
     async def wait_elicitation_complete(
@@ -263,6 +279,9 @@ class NotificationsAPI(RequestPath):
         :meth:`listen`, so in both eras), waiting ``debounce`` seconds of trio's clock
         after a change for more changes, so that a burst costs one refresh. The refresher
         runs in the session's nursery and stops when the block ends.
+
+        After a gap in the server's notifications (a restart, a re-opened stream) every
+        kept kind is listed again, so a tool the restarted server added shows up.
 
         Args:
             tools: Keep the tools (default).

@@ -24,12 +24,29 @@ import trio
 
 from . import types as t
 from ._droplog import DropLog
-from ._exceptions import ConnectionClosed, MCPError, ProtocolError, fresh_copy
+from ._exceptions import (
+    CircuitOpenError,
+    ConnectionClosed,
+    HTTPStatusError,
+    MCPError,
+    ProtocolError,
+    TransportError,
+    fresh_copy,
+)
 from ._jsonrpc import decode_json
+from ._resilience import Backoff
 from ._result_cache import MAX_CACHE_ENTRIES, ResultCache
 from ._rpc import RPCConnection
 
-__all__ = ["LOG_LEVELS", "ListKind", "Notification", "Notifications", "Subscriber"]
+__all__ = [
+    "LISTEN_BACKOFF",
+    "LISTEN_MAX_DELAY",
+    "LOG_LEVELS",
+    "ListKind",
+    "Notification",
+    "Notifications",
+    "Subscriber",
+]
 
 logger = logging.getLogger("trio_mcp")
 server_logger = logging.getLogger("trio_mcp.server")
@@ -38,6 +55,10 @@ T = TypeVar("T")
 ListKind = Literal["tools", "prompts", "resources"]
 
 _META_SUBSCRIPTION: Final = t.META_SUBSCRIPTION_ID
+#: The schedule of re-opening a broken ``subscriptions/listen`` stream (capped below).
+LISTEN_BACKOFF: Final = Backoff(initial=1.0, multiplier=2.0, maximum=30.0, jitter=0.1)
+#: The longest wait between attempts to re-open it while the server is down.
+LISTEN_MAX_DELAY: Final = 5.0
 _MAX_CALLBACK_TASKS: Final = 64
 LOG_LEVELS: Final = {
     "debug": logging.DEBUG,
@@ -53,6 +74,13 @@ _INVALIDATES: Final = {
     "notifications/tools/list_changed": ("tools/list",),
     "notifications/prompts/list_changed": ("prompts/list",),
     "notifications/resources/list_changed": ("resources/list", "resources/templates/list"),
+}
+
+#: The ``subscriptions/listen`` keys of the list_changed notifications they ask for.
+_LISTENED: Final = {
+    "toolsListChanged": "notifications/tools/list_changed",
+    "promptsListChanged": "notifications/prompts/list_changed",
+    "resourcesListChanged": "notifications/resources/list_changed",
 }
 
 
@@ -85,6 +113,9 @@ class Subscriber:
     drops: DropLog = field(
         default_factory=lambda: DropLog("notification subscriber is full; dropped")
     )
+    #: the list_changed methods a ``subscriptions/listen`` stream asked for (what a gap
+    #: in the notifications re-sends it); channels without a subscription id use ``methods``
+    listened: frozenset[str] = frozenset()
 
 
 class Notifications:
@@ -99,6 +130,7 @@ class Notifications:
         "_elicitations_done",
         "_forget_listing",
         "_listen_ack_timeout",
+        "_subscribed",
         "callback_tasks",
         "handlers",
         "rpc",
@@ -129,6 +161,8 @@ class Notifications:
         # both made when first needed (most sessions never see one)
         self._elicitation_waiters: dict[str, trio.Event] | None = None
         self._elicitations_done: dict[str, None] | None = None
+        # resources/subscribe URIs in force (legacy), in order; made on the first one
+        self._subscribed: dict[str, None] | None = None
 
     @property
     def callback_drops(self) -> DropLog:
@@ -174,6 +208,58 @@ class Notifications:
             await event.wait()
         if elicitation_id not in (self._elicitations_done or ()):
             self.rpc.check_usable()
+
+    # -- gaps: lists gone stale, subscriptions to set up again ---------------------------
+
+    @property
+    def subscribed(self) -> list[str]:
+        """The resource URIs subscribed with ``resources/subscribe`` (legacy), in order."""
+        return list(self._subscribed or ())
+
+    def subscription_made(self, uri: str) -> None:
+        """``resources/subscribe`` of ``uri`` succeeded: set it up again after a renewal."""
+        subscribed = self._subscribed
+        if subscribed is None:
+            subscribed = self._subscribed = {}
+        subscribed[uri] = None
+
+    def subscription_ended(self, uri: str) -> None:
+        """``uri`` was unsubscribed (the server holds a set: one unsubscribe ends it)."""
+        if self._subscribed is not None:
+            self._subscribed.pop(uri, None)
+
+    def lists_stale(self) -> None:
+        """Notifications may have been missed: act as if every list changed.
+
+        Drops the cached listings (and the tool listing), and delivers a
+        ``notifications/{tools,prompts,resources}/list_changed`` to every channel and
+        callback that would get the server's own (a ``subscriptions/listen`` stream only
+        the kinds it asked for), so catalogues re-list and list-changed handlers run.
+        Synchronous and quick, like :meth:`route`.
+        """
+        self._cache.entries.clear()  # reads too: resources may have changed
+        for method in _INVALIDATES:
+            if method == "notifications/tools/list_changed":
+                self._forget_listing()
+            note = Notification(method, {})
+            for sub in self.subscribers:
+                if sub.subscription_id is not None:
+                    if method not in sub.listened:
+                        continue
+                elif sub.methods is not None and method not in sub.methods:
+                    continue
+                self._put(sub, note)
+            for key in (method, "*"):
+                for callback in tuple(self.handlers.get(key, ())):
+                    self._run_callback(callback, note)
+
+    def _put(self, sub: Subscriber, note: Notification) -> None:
+        try:
+            sub.send.send_nowait(note)
+        except trio.WouldBlock:
+            sub.drops.dropped(note.method)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
 
     # -- routing -------------------------------------------------------------------------
 
@@ -226,12 +312,7 @@ class Notifications:
                 and (not isinstance(uri, str) or uri not in sub.uris)
             ):
                 continue
-            try:
-                sub.send.send_nowait(note)
-            except trio.WouldBlock:
-                sub.drops.dropped(method)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                pass
+            self._put(sub, note)
         for key in (method, "*"):
             for callback in tuple(self.handlers.get(key, ())):
                 self._run_callback(callback, note)
@@ -384,22 +465,15 @@ class Notifications:
         scope = trio.CancelScope()
         failures: list[MCPError] = []
         async with self.subscribe(None, buffer, subscription_id=request_id) as (channel, sub):
+            sub.listened = frozenset(
+                method for key, method in _LISTENED.items() if wanted.get(key) is True
+            )
 
             async def hold_request() -> None:
                 # Runs in the session's nursery, so the caller's block never sits inside a
                 # nursery of ours (its exceptions stay bare, never an ExceptionGroup).
                 with scope:
-                    try:
-                        await rpc.request(
-                            "subscriptions/listen",
-                            {**meta(), "notifications": wanted},
-                            request_id=request_id,
-                        )  # long-lived by design: no default timeout
-                    except MCPError as exc:
-                        failures.append(exc)
-                        logger.debug("subscriptions/listen ended: %r", exc)
-                    except trio.ClosedResourceError:
-                        logger.debug("subscriptions/listen ended: the session was closed")
+                    await self._hold_listen(request_id, wanted, meta, sub, failures)
                 sub.acknowledged.set()
                 sub.send.close()
 
@@ -422,6 +496,85 @@ class Notifications:
                 yield channel
             finally:
                 scope.cancel()
+
+    async def _hold_listen(
+        self,
+        request_id: int | str,
+        wanted: dict[str, Any],
+        meta: Callable[[], Any],
+        sub: Subscriber,
+        failures: list[MCPError],
+    ) -> None:
+        """Hold a ``subscriptions/listen`` request; re-open it when it breaks.
+
+        A stream the server acknowledged that then breaks (the connection, the server
+        going down) is re-opened with the same subscription id, with backoff capped at
+        :data:`LISTEN_MAX_DELAY`, until the block ends or the session stops; once the
+        server acknowledges it again, the session hears of the gap (lists may have
+        changed meanwhile). A stream that fails before its acknowledgement, or that the
+        server ends or refuses, is not re-opened.
+        """
+        rpc = self.rpc
+        attempt = 0
+        since: float | None = None
+        established = False
+        while True:
+            try:
+                await rpc.request(
+                    "subscriptions/listen",
+                    {**meta(), "notifications": wanted},
+                    request_id=request_id,
+                )  # long-lived by design: no default timeout
+                return
+            except MCPError as exc:
+                established = established or sub.acknowledged.is_set()
+                if not (established and rpc.usable and _broken(exc)):
+                    failures.append(exc)
+                    logger.debug("subscriptions/listen ended: %r", exc)
+                    return
+                error = exc
+            except trio.ClosedResourceError:
+                logger.debug("subscriptions/listen ended: the session was closed")
+                return
+            if since is not None and sub.acknowledged.is_set():
+                attempt, since = 0, None  # the re-opened stream was up: a new outage
+            attempt += 1
+            delay = min(LISTEN_BACKOFF.delay(attempt), LISTEN_MAX_DELAY)
+            if since is None:
+                since = trio.current_time()
+                logger.warning(
+                    "the subscriptions/listen stream broke (%s); re-opening it in %.1f s, "
+                    "and with backoff until the server is back",
+                    error,
+                    delay,
+                )
+            else:
+                logger.debug("re-opening subscriptions/listen in %.1f s: %s", delay, error)
+            await trio.sleep(delay)
+            acknowledged = sub.acknowledged = trio.Event()
+            if not rpc.spawn(
+                self._reopened, acknowledged, since, name="trio_mcp subscriptions/listen gap"
+            ):
+                return
+
+    async def _reopened(self, acknowledged: trio.Event, since: float) -> None:
+        """Report the gap once a re-opened listen stream is acknowledged (bounded wait)."""
+        with trio.move_on_after(self._listen_ack_timeout):
+            await acknowledged.wait()
+        if not acknowledged.is_set() or not self.rpc.usable:
+            return
+        logger.info(
+            "the subscriptions/listen stream is open again after %.1f s",
+            trio.current_time() - since,
+        )
+        self.rpc.transport.notification_gap()
+
+
+def _broken(error: MCPError) -> bool:
+    """Whether ``error`` says the stream broke or the server is down (not that it said no)."""
+    if isinstance(error, HTTPStatusError):
+        return error.status_code >= 500 or error.status_code in (408, 429)
+    return isinstance(error, (TransportError, CircuitOpenError))
 
 
 def listen_wanted(tools: bool, prompts: bool, resources: bool, uris: list[str]) -> dict[str, Any]:

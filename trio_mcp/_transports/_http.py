@@ -49,6 +49,7 @@ import trio
 from msgspec import UNSET
 
 from .._exceptions import (
+    CircuitOpenError,
     ConnectionClosed,
     HTTPStatusError,
     MCPError,
@@ -70,8 +71,10 @@ from ._http_base import (
     core_for,
 )
 from ._http_client import DEFAULT_MAX_MESSAGE_SIZE, HTTPOptions
+from ._http_errors import session_lost
 from ._http_sender import close_response, content_type
 from ._jsonpeek import infer_info, routed, same_id, split_batch
+from ._link import LinkState
 from ._redirects import origin_of
 
 if TYPE_CHECKING:
@@ -82,6 +85,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_MAX_MESSAGE_SIZE",
     "DEFAULT_RECONNECT_POLICY",
+    "GET_STREAM_MAX_DELAY",
     "GET_STREAM_WAIT",
     "SSEDecoder",
     "ServerSentEvent",
@@ -100,7 +104,66 @@ RequestId: TypeAlias = "int | str"
 #: later still arrive on it.
 GET_STREAM_WAIT: Final = 1.0
 
+#: The longest wait between attempts to re-open the legacy GET stream while the server is
+#: down (the retry policy's backoff, capped here), so notifications flow again soon after
+#: the server is back. A request that reaches the server again re-opens it at once.
+GET_STREAM_MAX_DELAY: Final = 5.0
+
 _INITIALIZED: Final = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
+
+
+def _down(error: MCPError) -> bool:
+    """Whether ``error`` says the server cannot be reached (not that it answered no)."""
+    if isinstance(error, HTTPStatusError):
+        return error.status_code >= 500 or error.status_code in (408, 429)
+    return isinstance(error, (TransportError, CircuitOpenError))
+
+
+class _Outage:
+    """One stretch of time the legacy GET stream could not be kept open: logged once.
+
+    A stream that broke and opens again at the first attempt (a proxy cut it) is an info
+    line; one that cannot be re-opened (the server is down) one warning, whatever the
+    number of attempts.
+    """
+
+    __slots__ = ("attempts", "session_id", "since", "woken")
+
+    def __init__(self, since: float, session_id: str | None) -> None:
+        self.since = since
+        self.session_id = session_id
+        self.attempts = 0
+        self.woken = False  # a request that reached the server cut a wait short
+
+    def log(self, url: str, error: MCPError, delay: float) -> None:
+        self.attempts += 1
+        if self.attempts == 1:
+            logger.info(
+                "the stream for server-initiated messages from %s broke (%s); "
+                "re-opening it in %.1f s",
+                url,
+                error,
+                delay,
+            )
+        elif self.attempts == 2:
+            logger.warning(
+                "the stream for server-initiated messages from %s cannot be re-opened (%s); "
+                "trying again in %.1f s, and with backoff until the server is back",
+                url,
+                error,
+                delay,
+            )
+        else:
+            logger.debug("re-opening the stream from %s in %.1f s: %s", url, delay, error)
+
+    def over(self, url: str, session_id: str | None) -> bool:
+        """Log the end of the outage; whether the session must still hear of the gap."""
+        logger.info(
+            "the stream for server-initiated messages from %s is open again after %.1f s",
+            url,
+            trio.current_time() - self.since,
+        )
+        return session_id == self.session_id  # (a new session told the session already)
 
 
 class _WithParams(msgspec.Struct):
@@ -379,16 +442,58 @@ class StreamableHTTPTransport(Transport):
     async def _open_post(
         self, data: bytes, info: MessageInfo, *, read_timeout: bool = False
     ) -> httpx.Response:
-        """POST a message; after a 404 to a legacy session id, renew it and replay once."""
+        """POST a message; after the server lost the legacy session, renew it and replay once.
+
+        The server lost the session when it answers 404, or 400 in the words real servers
+        use for an unknown session (:func:`session_lost`); the request never ran, so it is
+        replayed in the new session. A server that refuses the new session too is an error.
+        """
         session_id = await self._current_session()
         try:
-            return await self._post(data, info, session_id, read_timeout=read_timeout)
-        except HTTPStatusError as exc:
+            response = await self._post(data, info, session_id, read_timeout=read_timeout)
+        except MCPError as exc:
             if not self._session_expired(exc, session_id, info):
+                self._link_failed(exc)
                 raise
             assert session_id is not None
-        await self._reinitialize(session_id)
-        return await self._post(data, info, self._session_id, read_timeout=read_timeout)
+            lost = exc
+        else:
+            self._link_up()
+            return response
+        await self._reinitialize(session_id, lost)
+        renewed = self._session_id
+        try:
+            response = await self._post(data, info, renewed, read_timeout=read_timeout)
+        except MCPError as again:
+            if not self._session_expired(again, renewed, info):
+                self._link_failed(again)
+                raise
+            raise TransportError(
+                f"the server at {self._url} refused the new MCP session {renewed!r} right after "
+                f"it was started (HTTP {getattr(again, 'status_code', '?')}): it keeps losing "
+                "sessions, so the request is not retried again"
+            ) from again
+        self._link_up()
+        return response
+
+    def _link_failed(self, exc: MCPError) -> None:
+        """Record a failure to reach the server (not an HTTP 4xx: the server answered)."""
+        if isinstance(exc, HTTPStatusError) and exc.status_code < 500:
+            return
+        if isinstance(exc, TransportError):
+            self.link.failed(exc)
+
+    def _link_up(self) -> None:
+        """A request reached the server: a link that was failing is up again.
+
+        In the modern (stateless) era the server may be a new process now, with other
+        tools: the session hears of the gap (it re-discovers and re-lists).
+        """
+        link = self._link  # (none is made on the hot path)
+        if link is not None and link.state is LinkState.RECONNECTING:
+            link.restored()
+            if self.modern:
+                self.notification_gap()
 
     async def _post_request(self, data: bytes, info: MessageInfo) -> None:
         """POST a request and feed its answer into the incoming queue (runs as a task)."""
@@ -400,6 +505,9 @@ class StreamableHTTPTransport(Transport):
             if info.method == "initialize" and not self.modern:
                 self._session_id = self._new_session_id(response) or self._session_id
             await self._read_answer(response, request_id, self._core.deliver)
+        except ConnectionClosed as exc:
+            self.link.failed(exc)
+            raise
         finally:
             await close_response(response)
 
@@ -408,14 +516,12 @@ class StreamableHTTPTransport(Transport):
         response = await self._open_post(data, info, read_timeout=True)
         await close_response(response)
 
-    def _session_expired(
-        self, exc: HTTPStatusError, session_id: str | None, info: MessageInfo
-    ) -> bool:
+    def _session_expired(self, exc: MCPError, session_id: str | None, info: MessageInfo) -> bool:
         return (
-            exc.status_code == 404
-            and session_id is not None
+            session_id is not None
             and not self.modern
             and info.method != "initialize"
+            and session_lost(exc)
         )
 
     def _new_session_id(self, response: httpx.Response) -> str | None:
@@ -545,11 +651,21 @@ class StreamableHTTPTransport(Transport):
                 attempt = 0
 
     async def _get_stream(self) -> None:
-        """Keep the legacy GET stream for server-initiated messages open (runs as a task)."""
+        """Keep the legacy GET stream for server-initiated messages open (runs as a task).
+
+        A stream that ends cleanly is re-opened (resuming with ``Last-Event-ID``), up to the
+        retry policy's ``max_attempts`` in a row without an event. A stream that breaks or
+        cannot be opened (the server is down) is re-opened with backoff, capped at
+        :data:`GET_STREAM_MAX_DELAY` (and at once when a request reached the server again),
+        until the transport closes; once it is open again the session hears of the gap. A
+        lost session is started anew (:meth:`_reinitialize`).
+        """
         policy = self._core.reconnect
         state = StreamState()
         state_session = self._session_id
         attempt = 0
+        outage: _Outage | None = None
+        renewed_here: str | None = None  # a session this loop started, not yet streamed
         while True:
             session_id = self._session_id
             if session_id != state_session:
@@ -570,13 +686,33 @@ class StreamableHTTPTransport(Transport):
                 if exc.status_code == 405:
                     logger.debug("%s offers no GET stream (HTTP 405)", self._url)
                     return
-                if exc.status_code == 404 and session_id is not None:
-                    await self._reinitialize(session_id)
+                if session_id is not None and session_lost(exc):
+                    if session_id == renewed_here:
+                        logger.warning(
+                            "%s refused the GET stream of the MCP session it just started "
+                            "(HTTP %d); not listening for server messages",
+                            self._url,
+                            exc.status_code,
+                        )
+                        return
+                    try:
+                        await self._reinitialize(session_id, exc)
+                    except MCPError as failed:
+                        error = failed
+                    else:
+                        renewed_here = self._session_id
+                        continue
                 else:
                     error = exc
-            except TransportError as exc:
+            except MCPError as exc:
                 error = exc
             else:
+                self._link_up()
+                renewed_here = None
+                if outage is not None:
+                    if outage.over(self._url, session_id):
+                        self.notification_gap()
+                    outage = None
                 try:
                     if content_type(response) != "text/event-stream":
                         logger.info(
@@ -590,6 +726,19 @@ class StreamableHTTPTransport(Transport):
                     error = exc
                 finally:
                     await close_response(response)
+            if error is not None and _down(error):
+                self._link_failed(error)
+                if outage is None:
+                    outage = _Outage(trio.current_time(), self._session_id)
+                    attempt = 0
+                attempt += 1
+                delay = min(policy.backoff.delay(attempt), GET_STREAM_MAX_DELAY)
+                outage.log(self._url, error, delay)
+                if outage.woken:  # once per outage: a server failing only GETs is no loop
+                    await trio.sleep(delay)
+                else:
+                    outage.woken = await self._wait_to_reopen(delay)
+                continue
             if state.progress > progress:
                 attempt = 0
             attempt += 1
@@ -605,58 +754,97 @@ class StreamableHTTPTransport(Transport):
                 return
             await trio.sleep(self._reconnect_delay(state, attempt))
 
-    async def _reinitialize(self, expired: str) -> None:
-        """Start a new legacy session after the server answered 404 to ``expired``.
+    async def _wait_to_reopen(self, delay: float) -> bool:
+        """Sleep ``delay`` seconds, or less once a request reached the server again.
+
+        Returns:
+            Whether a request reaching the server cut the wait short.
+        """
+        link = self.link
+        seen = link.version
+        with trio.move_on_after(delay):
+            while True:
+                seen = await link.wait_changed(seen)
+                if link.state is LinkState.UP:
+                    return True
+        return False
+
+    async def _reinitialize(self, expired: str, cause: MCPError) -> None:
+        """Start a new legacy session after the server lost ``expired`` (``cause`` says how).
 
         Replays the ``initialize`` request the session sent (its answer is consumed here)
-        and ``notifications/initialized``. The old id stays until the new one arrives;
-        meanwhile every other POST waits (:meth:`_current_session`), and concurrent
-        renewals wait for this one.
+        and ``notifications/initialized``, then tells the session (:meth:`renewed`), which
+        sets up again what the application had set up. The old id stays until the new one
+        arrives; meanwhile every other POST waits (:meth:`_current_session`), and
+        concurrent renewals wait for this one.
+
+        Raises:
+            TransportError: No new session could be started (the cause is chained).
         """
         if self._renewal is not None:
             await self._renewal.wait()
+            if self._session_id == expired:
+                raise TransportError(
+                    f"the server at {self._url} lost MCP session {expired!r} and starting a "
+                    "new one failed"
+                ) from cause
             return
         if self._session_id != expired:
             return  # another task already started a new session
+        status = getattr(cause, "status_code", "?")
         if self._initialize is None:
             raise TransportError(
-                f"the server ended session {expired!r} (HTTP 404) and no initialize "
+                f"the server ended session {expired!r} (HTTP {status}) and no initialize "
                 "request is known to start a new one"
-            )
+            ) from cause
+        self.link.failed(cause)
         renewal = self._renewal = trio.Event()
         try:
             logger.warning(
-                "the server at %s ended MCP session %r (HTTP 404); starting a new session",
+                "the server at %s lost MCP session %r (HTTP %s); starting a new session",
                 self._url,
                 expired,
+                status,
             )
-            data, info = self._initialize
-            assert info.request_id is not None
-            response = await self._post(data, info, None, read_timeout=False)
-            answers: list[tuple[bytes, Envelope | None, RequestId | None]] = []
-
-            async def collect(
-                message: bytes, envelope: Envelope | None, answered: RequestId | None
-            ) -> None:
-                answers.append((message, envelope, answered))
-
             try:
-                session_id = self._new_session_id(response)
-                await self._read_answer(response, info.request_id, collect)
-            finally:
-                await close_response(response)
-            for answer, envelope, answered in answers:
-                failed = envelope is None or envelope.error is not UNSET
-                if same_id(answered, info.request_id) and failed:
-                    shown = answer[:300].decode("utf-8", "replace")
-                    raise TransportError(f"starting a new session failed: {shown}")
-            self._session_id = session_id
-            initialized = MessageInfo("notifications/initialized")
-            response = await self._post(_INITIALIZED, initialized, session_id, read_timeout=True)
-            await close_response(response)
+                await self._start_session()
+            except MCPError as exc:
+                raise TransportError(
+                    f"the server at {self._url} lost MCP session {expired!r} (HTTP {status}) "
+                    f"and starting a new one failed: {exc}"
+                ) from exc
         finally:
             self._renewal = None
             renewal.set()
+        self.renewed()
+
+    async def _start_session(self) -> None:
+        """Replay ``initialize`` and ``notifications/initialized``; keep the new session id."""
+        assert self._initialize is not None
+        data, info = self._initialize
+        assert info.request_id is not None
+        response = await self._post(data, info, None, read_timeout=False)
+        answers: list[tuple[bytes, Envelope | None, RequestId | None]] = []
+
+        async def collect(
+            message: bytes, envelope: Envelope | None, answered: RequestId | None
+        ) -> None:
+            answers.append((message, envelope, answered))
+
+        try:
+            session_id = self._new_session_id(response)
+            await self._read_answer(response, info.request_id, collect)
+        finally:
+            await close_response(response)
+        for answer, envelope, answered in answers:
+            failed = envelope is None or envelope.error is not UNSET
+            if same_id(answered, info.request_id) and failed:
+                shown = answer[:300].decode("utf-8", "replace")
+                raise TransportError(f"the server refused initialize: {shown}")
+        self._session_id = session_id
+        initialized = MessageInfo("notifications/initialized")
+        response = await self._post(_INITIALIZED, initialized, session_id, read_timeout=True)
+        await close_response(response)
 
     # -- receiving, cancelling, closing --------------------------------------------------
 
@@ -735,7 +923,10 @@ class StreamableHTTPTransport(Transport):
 
         Idempotent; completes (within bounded, shielded steps) even when cancelled.
         """
-        await self._core.aclose(self._delete_session)
+        try:
+            await self._core.aclose(self._delete_session)
+        finally:
+            self.link.closed()
 
     async def _delete_session(self) -> None:
         session_id = self._session_id

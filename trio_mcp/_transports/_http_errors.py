@@ -8,7 +8,8 @@ raises the result ``from`` the original. A failed HTTP status becomes an
 :class:`~trio_mcp.HTTPStatusError` (:func:`status_error`, with the server's
 ``Retry-After``), and a JSON-RPC error in an HTTP 4xx body the matching
 :class:`~trio_mcp.ServerError` (:func:`answer_in_body`). :func:`not_delivered` tells
-which failures surely never reached the server (so any request may be retried).
+which failures surely never reached the server (so any request may be retried), and
+:func:`session_lost` which answers say the server no longer knows the legacy session.
 
 Neither httpx nor httpx2 is imported here before a transport is opened: ``import
 trio_mcp`` stays light, and httpx2 is looked up only once something imported it.
@@ -20,7 +21,7 @@ import email.utils
 import functools
 import sys
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from msgspec import UNSET
 
@@ -31,7 +32,7 @@ from .._exceptions import (
     ProtocolError,
     TransportError,
 )
-from .._jsonrpc import decode_envelope, server_error_from_wire
+from .._jsonrpc import decode_envelope, decode_json, server_error_from_wire
 
 if TYPE_CHECKING:
     import httpx
@@ -42,8 +43,25 @@ __all__ = [
     "httpx_errors",
     "not_delivered",
     "parse_retry_after",
+    "session_lost",
     "status_error",
 ]
+
+#: What servers say, in an HTTP 400, about a session id they do not know (lower case): the
+#: TypeScript SDK's example servers (server-everything among them) and fastmcp and the
+#: official Python SDK before 1.10 ("Bad Request: No valid session ID provided"), the
+#: TypeScript SDK's transport after a restart ("Bad Request: Server not initialized"), and
+#: the words of the servers that answer 404 ("Session not found", "Not Found: Invalid or
+#: expired session ID") when a proxy or framework turns them into a 400.
+_LOST_SESSION_WORDINGS: Final = (
+    "no valid session id",
+    "server not initialized",
+    "session not found",
+    "invalid or expired session",
+    "unknown session",
+)
+#: A plain-text 400 body longer than this is not a short "session unknown" message.
+_PLAIN_LOST_MAX: Final = 200
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -115,6 +133,45 @@ def answer_in_body(error: MCPError, method: str | None) -> MCPError:
     answer = server_error_from_wire(wire.code, wire.message, wire.data, method=method)
     answer.__cause__ = error
     return answer
+
+
+def session_lost(error: MCPError) -> bool:
+    """Whether a failed request says the server does not know the session id it carried.
+
+    HTTP 404 is the spec's answer to an expired or unknown session. HTTP 400 counts only
+    when its body says so in the words real servers use (see ``_LOST_SESSION_WORDINGS``):
+    the JSON-RPC error message of a JSON body, or a short plain-text body. Any other 400
+    (a malformed request, a bad header) is not a lost session. The caller checks that
+    the request did carry a session id.
+
+    Args:
+        error: Why the request failed.
+    """
+    if not isinstance(error, HTTPStatusError):
+        return False
+    if error.status_code == 404:
+        return True
+    if error.status_code != 400:
+        return False
+    text = error.body.strip()
+    if text.startswith("{"):
+        try:
+            decoded = decode_json(text.encode(), "an HTTP 400 body")
+        except ProtocolError:
+            return False
+        inner: object = (
+            cast("dict[str, Any]", decoded).get("error") if isinstance(decoded, dict) else None
+        )
+        message: object = (
+            cast("dict[str, Any]", inner).get("message") if isinstance(inner, dict) else None
+        )
+        if not isinstance(message, str):
+            return False
+        text = message
+    elif len(text) > _PLAIN_LOST_MAX:
+        return False
+    lowered = text.lower()
+    return any(wording in lowered for wording in _LOST_SESSION_WORDINGS)
 
 
 def _libraries() -> tuple[Any, ...]:

@@ -9,6 +9,10 @@ carrying the messages sent on its behalf and then its response. The server's
 :class:`~trio_mcp.testing.Faults` apply as they do in memory, plus the HTTP-only ones:
 :meth:`Faults.expire_session` (the next request naming the session gets ``404``) and a crash,
 after which the "process" is down (every request fails to connect) until :meth:`restart`.
+:meth:`MockHTTPServer.stop` takes it down at once (open streams break), and
+:meth:`MockHTTPServer.restart` brings it back with every session forgotten, answering a
+stale session id with ``404`` (the spec) or ``400`` and the TypeScript SDK's body, as many
+real servers do: the client's recovery can be tested on virtual time.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from __future__ import annotations
 import contextvars
 import itertools
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
 import msgspec
 import trio
@@ -36,6 +40,14 @@ _ROUTE_BUFFER = 64
 
 _decoder = msgspec.json.Decoder()
 
+#: The body the TypeScript SDK's example servers (server-everything among them) answer a
+#: request naming an unknown session with, in an HTTP 400.
+TS_SDK_LOST_SESSION: Final = {
+    "jsonrpc": "2.0",
+    "error": {"code": -32000, "message": "Bad Request: No valid session ID provided"},
+    "id": None,
+}
+
 
 class _Route:
     """One open HTTP response the server may write messages to."""
@@ -46,6 +58,7 @@ class _Route:
         self.send, self.receive = trio.open_memory_channel[bytes](_ROUTE_BUFFER)
         self.closed = False
         self.answered = False
+        self.broken = False  # the "process" died: the stream breaks, it does not end
 
     def put(self, data: bytes) -> bool:
         if self.closed:
@@ -119,6 +132,13 @@ class _RoutedStream:
         if route is not None:
             route.put(data)  # with no stream open, the message is lost, as the spec allows
 
+    def break_routes(self) -> None:
+        """The server died: every open response stream breaks (instead of ending)."""
+        for route in [*self.routes.values(), self.get_stream]:
+            if route is not None:
+                route.broken = True
+                route.close()
+
     async def aclose(self) -> None:
         await trio.lowlevel.checkpoint()
         if self.closed:
@@ -155,8 +175,12 @@ class MockHTTPServer:
             (messages sent on a request's behalf are then lost).
         get_stream: Offer the legacy GET stream (False: answer GET with ``405``).
         requests: Every HTTP request seen, as ``(method, headers)`` in order.
-        down: True after an injected crash, until :meth:`restart`: every request fails
-            to connect (``httpx.ConnectError``).
+        down: True after an injected crash or :meth:`stop`, until :meth:`restart`:
+            every request fails to connect (``httpx.ConnectError``).
+        unknown_session: How a request naming a session the server does not know (after
+            :meth:`restart` or :meth:`Faults.expire_session`) is answered: ``404`` (as the
+            spec says) or ``400`` with the TypeScript SDK's body (``-32000``, "Bad Request:
+            No valid session ID provided"), as server-everything and many servers do.
     """
 
     url = "http://mock.test/mcp"
@@ -180,13 +204,38 @@ class MockHTTPServer:
         self.get_stream = True
         self.requests: list[tuple[str, dict[str, str]]] = []
         self.down: bool = False
+        self.unknown_session: Literal[404, 400] = 404
         self._nursery = nursery
         self._sessions: dict[str, _Session] = {}
         self._stateless: _Session | None = None
         self._ids = itertools.count(1)
 
-    def restart(self) -> None:
-        """Bring a crashed server back up; old sessions are gone (the client gets ``404``)."""
+    def stop(self) -> None:
+        """Take the server down now, as if its process died.
+
+        Every session ends (open response streams and GET streams break) and every
+        request fails to connect (``httpx.ConnectError``) until :meth:`restart`.
+        """
+        self.down = True
+        self._close_all(broken=True)
+
+    def restart(self, *, unknown_session: Literal[404, 400] | None = None) -> None:
+        """Bring the server back up, as a new process: every old session is forgotten.
+
+        A request naming an old session is answered as :attr:`unknown_session` says;
+        the client must start a new session with ``initialize``.
+
+        Args:
+            unknown_session: Set :attr:`unknown_session` too: ``404`` or ``400``.
+
+        Raises:
+            ValueError: ``unknown_session`` is neither 404 nor 400.
+        """
+        if unknown_session is not None:
+            if unknown_session not in (404, 400):
+                raise ValueError(f"unknown_session must be 404 or 400, not {unknown_session!r}")
+            self.unknown_session = unknown_session
+        self._close_all(broken=True)
         self.down = False
 
     def _start(self, session_id: str | None) -> _Session:
@@ -212,9 +261,11 @@ class MockHTTPServer:
         self._close_all()
         await self.client.aclose()
 
-    def _close_all(self) -> None:
+    def _close_all(self, *, broken: bool = False) -> None:
         for session in [*self._sessions.values(), self._stateless]:
             if session is not None:
+                if broken:
+                    session.stream.break_routes()
                 session.stream.inbox_send.close()
         self._sessions.clear()
         self._stateless = None
@@ -245,6 +296,8 @@ class MockHTTPServer:
                 self._close_all()
             session = self._sessions.get(session_id)
             if session is None:
+                if self.unknown_session == 400:
+                    return httpx.Response(400, json=TS_SDK_LOST_SESSION)
                 return httpx.Response(404, json={"error": "unknown or expired session"})
         if request.method == "DELETE":
             if session is not None:
@@ -315,7 +368,7 @@ def _sse_response(
                 text = data.decode("utf-8", "replace")
                 lines = "".join(f"data: {line}\n" for line in text.split("\n"))
                 yield f"id: {next(self._events)}\nevent: message\n{lines}\n".encode()
-            if route.request_id is not None and not route.answered:
+            if route.broken or (route.request_id is not None and not route.answered):
                 raise httpx.RemoteProtocolError("the server closed the connection (mock)")
 
         async def aclose(self) -> None:
