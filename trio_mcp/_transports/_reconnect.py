@@ -32,10 +32,11 @@ __all__ = [
 
 RequestId: TypeAlias = "int | str"
 
-#: The schedule of reconnection attempts: 0.5 s after the break, then 1 s, then every 2 s
-#: (10 % jitter) until the server is back or the transport is closed. The cap keeps a server
-#: that comes back answering within about two seconds.
-DEFAULT_RECONNECT_BACKOFF: Final = Backoff(initial=0.5, multiplier=2.0, maximum=2.0, jitter=0.1)
+#: The schedule of reconnection attempts: 0.25 s after the break, then 0.5 s later, then
+#: every second (10 % jitter) until the server is back or the transport is closed. The cap
+#: keeps a server that comes back answering within about a second (one cheap connection
+#: attempt a second to a server that is down).
+DEFAULT_RECONNECT_BACKOFF: Final = Backoff(initial=0.25, multiplier=2.0, maximum=1.0, jitter=0.1)
 
 #: The notification replayed after a new ``initialize``.
 INITIALIZED: Final = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'

@@ -500,8 +500,8 @@ class SSEParameters(HTTPOptions):
             session (a restarted server), re-open it on this schedule until it works or
             the transport closes, and start a new server session by replaying
             ``initialize``; see the transport's docs. ``None``: never reconnect, a broken
-            stream ends the connection. The default tries 0.5 s after the break, then 1 s
-            later, then every 2 s.
+            stream ends the connection. The default tries 0.25 s after the break, then 0.5 s
+            later, then every second.
     """
 
     _: KW_ONLY
