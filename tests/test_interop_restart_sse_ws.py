@@ -11,14 +11,16 @@ Each session must answer again within about two seconds of its server coming bac
 from __future__ import annotations
 
 import subprocess
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 
 import trio_mcp
-from trio_mcp import SSEParameters
+from trio_mcp import SSEParameters, WebSocketParameters
 from trio_mcp._eras import era_cache
 from trio_mcp._transports._link import LinkState
 
@@ -38,6 +40,8 @@ from .interop_peers import (
 )
 
 pytestmark = pytest.mark.interop
+
+WS_SERVER = Path(__file__).parent / "servers" / "ws_server.py"
 
 #: How soon after its server accepts connections again a session must answer (seconds).
 RECOVERY = 2.5
@@ -151,5 +155,33 @@ async def test_sdk_server_over_sse_recovers_from_a_restart() -> None:
                 await echo()
                 took = await restart_and_measure(server, session, echo)
                 assert took < RECOVERY, took
+    finally:
+        await server.stop()
+
+
+async def test_websocket_server_recovers_from_a_restart() -> None:
+    port = free_loopback_port()
+    argv = [sys.executable, str(WS_SERVER), "--port", str(port)]
+    server = Server(argv, sdk_server_env(), port)
+    await server.start()
+    try:
+        async with trio.open_nursery() as nursery:
+            url = f"ws://{LOOPBACK}:{port}/mcp"
+            params = WebSocketParameters(url)
+            async with trio_mcp.open_mcp_session(nursery, params, protocol="legacy") as session:
+                answered_by: list[str] = []
+
+                async def echo() -> None:
+                    result = await session.call_tool("echo", {"text": "hi"}, timeout=5)
+                    pid, _, text = result.text.partition(":")
+                    assert text == "hi"
+                    answered_by.append(pid)
+
+                await echo()
+                for _ in range(2):
+                    took = await restart_and_measure(server, session, echo)
+                    assert took < RECOVERY, took
+                assert len(set(answered_by)) == 3  # three processes answered, in turn
+                assert session.transport.link.reconnects == 2
     finally:
         await server.stop()
