@@ -54,6 +54,7 @@ class RestartingServer:
         self.down = False
         self.lost_status = 404
         self.refuse_initialize = False
+        self.refuse_stream = False
         self.hold: set[str] = set()
         self.log: list[tuple[float, str, str]] = []
         self.gets: list[float] = []
@@ -91,6 +92,8 @@ class RestartingServer:
         if self.down:
             raise httpx.ConnectError("connection refused", request=request)
         if request.method == "GET":
+            if self.refuse_stream:
+                return httpx.Response(403, text="go away")
             return self._open_stream()
         session = parse_qs(urlsplit(str(request.url)).query)["session_id"][0]
         channel = self._sessions.get(session)
@@ -339,3 +342,18 @@ async def test_close_racing_a_reconnection(
         for _ in range(steps):
             await trio.lowlevel.checkpoint()
     assert link_of(session).state is LinkState.CLOSED
+
+
+async def test_a_refused_event_stream_ends_the_session_cleanly(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server = RestartingServer()
+    async with open_session(server) as session:
+        server.stop()
+        server.refuse_stream = True
+        server.start()
+        broke = trio.current_time()
+        await wait_for_state(session, LinkState.CLOSED)
+        assert trio.current_time() == broke + 1
+        with pytest.raises(ConnectionClosed, match=r"refused the event stream \(HTTP 403\)"):
+            await echo(session, "x")

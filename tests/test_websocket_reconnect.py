@@ -47,6 +47,7 @@ class WSServer:
         self._nursery = nursery
         self.down = False
         self.refuse_initialize = False
+        self.reject: int | None = None  # refuse the handshake with this HTTP status
         self.hold: set[str] = set()
         self.log: list[tuple[float, str, str | None]] = []
         self.connects: list[float] = []
@@ -85,6 +86,9 @@ class WSServer:
         async with trio.open_nursery() as nursery:
             try:
                 request = await trio_websocket.wrap_server_stream(nursery, stream)
+                if self.reject is not None:
+                    await request.reject(self.reject, body=b"go away")
+                    return
                 ws = await request.accept(subprotocol="mcp")
                 self._live[name] = (stream, nursery.cancel_scope, ws)
                 while True:
@@ -301,3 +305,17 @@ async def test_close_racing_a_reconnection(
         for _ in range(steps):
             await trio.lowlevel.checkpoint()
     assert session.transport.link.state is LinkState.CLOSED
+
+
+async def test_a_refused_handshake_ends_the_session_cleanly(
+    autojump_clock: trio.testing.MockClock, server: WSServer
+) -> None:
+    async with open_session(server) as session:
+        server.stop()
+        server.reject = 403
+        server.start()
+        broke = trio.current_time()
+        await wait_for_state(session.transport.link, LinkState.CLOSED)
+        assert trio.current_time() == broke + 1
+        with pytest.raises(ConnectionClosed, match=r"refused the WebSocket \(HTTP 403\)"):
+            await echo(session, "x")

@@ -358,7 +358,18 @@ class LegacySSEConnection:
             _Refused: The server refused the new ``initialize``.
             MCPError: The attempt failed (the server may not be back yet).
         """
-        endpoint, stream = await self._open()
+        try:
+            endpoint, stream = await self._open()
+        except HTTPStatusError as exc:
+            status = exc.status_code
+            if 400 <= status < 500 and status not in (404, 408, 429):
+                raise _Refused(
+                    ConnectionClosed(
+                        f"the server at {self._url} came back but refused the event stream "
+                        f"(HTTP {status}): {exc.body[:300]}"
+                    )
+                ) from exc
+            raise
         try:
             known = self._initialize
             if known is not None:
