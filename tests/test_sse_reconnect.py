@@ -357,3 +357,32 @@ async def test_a_refused_event_stream_ends_the_session_cleanly(
         assert trio.current_time() == broke + 1
         with pytest.raises(ConnectionClosed, match=r"refused the event stream \(HTTP 403\)"):
             await echo(session, "x")
+
+
+async def test_reconnection_stopped_by_its_nursery_ends_receive(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def host_nursery(*, task_status: trio.TaskStatus[trio.Nursery]) -> None:
+        async with trio.open_nursery() as nursery:
+            task_status.started(nursery)
+            await trio.sleep_forever()
+
+    server = RestartingServer()
+    async with httpx.AsyncClient(transport=httpx.MockTransport(server)) as client:
+        async with trio.open_nursery() as outer:
+            service: trio.Nursery = await outer.start(host_nursery)
+            params = SSEParameters(URL, client=client, reconnect=SCHEDULE)
+            async with params.open_transport(service) as transport:
+                server.stop()
+                await wait_for_link(transport.link, LinkState.RECONNECTING)
+                service.cancel_scope.cancel()
+                with trio.fail_after(1), pytest.raises(ConnectionClosed, match="stopped"):
+                    await transport.receive()  # no hang
+                assert transport.link.state is LinkState.CLOSED
+            outer.cancel_scope.cancel()
+
+
+async def wait_for_link(link: Any, state: LinkState) -> None:
+    seen = link.version
+    while link.state is not state:
+        seen = await link.wait_changed(seen)

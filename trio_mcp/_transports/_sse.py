@@ -323,6 +323,18 @@ class LegacySSEConnection:
 
     async def _reconnect(self) -> None:
         """Re-open the event stream until it works or the transport closes (a task)."""
+        try:
+            await self._reconnect_until_done()
+        finally:
+            if self._reconnecting:  # a bug, or the nursery cancelled: never a silent hang
+                self._give_up(
+                    ConnectionClosed(
+                        f"reconnecting to {self._url} stopped: the transport was closed, or "
+                        "the nursery it was opened with was cancelled"
+                    )
+                )
+
+    async def _reconnect_until_done(self) -> None:
         assert self._backoff is not None and self._owner is not None
         attempt = 0
         while True:
