@@ -319,3 +319,36 @@ async def test_a_refused_handshake_ends_the_session_cleanly(
         assert trio.current_time() == broke + 1
         with pytest.raises(ConnectionClosed, match=r"refused the WebSocket \(HTTP 403\)"):
             await echo(session, "x")
+
+
+async def test_reconnection_stopped_by_its_nursery_ends_receive(
+    autojump_clock: trio.testing.MockClock, server: WSServer
+) -> None:
+    async def host_nursery(*, task_status: trio.TaskStatus[trio.Nursery]) -> None:
+        async with trio.open_nursery() as nursery:
+            task_status.started(nursery)
+            await trio.sleep_forever()
+
+    async with trio.open_nursery() as outer:
+        service: trio.Nursery = await outer.start(host_nursery)
+        params = WebSocketParameters(URL, reconnect=SCHEDULE)
+        async with params.open_transport(service) as transport:
+            errors: list[BaseException] = []
+            ended = trio.Event()
+
+            async def read() -> None:
+                try:
+                    await transport.receive()
+                except ConnectionClosed as exc:
+                    errors.append(exc)
+                ended.set()
+
+            outer.start_soon(read)
+            server.stop()
+            await wait_for_state(transport.link, LinkState.RECONNECTING)
+            service.cancel_scope.cancel()
+            with trio.fail_after(1):  # no hang
+                await ended.wait()
+            assert "stopped while reconnecting" in str(errors[0])
+            assert transport.link.state is LinkState.CLOSED
+        outer.cancel_scope.cancel()
