@@ -386,3 +386,26 @@ async def wait_for_link(link: Any, state: LinkState) -> None:
     seen = link.version
     while link.state is not state:
         seen = await link.wait_changed(seen)
+
+
+async def test_concurrent_failures_share_one_reconnection(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server = RestartingServer()
+    async with open_session(server) as session:
+        server.forget()  # every POST now gets 404
+        failures: list[str] = []
+
+        async def call(n: int) -> None:
+            with pytest.raises(ConnectionClosed) as info:
+                await echo(session, str(n))
+            failures.append(str(info.value))
+
+        async with trio.open_nursery() as nursery:
+            for n in range(5):
+                nursery.start_soon(call, n)
+        assert len(failures) == 5
+        await wait_for_state(session, LinkState.UP)
+        assert len(server.gets) == 2  # one reconnection for all five
+        assert link_of(session).reconnects == 1
+        assert await echo(session, "ok") == "s2:ok"
