@@ -543,6 +543,8 @@ class WebSocketTransport(Transport):
             except trio_websocket.ConnectionClosed as exc:
                 if self._closed:
                     raise trio.ClosedResourceError("the transport is closed") from exc
+                if self._reconnecting or conn is not self._conn:
+                    continue  # (the writer saw the break first: a reconnection is on)
                 error = self._closed_error_from(exc.reason, exc)
                 if (
                     self._params.reconnect is not None
