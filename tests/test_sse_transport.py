@@ -226,7 +226,7 @@ async def test_stream_ending_before_the_endpoint() -> None:
 
 async def test_clean_end_of_stream() -> None:
     server = OldServer()
-    async with open_sse(server) as (transport, failures):
+    async with open_sse(server, reconnect=None) as (transport, failures):
         server.push(event(result(5)))
         server.events.close()
         assert json.loads(await transport.receive()) == result(5)
@@ -239,7 +239,7 @@ async def test_clean_end_of_stream() -> None:
 
 async def test_broken_stream() -> None:
     server = OldServer()
-    async with open_sse(server) as (transport, failures):
+    async with open_sse(server, reconnect=None) as (transport, failures):
         server.push(httpx.ReadError("connection reset"))
         with pytest.raises(ConnectionClosed, match="broke"):
             await transport.receive()
@@ -287,7 +287,7 @@ async def test_failure_after_a_delivered_response_is_dropped() -> None:
 
 async def test_every_receive_after_a_break_raises_a_new_exception() -> None:
     server = OldServer()
-    async with open_sse(server) as (transport, _):
+    async with open_sse(server, reconnect=None) as (transport, _):
         server.push(httpx.ReadError("connection reset"))
         with pytest.raises(ConnectionClosed) as first:
             await transport.receive()

@@ -141,7 +141,7 @@ async def test_clean_close_is_end_of_stream(code: int) -> None:
         await ws.send_message('{"jsonrpc":"2.0","method":"bye"}')
         await ws.aclose(code)
 
-    async with serving(Server(serve)) as url, connected(url) as transport:
+    async with serving(Server(serve)) as url, connected(url, reconnect=None) as transport:
         assert json.loads(await transport.receive())["method"] == "bye"
         with pytest.raises(trio.EndOfChannel):
             await transport.receive()
@@ -153,7 +153,7 @@ async def test_abnormal_close_is_connection_closed() -> None:
     async def serve(ws: WebSocketConnection) -> None:
         await ws.aclose(1011, "internal error")
 
-    async with serving(Server(serve)) as url, connected(url) as transport:
+    async with serving(Server(serve)) as url, connected(url, reconnect=None) as transport:
         with pytest.raises(ConnectionClosed, match="1011") as info:
             await transport.receive()
         assert "internal error" in str(info.value)
@@ -352,7 +352,9 @@ async def test_send_waits_while_the_server_does_not_read() -> None:
             async with trio.open_nursery() as callers:
                 callers.start_soon(flood, transport)
                 await trio.testing.wait_all_tasks_blocked()
-                assert transport._out_send.statistics().current_buffer_used <= _WRITE_QUEUE_SIZE
+                assert (
+                    transport._conn.out_send.statistics().current_buffer_used <= _WRITE_QUEUE_SIZE
+                )
                 assert sent < 10_000
                 callers.cancel_scope.cancel()
         nursery.cancel_scope.cancel()  # the server is still paused

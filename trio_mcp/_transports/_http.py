@@ -881,6 +881,7 @@ class StreamableHTTPTransport(Transport):
             True in the modern era, False in the legacy era and over HTTP+SSE.
         """
         if self._sse is not None:
+            self._sse.forget(request_id)
             return False
         self._core.cancel(request_id)
         return self.modern
@@ -904,6 +905,7 @@ class StreamableHTTPTransport(Transport):
         from ._sse import LegacySSEConnection  # (import cost: loaded only when needed)
 
         connection = LegacySSEConnection(self._core, self._url)
+        connection.bind(self)  # it reconnects by itself (a restarted server), reporting here
         try:
             await connection.connect()
         except MCPError as exc:

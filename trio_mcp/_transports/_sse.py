@@ -3,7 +3,9 @@
 The client opens a Server-Sent Events stream with a GET; the server's first event,
 ``endpoint``, names the URL to POST messages to (it must be on the same origin). Every
 message from the server, responses included, arrives as a ``message`` event on that one
-stream, which lives as long as the connection: when it ends, the connection is over.
+stream, which lives as long as the server's session. When it breaks or ends (a restarted
+server), the transport reconnects: a new stream, a new endpoint, the session's
+``initialize`` replayed (see :class:`LegacySSEConnection`; ``_reconnect.py``).
 
 It is deprecated since 2025-03-26; trio_mcp speaks it for old servers, either explicitly
 (:class:`SSEParameters`, never probed for the 2026-07-28 era) or as the fallback of
@@ -13,18 +15,20 @@ Redirects are handled as for Streamable HTTP: same origin only (see ``_redirects
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import AsyncGenerator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import TypeAlias
 from urllib.parse import urljoin
 
 import trio
 
-from .._exceptions import ConnectionClosed, MCPError, ProtocolError, TransportError
+from .._exceptions import ConnectionClosed, HTTPStatusError, MCPError, ProtocolError, TransportError
 from .._jsonrpc import Envelope
 from .._redact import redacted_repr
+from .._resilience import Backoff
 from ._base import MessageInfo, Transport
 from ._eventstream import ServerSentEvent
 from ._http_base import (
@@ -36,7 +40,14 @@ from ._http_base import (
 )
 from ._http_client import HTTPOptions
 from ._http_sender import close_response, content_type
-from ._jsonpeek import infer_info
+from ._jsonpeek import infer_info, same_id
+from ._reconnect import (
+    DEFAULT_RECONNECT_BACKOFF,
+    INITIALIZED,
+    Outstanding,
+    reconnecting_error,
+    refusal,
+)
 from ._redirects import origin_of
 
 __all__ = ["LegacySSEConnection", "SSEParameters", "SSETransport"]
@@ -46,22 +57,103 @@ logger = logging.getLogger("trio_mcp.sse")
 RequestId: TypeAlias = "int | str"
 
 
+class _Stream:
+    """One event stream the connection opened: its reader's scope and how it ended."""
+
+    __slots__ = ("ended", "error", "scope")
+
+    def __init__(self) -> None:
+        self.scope = trio.CancelScope()
+        self.ended = False
+        self.error: MCPError | None = None  # None: ended cleanly (or not yet)
+
+
+class _Replay:
+    """The replayed ``initialize`` of a reconnection, waiting for its answer."""
+
+    __slots__ = ("answer", "done", "request_id", "stream")
+
+    def __init__(self, request_id: RequestId, stream: _Stream) -> None:
+        self.request_id = request_id
+        self.stream = stream
+        self.done = trio.Event()
+        self.answer: tuple[bytes, Envelope | None] | MCPError | None = None
+
+    def settle(self, answer: tuple[bytes, Envelope | None] | MCPError) -> None:
+        if not self.done.is_set():
+            self.answer = answer
+            self.done.set()
+
+
+class _Refused(Exception):
+    """The server refused the replayed ``initialize``: reconnecting is over."""
+
+    def __init__(self, error: ConnectionClosed) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _session_lost(exc: HTTPStatusError) -> bool:
+    """Whether a POST's error status says the server no longer knows the session.
+
+    404 (the official Python SDK's "Could not find session"), or 400 whose body speaks of
+    the session (its "Invalid session ID", the TypeScript SDK's "No valid session ID").
+    """
+    if exc.status_code == 404:
+        return True
+    return exc.status_code == 400 and "session" in exc.body.lower()
+
+
 class LegacySSEConnection:
     """One HTTP+SSE connection: the event stream and the endpoint messages are POSTed to.
 
     Its reader task runs in the transport's nursery and feeds the transport's incoming
-    queue; when the stream ends, the transport's ``receive`` raises.
+    queue. When the stream breaks or ends, or a POST is answered with a lost session (404,
+    or 400 naming the session), the connection reconnects (once :meth:`bind` named its
+    transport, and unless ``reconnect`` is None): it re-opens the stream on the
+    ``reconnect`` schedule until it succeeds or the transport closes, replays the session's
+    ``initialize`` (consuming its answer) and ``notifications/initialized``, and calls the
+    transport's :meth:`~trio_mcp.transports.Transport.renewed`. Requests waiting for an
+    answer when the stream broke fail at once with :class:`~trio_mcp.ConnectionClosed`
+    (their answers would have come on the dead stream); messages sent while it reconnects
+    fail fast with one. A server that refuses the new ``initialize`` ends the connection:
+    ``receive`` raises :class:`~trio_mcp.ConnectionClosed` saying so.
 
     Args:
         core: The HTTP machinery of the transport.
         url: The URL of the event stream.
+        reconnect: The schedule of reconnection attempts (None: never reconnect; a broken
+            stream ends the connection).
     """
 
-    def __init__(self, core: HTTPCore, url: str) -> None:
+    def __init__(
+        self, core: HTTPCore, url: str, *, reconnect: Backoff | None = DEFAULT_RECONNECT_BACKOFF
+    ) -> None:
         self._core = core
         self._url = url
+        self._backoff = reconnect
+        self._owner: Transport | None = None
         #: The URL messages are POSTed to, once the ``endpoint`` event arrived.
         self.endpoint: str | None = None
+        self._live: _Stream | None = None  # the stream in use
+        self._reconnecting = False
+        self._initialize: tuple[bytes, RequestId] | None = None  # the session's, to replay
+        self._initialized = False  # notifications/initialized was sent
+        self._outstanding = Outstanding()
+        self._replay: _Replay | None = None
+
+    def bind(self, owner: Transport) -> None:
+        """Name the transport this connection reports to (its link, :meth:`renewed`).
+
+        Args:
+            owner: The transport.
+        """
+        self._owner = owner
+
+    @property
+    def reconnecting(self) -> bool:
+        """Whether the connection is being re-established now."""
+        return self._reconnecting
 
     async def connect(self) -> None:
         """Open the event stream and wait (up to the timeout) for the ``endpoint`` event.
@@ -72,14 +164,20 @@ class LegacySSEConnection:
             TransportError: No event stream, no ``endpoint`` event in time, or an endpoint
                 on another origin.
         """
+        self.endpoint, self._live = await self._open()
+
+    async def _open(self) -> tuple[str, _Stream]:
+        """Open an event stream; its endpoint once announced (see :meth:`connect`)."""
+        stream = _Stream()
         result: str | MCPError | None = None
         with trio.move_on_after(self._core.timeout):
-            result = await self._core.start(self._read_events)
+            result = await self._core.start(functools.partial(self._read_events, stream))
         if result is None:
+            stream.scope.cancel()
             raise TransportError(f"{self._url} sent no endpoint event within {self._core.timeout}s")
         if isinstance(result, MCPError):
             raise result
-        self.endpoint = result
+        return result, stream
 
     def _endpoint(self, base: str, event: ServerSentEvent) -> str | MCPError:
         """The URL an ``endpoint`` event names, or why it cannot be used."""
@@ -98,16 +196,45 @@ class LegacySSEConnection:
             )
         return endpoint
 
-    async def _read_events(self, task_status: trio.TaskStatus[str | MCPError]) -> None:
+    async def _sink(
+        self, message: bytes, envelope: Envelope | None, answers: RequestId | None
+    ) -> None:
+        """Where the event stream's messages go: the replay's answer here, the rest on."""
+        if answers is not None:
+            replay = self._replay
+            if replay is not None and same_id(answers, replay.request_id):
+                replay.settle((message, envelope))
+                return
+            self._outstanding.discard(answers)
+        await self._core.deliver(message, envelope, answers)
+
+    async def _read_events(
+        self, stream: _Stream, task_status: trio.TaskStatus[str | MCPError]
+    ) -> None:
+        report = False
+        with stream.scope:
+            report = await self._read_stream(stream, task_status)
+        stream.ended = True
+        if stream.scope.cancel_called or not report:
+            return
+        replay = self._replay
+        if replay is not None and replay.stream is stream:
+            replay.settle(stream.error or TransportError("the new event stream ended"))
+        self._lost(stream, stream.error)
+
+    async def _read_stream(
+        self, stream: _Stream, task_status: trio.TaskStatus[str | MCPError]
+    ) -> bool:
+        """Read one event stream; whether its end is to be reported (it was in use)."""
         core = self._core
         headers = dict(core.headers)
         headers["Accept"] = ACCEPT_SSE
         headers["Cache-Control"] = "no-store"
         try:
             response = await core.open("GET", self._url, headers=headers, idempotent=True)
-        except MCPError as exc:
+        except MCPError as exc:  # (not a lost stream: it never started)
             task_status.started(exc)
-            return
+            return False
         base = str(response.url)  # relative endpoints resolve against the stream's URL
         started = False
         refused = False
@@ -135,7 +262,7 @@ class LegacySSEConnection:
                     "not an event stream"
                 )
             else:
-                await core.pump_sse(response, StreamState(), core.deliver, on_event=on_event)
+                await core.pump_sse(response, StreamState(), self._sink, on_event=on_event)
         except MCPError as exc:
             error = exc
         finally:
@@ -147,14 +274,163 @@ class LegacySSEConnection:
                     f"the event stream of {self._url} ended before the endpoint event"
                 )
             )
+            return False
+        stream.error = error
+        return not refused
+
+    def _lost(self, stream: _Stream, error: MCPError | None) -> None:
+        """The event stream ``stream`` ended (``error``: it broke) or lost its session."""
+        core = self._core
+        if stream is not self._live or core.closed or core.ended is not None:
             return
-        if refused:
+        if self._backoff is None or self._owner is None:
+            if error is None:
+                logger.info("the server ended the HTTP+SSE event stream of %s", self._url)
+                core.end(None)
+            else:
+                broke = f"the HTTP+SSE event stream of {self._url} broke: {error}"
+                core.end(ConnectionClosed(broke))
+            self._link_closed()
             return
-        if error is None:
-            logger.info("the server ended the HTTP+SSE event stream of %s", self._url)
-            core.end(None)
+        self._live = None
+        stream.scope.cancel()
+        self._reconnecting = True
+        why = "ended" if error is None else f"broke ({error})"
+        failure = ConnectionClosed(f"the HTTP+SSE event stream of {self._url} {why}")
+        self._owner.link.failed(failure)
+        for request_id in self._outstanding.take():
+            core.fail(
+                request_id,
+                ConnectionClosed(
+                    f"the HTTP+SSE event stream of {self._url} {why} before the answer to "
+                    f"request {request_id!r} came"
+                ),
+            )
+        logger.warning("%s; reconnecting", failure)
+        try:
+            core.spawn(None, self._reconnect, name="trio_mcp HTTP+SSE reconnect")
+        except trio.ClosedResourceError:
+            self._give_up(ConnectionClosed(f"{failure} and the transport's nursery has exited"))
+
+    def _give_up(self, error: ConnectionClosed) -> None:
+        self._reconnecting = False
+        self._core.end(error)
+        self._link_closed()
+
+    def _link_closed(self) -> None:
+        if self._owner is not None:
+            self._owner.link.closed()
+
+    async def _reconnect(self) -> None:
+        """Re-open the event stream until it works or the transport closes (a task)."""
+        try:
+            await self._reconnect_until_done()
+        finally:
+            if self._reconnecting:  # a bug, or the nursery cancelled: never a silent hang
+                self._give_up(
+                    ConnectionClosed(
+                        f"reconnecting to {self._url} stopped: the transport was closed, or "
+                        "the nursery it was opened with was cancelled"
+                    )
+                )
+
+    async def _reconnect_until_done(self) -> None:
+        assert self._backoff is not None and self._owner is not None
+        attempt = 0
+        while True:
+            attempt += 1
+            await trio.sleep(self._backoff.delay(attempt))
+            try:
+                await self._renew()
+            except _Refused as exc:
+                logger.warning("%s", exc.error)
+                self._give_up(exc.error)
+                return
+            except MCPError as exc:
+                logger.log(
+                    logging.INFO if attempt == 1 else logging.DEBUG,
+                    "reconnecting to %s failed (attempt %d): %s",
+                    self._url,
+                    attempt,
+                    exc,
+                )
+                continue
+            break
+        self._reconnecting = False
+        logger.warning("reconnected to %s after %d attempt(s)", self._url, attempt)
+        if self._initialize is not None:
+            self._owner.renewed()
         else:
-            core.end(ConnectionClosed(f"the HTTP+SSE event stream of {self._url} broke: {error}"))
+            self._owner.link.restored()
+
+    async def _renew(self) -> None:
+        """One attempt: a new stream, ``initialize`` and ``initialized`` replayed.
+
+        Raises:
+            _Refused: The server refused the new ``initialize``.
+            MCPError: The attempt failed (the server may not be back yet).
+        """
+        try:
+            endpoint, stream = await self._open()
+        except HTTPStatusError as exc:
+            status = exc.status_code
+            if 400 <= status < 500 and status not in (404, 408, 429):
+                raise _Refused(
+                    ConnectionClosed(
+                        f"the server at {self._url} came back but refused the event stream "
+                        f"(HTTP {status}): {exc.body[:300]}"
+                    )
+                ) from exc
+            raise
+        try:
+            known = self._initialize
+            if known is not None:
+                data, request_id = known
+                self._replay = replay = _Replay(request_id, stream)
+                try:
+                    await self._post_to(endpoint, data, "initialize")
+                    with trio.move_on_after(self._core.timeout):
+                        await replay.done.wait()
+                finally:
+                    self._replay = None
+                answer = replay.answer
+                if answer is None:
+                    raise TransportError(
+                        f"no answer to the replayed initialize within {self._core.timeout}s"
+                    )
+                if isinstance(answer, MCPError):
+                    raise answer
+                reason = refusal(*answer)
+                if reason is not None:
+                    raise _Refused(
+                        ConnectionClosed(
+                            f"the server at {self._url} came back but refused to start a new "
+                            f"session: {reason}"
+                        )
+                    )
+                if self._initialized:
+                    await self._post_to(endpoint, INITIALIZED, "notifications/initialized")
+            if stream.ended:
+                raise TransportError("the new event stream ended at once")
+        except BaseException:
+            stream.scope.cancel()
+            raise
+        self.endpoint, self._live = endpoint, stream
+
+    async def _post_to(self, endpoint: str, data: bytes, method: str) -> None:
+        """POST a replayed message; a 4xx other than a lost session is a refusal."""
+        try:
+            await self._post_once(endpoint, data, idempotent=False)
+        except HTTPStatusError as exc:
+            status = exc.status_code
+            if 400 <= status < 500 and status not in (408, 429) and not _session_lost(exc):
+                raise _Refused(
+                    ConnectionClosed(
+                        f"the server at {self._url} came back but refused the replayed "
+                        f"{method} (HTTP {status}): {exc.body[:300]}"
+                    )
+                ) from exc
+            raise
 
     async def send(self, data: bytes, info: MessageInfo) -> None:
         """POST one message to the endpoint; a request's POST runs as a task.
@@ -162,26 +438,64 @@ class LegacySSEConnection:
         Args:
             data: The encoded message.
             info: What the message is.
+
+        Raises:
+            ConnectionClosed: The connection is being re-established (nothing is sent).
         """
+        if self._reconnecting:
+            await trio.lowlevel.checkpoint()
+            raise reconnecting_error(self._url)
+        if info.method == "initialize" and info.request_id is not None:
+            self._initialize = (data, info.request_id)
+        elif info.method == "notifications/initialized":
+            self._initialized = True
         if info.method is not None and info.request_id is not None:
             await trio.lowlevel.checkpoint()
             self._core.check_open()
             name = f"trio_mcp POST {info.method}"
+            self._outstanding.add(info.request_id)
             self._core.spawn(info.request_id, self._post, data, info, method=info.method, name=name)
         else:
             await self._post(data, info)
 
+    def forget(self, request_id: RequestId) -> None:
+        """The session no longer waits for ``request_id`` (cancelled, abandoned).
+
+        Args:
+            request_id: The request.
+        """
+        self._outstanding.discard(request_id)
+
     async def _post(self, data: bytes, info: MessageInfo) -> None:
-        assert self.endpoint is not None
+        endpoint, stream = self.endpoint, self._live
+        assert endpoint is not None
+        try:
+            await self._post_once(endpoint, data, idempotent=info.idempotent)
+        except HTTPStatusError as exc:
+            self._outstanding.discard(info.request_id)
+            if stream is None or not _session_lost(exc):
+                raise
+            then = "; reconnecting" if self._backoff is not None and self._owner else ""
+            lost = ConnectionClosed(
+                f"the server at {self._url} no longer knows the HTTP+SSE session "
+                f"(HTTP {exc.status_code}){then}"
+            )
+            self._lost(stream, lost)
+            raise lost from exc
+        except MCPError:
+            self._outstanding.discard(info.request_id)
+            raise
+
+    async def _post_once(self, endpoint: str, data: bytes, *, idempotent: bool) -> None:
         headers = dict(self._core.headers)
         headers["Accept"] = ACCEPT_BOTH
         headers["Content-Type"] = "application/json"
         response = await self._core.open(
             "POST",
-            self.endpoint,
+            endpoint,
             headers=headers,
             content=data,
-            idempotent=info.idempotent,
+            idempotent=idempotent,
             read_timeout=True,
         )
         await close_response(response)  # the answer arrives on the event stream
@@ -205,7 +519,16 @@ class SSEParameters(HTTPOptions):
         retry: Retries of failed connection attempts.
         breaker: A circuit breaker every HTTP request goes through.
         ssl_context: The TLS settings of ``https://`` connections (not with ``client``).
+        reconnect: When the event stream breaks or ends, or the server no longer knows the
+            session (a restarted server), re-open it on this schedule until it works or
+            the transport closes, and start a new server session by replaying
+            ``initialize``; see the transport's docs. ``None``: never reconnect, a broken
+            stream ends the connection. The default tries 0.25 s after the break, then 0.5 s
+            later, then every second.
     """
+
+    _: KW_ONLY
+    reconnect: Backoff | None = DEFAULT_RECONNECT_BACKOFF
 
     def __repr__(self) -> str:
         return redacted_repr(self, ("headers",))  # header values are often credentials
@@ -233,7 +556,8 @@ async def _open_sse(
     params: SSEParameters, nursery: trio.Nursery
 ) -> AsyncGenerator[SSETransport, None]:
     core = core_for(params, nursery)
-    transport = SSETransport(params.url, core, LegacySSEConnection(core, params.url))
+    connection = LegacySSEConnection(core, params.url, reconnect=params.reconnect)
+    transport = SSETransport(params.url, core, connection)
     try:
         await transport.connect()
         yield transport
@@ -262,6 +586,7 @@ class SSETransport(Transport):
         self._connection = connection
         self._origin = origin_of(url)
         core.fail_request = self._report_failure
+        connection.bind(self)
 
     def _report_failure(self, request_id: RequestId, error: MCPError) -> None:
         self._fail_request(request_id, error)
@@ -304,7 +629,9 @@ class SSETransport(Transport):
 
         Raises:
             trio.ClosedResourceError: The transport was closed.
-            ConnectionClosed: The event stream ended.
+            ConnectionClosed: The event stream ended for good, or it is being
+                re-established (nothing was sent; the transport's ``link`` is
+                RECONNECTING), or the server no longer knows the session.
             HTTPStatusError: The server rejected a notification or response.
         """
         self._core.check_open()
@@ -313,9 +640,13 @@ class SSETransport(Transport):
     async def receive(self) -> bytes:
         """Receive the next message from the event stream.
 
+        Waits across reconnections (the reconnection's own ``initialize`` answer never
+        arrives here).
+
         Raises:
-            trio.EndOfChannel: The server ended the event stream.
-            ConnectionClosed: The event stream broke.
+            trio.EndOfChannel: The server ended the event stream (without ``reconnect``).
+            ConnectionClosed: The event stream broke (without ``reconnect``), or the
+                server refused a new session after a reconnection.
         """
         return await self._core.receive()
 
@@ -327,10 +658,23 @@ class SSETransport(Transport):
         """Hand messages straight to the session while its reader is idle."""
         self._core.dispatch = dispatch
 
+    def cancel_request(self, request_id: RequestId) -> bool:
+        """Forget a request the session no longer waits for.
+
+        Args:
+            request_id: The request.
+
+        Returns:
+            False: HTTP+SSE cannot cancel natively (send ``notifications/cancelled``).
+        """
+        self._connection.forget(request_id)
+        return False
+
     def closed_error(self) -> MCPError:
         """Why the connection ended."""
         return self._core.closed_error()
 
     async def aclose(self) -> None:
         """Close the event stream and the client (if ours). Idempotent."""
+        self.link.closed()
         await self._core.aclose(None)

@@ -5,9 +5,12 @@ servers use: the client asks for the ``mcp`` subprotocol, and every WebSocket te
 carries exactly one JSON-RPC message, in both directions. Binary frames from the server
 are accepted too: their bytes are passed on as they are, for the session to decode.
 
-A close with code 1000 (normal) or 1001 (going away) is a clean end of stream
-(:class:`trio.EndOfChannel`); any other close is :class:`~trio_mcp.ConnectionClosed`.
-trio-websocket is imported only when a transport is opened.
+A connection that breaks (no close frame, or code 1001, 1011, 1012, 1013, 1014) is re-opened
+on the ``reconnect`` schedule and a legacy session's ``initialize`` replayed on it (see
+``_reconnect.py``). Otherwise, or without ``reconnect``, a close with code 1000 (normal) or
+1001 (going away) is a clean end of stream (:class:`trio.EndOfChannel`); any other close is
+:class:`~trio_mcp.ConnectionClosed`. trio-websocket is imported only when a transport is
+opened.
 
 Callers never write to the socket themselves: ``send`` hands the message to a bounded queue
 (waiting while it is full) and one writer task sends each message whole. A caller cancelled
@@ -20,10 +23,11 @@ from __future__ import annotations
 import functools
 import logging
 import ssl
+from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from dataclasses import KW_ONLY, dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, TypeAlias, cast
 from urllib.parse import urlsplit
 
 import trio
@@ -35,22 +39,43 @@ from .._exceptions import (
     MessageTooLargeError,
     ProtocolError,
     TransportError,
+    fresh_copy,
 )
 from .._redact import redacted_repr
+from .._resilience import Backoff
 from ._base import MessageInfo, Transport
 from ._http import DEFAULT_MAX_MESSAGE_SIZE, origin_of
+from ._jsonpeek import response_id, routed, same_id
+from ._reconnect import (
+    DEFAULT_RECONNECT_BACKOFF,
+    INITIALIZED,
+    Outstanding,
+    reconnecting_error,
+    refusal,
+)
 
 if TYPE_CHECKING:
     import trio_websocket
+
+    from .._jsonrpc import Envelope
 
 __all__ = ["WebSocketParameters", "WebSocketTransport"]
 
 logger = logging.getLogger("trio_mcp.websocket")
 
+RequestId: TypeAlias = "int | str"
+
 #: The subprotocol the client asks for.
 SUBPROTOCOL = "mcp"
 _CLEAN_CLOSE_CODES = (1000, 1001)
 _MESSAGE_TOO_BIG = 1009
+#: The closes worth reconnecting after: going away (a server shutting down), none received
+#: (a crash, a dropped connection), internal error, service restart, try again later, bad
+#: gateway. Any other (1000: the server ended the session; 1009: a message over our limit;
+#: a policy or protocol violation) ends the connection as before.
+_RECONNECT_CODES = frozenset({1001, 1005, 1006, 1011, 1012, 1013, 1014})
+#: How many messages received before the answer to a replayed ``initialize`` are kept.
+_EARLY_LIMIT = 64
 
 #: How many messages may wait for the writer task before ``send`` waits (backpressure).
 #: The queue only has to absorb what arrives while one message is written; a server that
@@ -79,6 +104,12 @@ class WebSocketParameters:
         timeout: Seconds for the opening and the closing handshakes.
         ssl_context: The TLS settings for ``wss://`` URLs (default: the system's CAs,
             loaded once per process).
+        reconnect: When the connection breaks (the server restarted or crashed, or closed
+            with code 1001, 1011, 1012, 1013 or 1014), re-open it on this schedule until it
+            works or the transport closes, and start a new server session by replaying
+            ``initialize`` (see docs/transports.md).
+            ``None``: never reconnect, a broken connection ends the session. The default
+            tries 0.25 s after the break, then 0.5 s later, then every second.
     """
 
     url: str
@@ -87,6 +118,7 @@ class WebSocketParameters:
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
     timeout: float = 30.0
     ssl_context: ssl.SSLContext | None = None
+    reconnect: Backoff | None = DEFAULT_RECONNECT_BACKOFF
 
     def __repr__(self) -> str:
         return redacted_repr(self, ("headers",))  # header values are often credentials
@@ -126,7 +158,7 @@ class _ReaderSpawner:
     """Stands in for the nursery trio-websocket starts its reader task in.
 
     The reader runs in the transport's nursery, but guarded: if it fails (as it does when
-    the server rejects the handshake) the failure is handed back to the transport instead
+    the server rejects the handshake) the failure is handed back to the connection instead
     of crashing the user's nursery, and its end is reported so the handshake never waits
     for an answer that cannot come.
 
@@ -139,15 +171,15 @@ class _ReaderSpawner:
     the server hangs up mid-handshake, so ``wrap_client_stream`` would wait for the timeout
     on an event nobody sets. ``trio_websocket.open_websocket`` has the same quiet wait and,
     in 0.12, leaks the socket of a rejected handshake, which here is closed by
-    :meth:`WebSocketTransport._close_stream`. This guard turns both endings into a prompt,
+    :meth:`_Connection.close_stream`. This guard turns both endings into a prompt,
     typed error. It relies on one fact about trio-websocket (checked for 0.12): the only
     thing ``wrap_client_stream`` does with its nursery is ``start_soon`` the reader; were
     that to change, every connection in the tests would fail.
     """
 
-    def __init__(self, nursery: trio.Nursery, transport: WebSocketTransport) -> None:
+    def __init__(self, nursery: trio.Nursery, connection: _Connection) -> None:
         self._nursery = nursery
-        self._transport = transport
+        self._connection = connection
 
     def start_soon(self, async_fn: Callable[[], Awaitable[object]], *args: object) -> None:
         self._nursery.start_soon(self._guard, async_fn, name="trio_mcp WebSocket reader")
@@ -156,9 +188,60 @@ class _ReaderSpawner:
         try:
             await async_fn()
         except Exception as exc:
-            self._transport._reader_failed(exc)  # pyright: ignore[reportPrivateUsage]
+            self._connection.reader_failed(exc)
         finally:
-            self._transport._reader_ended()  # pyright: ignore[reportPrivateUsage]
+            self._connection.handshake.cancel()  # a handshake still waiting never ends
+
+
+class _Connection:
+    """One WebSocket connection: its socket, its write queue and its writer task's end.
+
+    A reconnection makes a new one; what was queued for the old one dies with it.
+    """
+
+    __slots__ = (
+        "handshake",
+        "out_receive",
+        "out_send",
+        "reader_error",
+        "stream",
+        "write_failure",
+        "writer_cancelled",
+        "writer_done",
+        "ws",
+    )
+
+    def __init__(self) -> None:
+        self.stream: trio.SocketStream | trio.SSLStream[trio.SocketStream] | None = None
+        self.ws: trio_websocket.WebSocketConnection | None = None
+        self.handshake = trio.CancelScope()
+        self.reader_error: Exception | None = None
+        self.out_send, self.out_receive = trio.open_memory_channel[str](_WRITE_QUEUE_SIZE)
+        self.writer_done = trio.Event()
+        self.write_failure: Exception | None = None
+        self.writer_cancelled = False  # the writer's nursery was cancelled under it
+
+    def reader_failed(self, exc: Exception) -> None:
+        if self.ws is None:
+            self.reader_error = exc
+        else:  # pragma: no cover - trio-websocket handles errors after the handshake
+            logger.warning("the WebSocket reader failed: %r", exc)
+
+    async def close_stream(self) -> None:
+        # Closing our own stream also covers trio-websocket leaving it open when the
+        # server started the closing handshake, or rejected the opening one.
+        self.out_send.close()
+        if self.stream is not None:
+            with trio.CancelScope(shield=True), suppress(trio.BrokenResourceError, OSError):
+                await self.stream.aclose()
+
+
+class _Refused(Exception):
+    """The server refused the reconnection for good."""
+
+    def __init__(self, error: ConnectionClosed) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def _target(url: str) -> tuple[str, int, str, str, bool]:
@@ -177,26 +260,43 @@ def _target(url: str) -> tuple[str, int, str, str, bool]:
     return host, port, resource, host_header, secure
 
 
+def _reconnects_after(reason: trio_websocket.CloseReason | None) -> bool:
+    """Whether a connection closed for ``reason`` is worth re-opening (a restart, a crash)."""
+    return reason is None or reason.code in _RECONNECT_CODES
+
+
 class WebSocketTransport(Transport):
     """A connection to an MCP server over WebSocket. Open it with
     :meth:`WebSocketParameters.open_transport`.
+
+    When the connection breaks (see :class:`WebSocketParameters`' ``reconnect``), it
+    reconnects by itself: requests waiting for an answer fail at once with
+    :class:`~trio_mcp.ConnectionClosed`, messages sent meanwhile fail fast with one, and
+    once it is back a legacy session's ``initialize`` and ``notifications/initialized``
+    are replayed (the answer is consumed here) before anything else is sent; then
+    :meth:`~trio_mcp.transports.Transport.renewed` (legacy) or
+    :meth:`~trio_mcp.transports.Transport.notification_gap` (modern, stateless) tells the
+    session.
     """
 
-    needs_info = False
+    # (the session's MessageInfo names each request, for failing it when the link breaks)
+    needs_info = True
 
     def __init__(self, params: WebSocketParameters) -> None:
         self._params = params
-        self._stream: trio.SocketStream | trio.SSLStream[trio.SocketStream] | None = None
-        self._ws: trio_websocket.WebSocketConnection | None = None
-        self._handshake = trio.CancelScope()
-        self._reader_error: Exception | None = None
-        self._out_send, self._out_receive = trio.open_memory_channel[str](_WRITE_QUEUE_SIZE)
-        self._writer_done = trio.Event()
-        self._write_failure: Exception | None = None
-        self._writer_cancelled = False  # the writer's nursery was cancelled under it
+        self._conn = _Connection()
+        self._nursery: trio.Nursery | None = None
         self._closed = False
         self._error: MCPError | None = None
+        self._give_up_error: ConnectionClosed | None = None  # reconnecting ended for good
         self._origin = origin_of(params.url)
+        self._reconnecting = False
+        self._reconnected = trio.Event()  # set when the current reconnection ends
+        self._reconnect_scope: trio.CancelScope | None = None
+        self._initialize: tuple[str, RequestId] | None = None  # the session's, to replay
+        self._initialized = False
+        self._outstanding = Outstanding()
+        self._early: deque[str | bytes] = deque()  # received while replaying initialize
 
     @property
     def origin(self) -> str:
@@ -211,42 +311,50 @@ class WebSocketTransport(Transport):
     @property
     def subprotocol(self) -> str | None:
         """The subprotocol the server chose (``"mcp"``, or ``None`` if it chose none)."""
-        return self._ws.subprotocol if self._ws is not None else None
+        ws = self._conn.ws
+        return ws.subprotocol if ws is not None else None
 
     async def connect(self, nursery: trio.Nursery) -> None:
         """Open the connection; its reader and writer tasks run in ``nursery`` until
         :meth:`aclose`.
 
         Args:
-            nursery: Where the reader and writer tasks run.
+            nursery: Where the reader and writer tasks (and reconnections) run.
 
         Raises:
             HTTPStatusError: The server refused the handshake.
             TransportError: The connection could not be opened.
         """
+        self._nursery = nursery
+        conn = await self._open(nursery)
+        self._start_writer(conn)
+
+    async def _open(self, nursery: trio.Nursery) -> _Connection:
+        """A new connection, handshake done (its writer not started yet)."""
         import trio_websocket
 
         params = self._params
         host, port, resource, host_header, secure = _target(params.url)
+        conn = self._conn = _Connection()
         try:
             with trio.fail_after(params.timeout):
                 if secure:
                     context = params.ssl_context or _default_ssl_context()
-                    self._stream = await trio.open_ssl_over_tcp_stream(
+                    conn.stream = await trio.open_ssl_over_tcp_stream(
                         host, port, ssl_context=context, https_compatible=True
                     )
                 else:
-                    self._stream = await trio.open_tcp_stream(host, port)
+                    conn.stream = await trio.open_tcp_stream(host, port)
         except (OSError, trio.TooSlowError) as exc:
             message = f"could not open a WebSocket to {params.url}: {exc!r}"
             raise TransportError(message) from exc
         headers = [(k.encode(), v.encode()) for k, v in (params.headers or {}).items()]
         ws: trio_websocket.WebSocketConnection | None = None
         try:
-            with trio.fail_after(params.timeout), self._handshake:
+            with trio.fail_after(params.timeout), conn.handshake:
                 ws = await trio_websocket.wrap_client_stream(
-                    cast("trio.Nursery", _ReaderSpawner(nursery, self)),
-                    self._stream,
+                    cast("trio.Nursery", _ReaderSpawner(nursery, conn)),
+                    conn.stream,
                     host_header,
                     resource,
                     subprotocols=[SUBPROTOCOL],
@@ -254,21 +362,28 @@ class WebSocketTransport(Transport):
                     max_message_size=params.max_message_size,
                 )
         except trio.TooSlowError as exc:
-            await self._close_stream()
+            await conn.close_stream()
             message = f"the WebSocket handshake with {params.url} timed out"
             raise TransportError(message) from exc
+        except BaseException:
+            await conn.close_stream()
+            raise
         if ws is None:
-            await self._close_stream()
-            raise self._handshake_error()
-        self._ws = ws
-        nursery.start_soon(self._write_loop, ws, name="trio_mcp WebSocket writer")
+            await conn.close_stream()
+            raise self._handshake_error(conn)
+        conn.ws = ws
         if ws.subprotocol != SUBPROTOCOL:
             logger.debug("%s accepted without the mcp subprotocol", params.url)
+        return conn
 
-    def _handshake_error(self) -> MCPError:
+    def _start_writer(self, conn: _Connection) -> None:
+        assert self._nursery is not None and conn.ws is not None
+        self._nursery.start_soon(self._write_loop, conn, name="trio_mcp WebSocket writer")
+
+    def _handshake_error(self, conn: _Connection) -> MCPError:
         import trio_websocket
 
-        exc = self._reader_error
+        exc = conn.reader_error
         url = self._params.url
         if isinstance(exc, trio_websocket.ConnectionRejected):
             body = (exc.body or b"")[:65536].decode("utf-8", "replace")
@@ -280,81 +395,91 @@ class WebSocketTransport(Transport):
         error.__cause__ = exc
         return error
 
-    def _reader_failed(self, exc: Exception) -> None:
-        if self._ws is None:
-            self._reader_error = exc
-        else:  # pragma: no cover - trio-websocket handles errors after the handshake
-            logger.warning("the WebSocket reader for %s failed: %r", self._params.url, exc)
-
-    def _reader_ended(self) -> None:
-        self._handshake.cancel()  # if still waiting for the handshake, it will never end
-
-    async def _close_stream(self) -> None:
-        # Closing our own stream also covers trio-websocket leaving it open when the
-        # server started the closing handshake, or rejected the opening one.
-        if self._stream is not None:
-            with trio.CancelScope(shield=True), suppress(trio.BrokenResourceError, OSError):
-                await self._stream.aclose()
-
     # -- sending -------------------------------------------------------------------------
 
     async def send(self, data: bytes, info: MessageInfo | None = None) -> None:
         """Hand one message to the writer task, which sends it whole as a text frame.
 
         Waits while the writer's queue is full. Once this returned, the message is sent
-        whole even if the caller is cancelled.
+        whole even if the caller is cancelled (unless the connection breaks first).
 
         Args:
             data: The encoded message (UTF-8 JSON).
-            info: Ignored.
+            info: What the message is (a request's id is remembered until its answer).
 
         Raises:
             trio.ClosedResourceError: The transport was closed.
-            ConnectionClosed: The connection is closed, or the writer task ended because
-                the nursery the transport was opened with was cancelled.
+            ConnectionClosed: The connection is closed, or is being re-established
+                (nothing was sent; the transport's ``link`` is RECONNECTING), or the writer
+                task ended because the nursery the transport was opened with was cancelled.
             ProtocolError: ``data`` is not UTF-8, so it cannot travel in a text frame.
         """
         if self._closed:
             raise trio.ClosedResourceError("the transport is closed")
-        ws = self._ws
+        if self._reconnecting:
+            await trio.lowlevel.checkpoint()
+            raise reconnecting_error(self._params.url)
+        if self._error is not None:
+            await trio.lowlevel.checkpoint()
+            raise fresh_copy(self._error)
+        conn = self._conn
+        ws = conn.ws
         assert ws is not None
-        if self._writer_done.is_set() or ws.closed is not None:
-            raise self._send_error()
+        if conn.writer_done.is_set() or ws.closed is not None:
+            raise self._send_error(conn)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise ProtocolError("a message to send over WebSocket is not UTF-8 text") from exc
+        request_id = info.request_id if info is not None and info.method is not None else None
+        if request_id is not None:
+            if info is not None and info.method == "initialize":
+                self._initialize = (text, request_id)
+            self._outstanding.add(request_id)
+        elif info is not None and info.method == "notifications/initialized":
+            self._initialized = True
         try:
-            await self._out_send.send(text)
+            await conn.out_send.send(text)
         except trio.BrokenResourceError:  # the writer ended while we waited
-            raise self._send_error() from None
-        except trio.ClosedResourceError:  # closed while we waited
-            raise trio.ClosedResourceError("the transport is closed") from None
+            self._outstanding.discard(request_id)
+            raise self._send_error(conn) from None
+        except trio.ClosedResourceError:  # closed (or the connection broke) while we waited
+            self._outstanding.discard(request_id)
+            if self._closed:
+                raise trio.ClosedResourceError("the transport is closed") from None
+            raise self._send_error(conn) from None
+        except BaseException:
+            self._outstanding.discard(request_id)
+            raise
 
-    async def _write_loop(self, ws: trio_websocket.WebSocketConnection) -> None:
+    async def _write_loop(self, conn: _Connection) -> None:
         import trio_websocket
 
+        ws = conn.ws
+        assert ws is not None
         try:
-            async for text in self._out_receive:
+            async for text in conn.out_receive:
                 await ws.send_message(text)
         except trio_websocket.ConnectionClosed as exc:
-            self._write_failure = exc
+            conn.write_failure = exc
+            if _reconnects_after(exc.reason):
+                self._broken(conn, self._closed_error_from(exc.reason, exc))
         except trio.Cancelled:
-            self._writer_cancelled = not self._closed
+            conn.writer_cancelled = not self._closed
             raise
         except Exception as exc:  # pragma: no cover - never raise into the user's nursery
-            self._write_failure = exc
+            conn.write_failure = exc
             logger.exception("the WebSocket writer for %s failed", self._params.url)
         finally:
-            self._out_receive.close()  # senders waiting for room get BrokenResourceError
-            self._writer_done.set()
+            conn.out_receive.close()  # senders waiting for room get BrokenResourceError
+            conn.writer_done.set()
 
-    def _send_error(self) -> ConnectionClosed:
+    def _send_error(self, conn: _Connection) -> ConnectionClosed:
         """A new error for a ``send`` that can no longer succeed."""
         import trio_websocket
 
-        failure = self._write_failure
-        if self._writer_cancelled:
+        failure = conn.write_failure
+        if conn.writer_cancelled:
             return ConnectionClosed(
                 f"the WebSocket transport to {self._params.url} stopped: the nursery it was "
                 "opened with was cancelled, so nothing more can be sent"
@@ -365,37 +490,230 @@ class WebSocketTransport(Transport):
             error = ConnectionClosed(f"sending to the WebSocket {self._params.url} failed")
             error.__cause__ = failure
             return error
-        assert self._ws is not None
-        return self._closed_error_from(self._ws.closed, None)
+        closed = conn.ws.closed if conn.ws is not None else None
+        return self._closed_error_from(closed, None)
 
     # -- receiving -----------------------------------------------------------------------
 
     async def receive(self) -> bytes:
         """Receive the next message (a text frame's UTF-8 bytes, a binary frame as is).
 
+        Waits across reconnections.
+
         Raises:
-            trio.EndOfChannel: The server closed with code 1000 or 1001.
+            trio.EndOfChannel: The server closed with code 1000 (or 1001 without
+                ``reconnect``).
             ConnectionClosed: The connection closed otherwise (including code 1009 for a
-                message over ``max_message_size``).
+                message over ``max_message_size``), or a reconnection was refused.
             trio.ClosedResourceError: The transport was closed.
+        """
+        message = await self._next()
+        data = message.encode("utf-8") if isinstance(message, str) else message
+        self._outstanding.discard(response_id(data))
+        return data
+
+    async def receive_message(self) -> bytes | Envelope:
+        """The next message, decoded once here to see which request it answers.
+
+        See :meth:`receive`.
+        """
+        message = await self._next()
+        data = message.encode("utf-8") if isinstance(message, str) else message
+        envelope, answers = routed(data)
+        self._outstanding.discard(answers)
+        return data if envelope is None else envelope
+
+    async def _next(self) -> str | bytes:
+        import trio_websocket
+
+        while True:
+            if self._closed:
+                raise trio.ClosedResourceError("the transport is closed")
+            if self._early:
+                return self._early.popleft()
+            if self._reconnecting:
+                await self._reconnected.wait()
+                continue
+            if self._give_up_error is not None:
+                raise fresh_copy(self._give_up_error)
+            conn = self._conn
+            assert conn.ws is not None
+            try:
+                return await conn.ws.get_message()
+            except trio_websocket.ConnectionClosed as exc:
+                if self._closed:
+                    raise trio.ClosedResourceError("the transport is closed") from exc
+                if self._reconnecting or conn is not self._conn:
+                    continue  # (the writer saw the break first: a reconnection is on)
+                error = self._closed_error_from(exc.reason, exc)
+                if (
+                    self._params.reconnect is not None
+                    and _reconnects_after(exc.reason)
+                    and not conn.writer_cancelled
+                ):
+                    self._broken(conn, error)
+                    continue
+                self._error = error
+                reason = exc.reason
+                if reason is not None and reason.code in _CLEAN_CLOSE_CODES:
+                    raise trio.EndOfChannel from exc
+                raise error  # noqa: B904 (the cause is set inside)
+
+    # -- reconnecting --------------------------------------------------------------------
+
+    def _broken(self, conn: _Connection, error: ConnectionClosed) -> None:
+        """``conn`` broke: start one reconnection (concurrent reports share it)."""
+        if (
+            conn is not self._conn
+            or self._reconnecting
+            or self._closed
+            or self._params.reconnect is None
+            or self._nursery is None
+        ):
+            return
+        self._reconnecting = True
+        self._reconnected = trio.Event()
+        self.link.failed(error)
+        url = self._params.url
+        for request_id in self._outstanding.take():
+            self._fail_request(
+                request_id,
+                ConnectionClosed(
+                    f"the WebSocket to {url} broke before the answer to request "
+                    f"{request_id!r} came: {error}"
+                ),
+            )
+        logger.warning("%s; reconnecting", error)
+        try:
+            self._nursery.start_soon(self._reconnect, conn, name="trio_mcp WebSocket reconnect")
+        except RuntimeError:  # the nursery is closed
+            self._give_up(ConnectionClosed(f"{error}; the transport's nursery has exited"))
+
+    def _give_up(self, error: ConnectionClosed) -> None:
+        self._give_up_error = error
+        self._error = error
+        self._reconnecting = False
+        self._reconnected.set()
+        self.link.closed()
+
+    async def _reconnect(self, old: _Connection) -> None:
+        """Re-open the connection until it works or the transport closes (a task)."""
+        backoff = self._params.reconnect
+        assert backoff is not None
+        self._reconnect_scope = scope = trio.CancelScope()
+        attempt = 0
+        try:
+            with scope:
+                await old.close_stream()
+                while True:
+                    attempt += 1
+                    await trio.sleep(backoff.delay(attempt))
+                    try:
+                        conn = await self._renew()
+                    except _Refused as exc:
+                        logger.warning("%s", exc.error)
+                        self._give_up(exc.error)
+                        return
+                    except MCPError as exc:
+                        logger.log(
+                            logging.INFO if attempt == 1 else logging.DEBUG,
+                            "reconnecting to %s failed (attempt %d): %s",
+                            self._params.url,
+                            attempt,
+                            exc,
+                        )
+                        continue
+                    break
+                self._start_writer(conn)
+                self._reconnecting = False
+                self._reconnected.set()
+                logger.warning("reconnected to %s after %d attempt(s)", self._params.url, attempt)
+                if self._initialize is not None and not self.modern:
+                    self.renewed()
+                else:
+                    self.link.restored()
+                    self.notification_gap()
+        except Exception as exc:  # a bug: never into the user's nursery
+            logger.exception("the WebSocket reconnection to %s failed", self._params.url)
+            failed = ConnectionClosed(f"reconnecting to {self._params.url} failed: {exc!r}")
+            failed.__cause__ = exc
+            self._give_up(failed)
+        finally:
+            self._reconnect_scope = None
+            if self._reconnecting:  # cancelled: closed, or the nursery was cancelled
+                self._give_up(
+                    ConnectionClosed(
+                        f"the WebSocket transport to {self._params.url} stopped while "
+                        "reconnecting: it was closed, or the nursery it was opened with "
+                        "was cancelled"
+                    )
+                )
+                if self._conn is not old:
+                    with trio.CancelScope(shield=True):
+                        await self._conn.close_stream()
+
+    async def _renew(self) -> _Connection:
+        """One attempt: a new connection; a legacy session's handshake replayed on it.
+
+        Raises:
+            _Refused: The server refused the handshake or the new ``initialize``.
+            MCPError: The attempt failed (the server may not be back yet).
         """
         import trio_websocket
 
-        if self._closed:
-            raise trio.ClosedResourceError("the transport is closed")
-        assert self._ws is not None
+        assert self._nursery is not None
         try:
-            message = await self._ws.get_message()
+            conn = await self._open(self._nursery)
+        except HTTPStatusError as exc:
+            if 400 <= exc.status_code < 500 and exc.status_code not in (404, 408, 429):
+                raise _Refused(
+                    ConnectionClosed(
+                        f"the server at {self._params.url} came back but refused the "
+                        f"WebSocket (HTTP {exc.status_code}): {exc.body[:300]}"
+                    )
+                ) from exc
+            raise
+        ws = conn.ws
+        assert ws is not None
+        known = self._initialize
+        if known is None or self.modern:
+            return conn
+        text, request_id = known
+        try:
+            with trio.move_on_after(self._params.timeout):
+                await ws.send_message(text)
+                while True:
+                    message = await ws.get_message()
+                    data = message.encode("utf-8") if isinstance(message, str) else message
+                    envelope, answers = routed(data)
+                    if same_id(answers, request_id):
+                        break
+                    if len(self._early) < _EARLY_LIMIT:  # (the session's, after renewal)
+                        self._early.append(message)
+                    else:
+                        logger.warning("dropped a message sent before the new initialize")
+                reason = refusal(data, envelope)
+                if reason is not None:
+                    raise _Refused(
+                        ConnectionClosed(
+                            f"the server at {self._params.url} came back but refused to "
+                            f"start a new session: {reason}"
+                        )
+                    )
+                if self._initialized:
+                    await ws.send_message(INITIALIZED.decode())
+                return conn
         except trio_websocket.ConnectionClosed as exc:
-            if self._closed:
-                raise trio.ClosedResourceError("the transport is closed") from exc
-            error = self._closed_error_from(exc.reason, exc)
-            self._error = error
-            reason = exc.reason
-            if reason is not None and reason.code in _CLEAN_CLOSE_CODES:
-                raise trio.EndOfChannel from exc
-            raise error  # noqa: B904 (the cause is set inside)
-        return message.encode("utf-8") if isinstance(message, str) else message
+            await conn.close_stream()
+            self._early.clear()
+            raise self._closed_error_from(exc.reason, exc) from exc
+        except BaseException:
+            await conn.close_stream()
+            self._early.clear()
+            raise
+        await conn.close_stream()
+        self._early.clear()
+        raise TransportError(f"no answer to the replayed initialize within {self._params.timeout}s")
 
     def _closed_error_from(
         self, reason: trio_websocket.CloseReason | None, cause: BaseException | None
@@ -426,15 +744,15 @@ class WebSocketTransport(Transport):
         """Why the connection ended."""
         if self._error is not None:
             return self._error
-        if self._writer_cancelled:
-            return self._send_error()
+        if self._conn.writer_cancelled:
+            return self._send_error(self._conn)
         return ConnectionClosed(f"the WebSocket to {self._params.url} closed")
 
     # -- closing -------------------------------------------------------------------------
 
     async def aclose(self) -> None:
         """Send what is queued, close with code 1000 and wait (bounded) for the closing
-        handshake. Idempotent; still closes when cancelled.
+        handshake. Idempotent; still closes when cancelled (a reconnection too).
 
         If the queued messages cannot be sent within ``timeout`` (a server that stopped
         reading), the connection is dropped without the closing handshake.
@@ -442,14 +760,19 @@ class WebSocketTransport(Transport):
         if self._closed:
             return
         self._closed = True
-        self._out_send.close()  # the writer sends what is queued, then ends
-        ws = self._ws
-        if ws is not None:
+        self.link.closed()
+        self._reconnected.set()
+        if self._reconnect_scope is not None:
+            self._reconnect_scope.cancel()  # (it closes the connection it was making)
+        conn = self._conn
+        conn.out_send.close()  # the writer sends what is queued, then ends
+        ws = conn.ws
+        if ws is not None and not self._reconnecting:
             with trio.move_on_after(self._params.timeout, shield=True) as flushing:
-                await self._writer_done.wait()
+                await conn.writer_done.wait()
             # The closing handshake needs the reader, gone with a cancelled nursery.
-            if not flushing.cancelled_caught and not self._writer_cancelled:
+            if not flushing.cancelled_caught and not conn.writer_cancelled:
                 with trio.move_on_after(self._params.timeout, shield=True):
                     with suppress(Exception):
                         await ws.aclose()
-        await self._close_stream()  # a writer still stuck in send_all fails and ends
+        await conn.close_stream()  # a writer still stuck in send_all fails and ends
