@@ -23,10 +23,11 @@ from ._args import (
     UnknownName,
     UsageError,
     accepted_types,
-    check_arguments,
+    did_you_mean,
     inline_refs,
     load_argument_files,
     parse_arguments,
+    read_arguments,
 )
 from ._connection import (
     EXIT_INTERRUPTED,
@@ -43,19 +44,42 @@ from ._connection import (
     write_schema_cache,
 )
 from ._interact import Terminal
+from ._layout import Entry
 from ._output import Output, to_plain
 from ._repl import RECONNECT, Repl
 from ._wire import WiretapFactory
 
 __all__ = ["App", "Interrupted"]
 
+#: The commands that list things (they take ``--full``).
+_LISTS = frozenset({"tools", "resources", "templates", "prompts"})
+_COMMAND_WORDS = (
+    "info",
+    "tools",
+    "call",
+    "resources",
+    "templates",
+    "read",
+    "prompts",
+    "prompt",
+    "ping",
+    "help",
+    "exit",
+    "reconnect",
+)
+_CALL_USAGE = "call needs a tool name: call NAME [key=value ...] ('tools' lists the names)"
+
 
 def _str(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
-def argument_summary(schema: Mapping[str, Any]) -> str:
-    """``text: string*, seconds: number = 1.0`` for a tool's input schema."""
+def argument_parts(schema: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``[("text", ": string*"), ("seconds", ": number = 1.0")]`` for a tool's input schema.
+
+    Each pair is an argument's name and what follows it (``*``: required), so a layout can
+    keep the name whole.
+    """
     schema = inline_refs(schema) or {}
     props_obj: object = schema.get("properties")
     props: Mapping[str, Any] = (
@@ -63,7 +87,7 @@ def argument_summary(schema: Mapping[str, Any]) -> str:
     )
     required_obj: object = schema.get("required")
     required = cast("list[str]", required_obj) if isinstance(required_obj, list) else []
-    parts: list[str] = []
+    parts: list[tuple[str, str]] = []
     for name, spec_obj in props.items():
         spec: Mapping[str, Any] = (
             cast("Mapping[str, Any]", spec_obj) if isinstance(spec_obj, Mapping) else {}
@@ -71,11 +95,28 @@ def argument_summary(schema: Mapping[str, Any]) -> str:
         kind: Any = "|".join(dict.fromkeys(accepted_types(spec))) or "any"
         if isinstance(spec.get("enum"), list):
             kind = "|".join(json.dumps(v) for v in cast("list[object]", spec["enum"]))
-        text = f"{name}: {kind}" + ("*" if name in required else "")
+        text = f": {kind}" + ("*" if name in required else "")
         if "default" in spec:
             text += f" = {json.dumps(spec['default'])}"
-        parts.append(text)
-    return ", ".join(parts)
+        parts.append((str(name), text))
+    return parts
+
+
+def argument_summary(schema: Mapping[str, Any]) -> str:
+    """``text: string*, seconds: number = 1.0`` for a tool's input schema."""
+    return ", ".join(name + rest for name, rest in argument_parts(schema))
+
+
+def _more(command: str) -> str:
+    """The line under a shortened list: how to see it whole."""
+    return f"(… shortened: '{command} --full' shows every description whole)"
+
+
+def unknown_tool(name: str, known: list[str]) -> str:
+    """Say that the server has no tool ``name``: the likely one first, then all of them."""
+    hint = did_you_mean(name, known)
+    listing = ", ".join(known) or "none"
+    return f"the server has no tool named {name!r}{hint}; its tools: {listing}"
 
 
 def _open_output(path: str | None) -> tuple[TextIO | None, UsageError | None]:
@@ -317,8 +358,8 @@ class App:
             write_schema_cache(self.conn, {tool.name: tool.input_schema for tool in tools})
         return tools
 
-    def show_tools(self, tools: list[t.Tool]) -> None:
-        """Print the tools."""
+    def show_tools(self, tools: list[t.Tool], *, full: bool = False) -> None:
+        """Print the tools (``full``: descriptions whole)."""
         if self.out.json_mode:
             self.out.json([to_plain(tool) for tool in tools])
             return
@@ -326,7 +367,22 @@ class App:
             [tool.name, argument_summary(tool.input_schema), _str(tool.description)]
             for tool in tools
         ]
-        self.out.table("Tools", ["Name", "Arguments (* required)", "Description"], rows)
+        entries = [
+            Entry(
+                tool.name,
+                argument_parts(tool.input_schema),
+                description=_str(tool.description),
+            )
+            for tool in tools
+        ]
+        self.out.listing(
+            "Tools",
+            entries,
+            columns=["Name", "Arguments (* required)", "Description"],
+            rows=rows,
+            full=full,
+            more=_more("tools"),
+        )
 
     def show_info(self, session: ClientSession) -> None:
         """Print server name, era, protocol, capabilities."""
@@ -367,8 +423,7 @@ class App:
             return cast("Mapping[str, Any]", found) if isinstance(found, dict) else None
         await self.list_tools(session)
         if name not in self.tools:
-            known = ", ".join(sorted(self.tools)) or "none"
-            raise UnknownName(f"the server has no tool named {name!r} (it has: {known})")
+            raise UnknownName(unknown_tool(name, sorted(self.tools)))
         return self.tools[name].input_schema
 
     async def call(self, session: ClientSession, name: str, words: list[str]) -> int:
@@ -381,15 +436,13 @@ class App:
         listed_before = name in self.tools
         schema = await self.tool_schema(session, name)
         try:
-            arguments = parse_arguments(words, schema)
-            check_arguments(name, schema, arguments)
+            arguments = read_arguments(name, words, schema)
         except UsageError:
             if not listed_before:
                 raise
             self.tools = {}
             schema = await self.tool_schema(session, name)
-            arguments = parse_arguments(words, schema)
-            check_arguments(name, schema, arguments)
+            arguments = read_arguments(name, words, schema)
         progress = _Progress(self.out, name)
         try:
             result: t.CallToolResult = await self.interruptible(
@@ -402,13 +455,16 @@ class App:
 
     async def run_command(self, session: ClientSession, command: str, rest: list[str]) -> int:
         """Run one command (one-shot or typed in the interactive mode)."""
+        full = command in _LISTS and "--full" in rest
+        if command in _LISTS and [word for word in rest if word != "--full"]:
+            raise UsageError(f"{command} takes no arguments (only --full)")
         if command == "info":
             self.show_info(session)
         elif command == "tools":
-            self.show_tools(await self.list_tools(session))
+            self.show_tools(await self.list_tools(session), full=full)
         elif command == "call":
             if not rest:
-                raise UsageError("call needs a tool name")
+                raise UsageError(_CALL_USAGE)
             return await self.call(session, rest[0], rest[1:])
         elif command == "resources":
             items: list[t.Resource] = await self.interruptible(session.list_resources)
@@ -416,7 +472,22 @@ class App:
                 self.out.json([to_plain(r) for r in items])
             else:
                 rows = [[r.uri, r.name, _str(r.mime_type), _str(r.description)] for r in items]
-                self.out.table("Resources", ["URI", "Name", "Type", "Description"], rows)
+                entries = [
+                    Entry(
+                        r.uri,
+                        detail=" · ".join(x for x in (r.name, _str(r.mime_type)) if x),
+                        description=_str(r.description),
+                    )
+                    for r in items
+                ]
+                self.out.listing(
+                    "Resources",
+                    entries,
+                    columns=["URI", "Name", "Type", "Description"],
+                    rows=rows,
+                    full=full,
+                    more=_more("resources"),
+                )
         elif command == "templates":
             temps: list[t.ResourceTemplate] = await self.interruptible(
                 session.list_resource_templates
@@ -425,7 +496,22 @@ class App:
                 self.out.json([to_plain(r) for r in temps])
             else:
                 rows = [[r.uri_template, r.name, _str(r.description)] for r in temps]
-                self.out.table("Resource templates", ["URI template", "Name", "Description"], rows)
+                entries = [
+                    Entry(
+                        r.uri_template,
+                        detail=" · ".join(x for x in (r.name, _str(r.mime_type)) if x),
+                        description=_str(r.description),
+                    )
+                    for r in temps
+                ]
+                self.out.listing(
+                    "Resource templates",
+                    entries,
+                    columns=["URI template", "Name", "Description"],
+                    rows=rows,
+                    full=full,
+                    more=_more("templates"),
+                )
         elif command == "read":
             if len(rest) != 1:
                 raise UsageError("read needs one URI")
@@ -446,7 +532,22 @@ class App:
                     ]
                     for p in prompts
                 ]
-                self.out.table("Prompts", ["Name", "Arguments (* required)", "Description"], rows)
+                entries = [
+                    Entry(
+                        p.name,
+                        [(a.name, "*" if a.required is True else "") for a in (p.arguments or [])],
+                        description=_str(p.description),
+                    )
+                    for p in prompts
+                ]
+                self.out.listing(
+                    "Prompts",
+                    entries,
+                    columns=["Name", "Arguments (* required)", "Description"],
+                    rows=rows,
+                    full=full,
+                    more=_more("prompts"),
+                )
         elif command == "prompt":
             if not rest:
                 raise UsageError("prompt needs a prompt name")
@@ -459,7 +560,8 @@ class App:
             else:
                 self.out.line("pong")
         else:
-            raise UsageError(f"unknown command {command!r}")
+            hint = did_you_mean(command, [*_COMMAND_WORDS])
+            raise UsageError(f"unknown command {command!r}{hint} ('help' lists the commands)")
         return EXIT_OK
 
     # -- the whole run ---------------------------------------------------------------------
@@ -497,6 +599,8 @@ class App:
 
     async def _run(self) -> int:
         args = self.args
+        if args.command == "call" and args.name is None:
+            raise UsageError(_CALL_USAGE)
         if args.command in ("call", "prompt"):
             # Files and stdin are read once, now; a malformed word is refused before the
             # server starts. The schema cache never refuses on its own: it may be stale, so
@@ -512,6 +616,8 @@ class App:
                 rest = [args.name, *args.arguments]
             elif args.command == "read":
                 rest = [args.uri]
+            elif getattr(args, "full", False):
+                rest = ["--full"]
             return await self.run_command(session, args.command, rest)
 
     async def _interactive(self) -> int:
