@@ -10,7 +10,7 @@ import signal
 import sys
 import threading
 from collections.abc import AsyncGenerator, Generator, Mapping
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, nullcontext
 from typing import Any, TextIO, cast
 
 import trio
@@ -22,9 +22,8 @@ from .._terminal import for_terminal, json_for_terminal
 from ._args import (
     UnknownName,
     UsageError,
-    accepted_types,
+    argument_parts,
     did_you_mean,
-    inline_refs,
     load_argument_files,
     parse_arguments,
     read_arguments,
@@ -74,34 +73,6 @@ def _str(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
-def argument_parts(schema: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """``[("text", ": string*"), ("seconds", ": number = 1.0")]`` for a tool's input schema.
-
-    Each pair is an argument's name and what follows it (``*``: required), so a layout can
-    keep the name whole.
-    """
-    schema = inline_refs(schema) or {}
-    props_obj: object = schema.get("properties")
-    props: Mapping[str, Any] = (
-        cast("Mapping[str, Any]", props_obj) if isinstance(props_obj, Mapping) else {}
-    )
-    required_obj: object = schema.get("required")
-    required = cast("list[str]", required_obj) if isinstance(required_obj, list) else []
-    parts: list[tuple[str, str]] = []
-    for name, spec_obj in props.items():
-        spec: Mapping[str, Any] = (
-            cast("Mapping[str, Any]", spec_obj) if isinstance(spec_obj, Mapping) else {}
-        )
-        kind: Any = "|".join(dict.fromkeys(accepted_types(spec))) or "any"
-        if isinstance(spec.get("enum"), list):
-            kind = "|".join(json.dumps(v) for v in cast("list[object]", spec["enum"]))
-        text = f": {kind}" + ("*" if name in required else "")
-        if "default" in spec:
-            text += f" = {json.dumps(spec['default'])}"
-        parts.append((str(name), text))
-    return parts
-
-
 def argument_summary(schema: Mapping[str, Any]) -> str:
     """``text: string*, seconds: number = 1.0`` for a tool's input schema."""
     return ", ".join(name + rest for name, rest in argument_parts(schema))
@@ -130,13 +101,27 @@ def _open_output(path: str | None) -> tuple[TextIO | None, UsageError | None]:
 
 
 class _Progress:
-    """A progress bar on a terminal's stderr from a call's progress notifications."""
+    """A spinner, then a progress bar, on a terminal's stderr while a tool call runs.
+
+    It appears ``delay`` seconds after the call starts (a quick call shows nothing) with
+    the tool's name and the time elapsed, and moves ten times a second from a Trio task
+    (no thread), between progress notifications too; the first notification with a total
+    adds a bar and a percentage. Never in ``--json`` mode nor when stderr is not a
+    terminal; hidden while a person answers a question from the server.
+    """
+
+    DELAY = 0.25  # seconds before anything shows
+    TICK = 0.1  # seconds between redraws
 
     def __init__(self, out: Output, label: str) -> None:
         self._bar: Any = None
         self._task: Any = None
-        self._label = label
-        if sys.stderr.isatty() and not out.json_mode:
+        self._label = for_terminal(label, newlines=False)
+        self._shown = False
+        self._paused = False
+        self._done = False
+        self._scope = trio.CancelScope()
+        if out.err_console is not None and not out.json_mode:
             try:
                 import rich.progress
             except ImportError:  # pragma: no cover
@@ -151,6 +136,25 @@ class _Progress:
                 transient=True,
                 auto_refresh=False,
             )
+            self._task = self._bar.add_task(self._label, total=None)  # elapsed from now
+
+    async def run(self) -> None:
+        """Show the spinner after the delay and keep it moving until :meth:`stop`."""
+        if self._bar is None:
+            return
+        with self._scope:
+            await trio.sleep(self.DELAY)
+            while not self._done:
+                self._show()
+                await trio.sleep(self.TICK)
+
+    def _show(self) -> None:
+        if self._done or self._paused:
+            return
+        if not self._shown:
+            self._bar.start()
+            self._shown = True
+        self._bar.refresh()
 
     def update(self, note: t.ProgressNotificationParams) -> None:
         if self._bar is None:
@@ -158,15 +162,30 @@ class _Progress:
         total = note.total if isinstance(note.total, (int, float)) else None
         text = f"{self._label}: {note.message}" if isinstance(note.message, str) else self._label
         text = for_terminal(text, newlines=False)  # server text, shown as plain text
-        if self._task is None:
-            self._bar.start()
-            self._task = self._bar.add_task(text, total=total)
         self._bar.update(self._task, completed=note.progress, total=total, description=text)
-        self._bar.refresh()
+        self._show()
+
+    @contextmanager
+    def paused(self) -> Generator[None]:
+        """Hide the display while a person answers the server (the prompt owns the line)."""
+        if self._bar is None or self._paused:
+            yield
+            return
+        self._paused = True
+        if self._shown:
+            self._bar.stop()
+            self._shown = False
+        try:
+            yield
+        finally:
+            self._paused = False
 
     def stop(self) -> None:
-        if self._bar is not None and self._task is not None:
+        self._done = True
+        self._scope.cancel()
+        if self._bar is not None and self._shown:
             self._bar.stop()
+            self._shown = False
 
 
 class App:
@@ -194,6 +213,8 @@ class App:
         self.idle = False
         self.session: ClientSession | None = None
         self.tools: dict[str, t.Tool] = {}
+        self._nursery: trio.Nursery | None = None
+        self._progress: _Progress | None = None
 
     # -- Ctrl-C ----------------------------------------------------------------------------
 
@@ -265,13 +286,16 @@ class App:
     def person_answering(self) -> Generator[None]:
         """Pause the running request's ``--timeout`` while a person answers the server."""
         scope = self._current
+        hidden = self._progress.paused() if self._progress is not None else nullcontext()
         if scope is None or scope.deadline == math.inf:
-            yield
+            with hidden:
+                yield
             return
         remaining = max(scope.deadline - trio.current_time(), 0.0)
         scope.deadline = math.inf
         try:
-            yield
+            with hidden:
+                yield
         finally:
             scope.deadline = trio.current_time() + remaining
 
@@ -444,12 +468,16 @@ class App:
             schema = await self.tool_schema(session, name)
             arguments = read_arguments(name, words, schema)
         progress = _Progress(self.out, name)
+        self._progress = progress
+        if self._nursery is not None:
+            self._nursery.start_soon(progress.run)
         try:
             result: t.CallToolResult = await self.interruptible(
                 session.call_tool, name, arguments, on_progress=progress.update
             )
         finally:
             progress.stop()
+            self._progress = None
         self.out.tool_result(result)
         return EXIT_TOOL_ERROR if result.is_error else EXIT_OK
 
@@ -580,6 +608,7 @@ class App:
         failure: Exception | None = None
         status = EXIT_INTERRUPTED
         async with trio.open_nursery() as nursery:
+            self._nursery = nursery
             nursery.start_soon(self._watch_sigint)
             try:
                 with trio.CancelScope() as root:

@@ -22,6 +22,7 @@ from typing import Any, cast
 __all__ = [
     "UnknownName",
     "UsageError",
+    "argument_parts",
     "check_arguments",
     "close_matches",
     "did_you_mean",
@@ -195,6 +196,34 @@ def _json_type(value: Any) -> str:
     if isinstance(value, list):
         return "array"
     return "object"
+
+
+def argument_parts(schema: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``[("text", ": string*"), ("seconds", ": number = 1.0")]`` for a tool's input schema.
+
+    Each pair is an argument's name and what follows it (``*``: required), so a layout can
+    keep the name whole.
+    """
+    schema = inline_refs(schema) or {}
+    props_obj: object = schema.get("properties")
+    props: Mapping[str, Any] = (
+        cast("Mapping[str, Any]", props_obj) if isinstance(props_obj, Mapping) else {}
+    )
+    required_obj: object = schema.get("required")
+    required = cast("list[str]", required_obj) if isinstance(required_obj, list) else []
+    parts: list[tuple[str, str]] = []
+    for name, spec_obj in props.items():
+        spec: Mapping[str, Any] = (
+            cast("Mapping[str, Any]", spec_obj) if isinstance(spec_obj, Mapping) else {}
+        )
+        kind: Any = "|".join(dict.fromkeys(accepted_types(spec))) or "any"
+        if isinstance(spec.get("enum"), list):
+            kind = "|".join(json.dumps(v) for v in cast("list[object]", spec["enum"]))
+        text = f": {kind}" + ("*" if name in required else "")
+        if "default" in spec:
+            text += f" = {json.dumps(spec['default'])}"
+        parts.append((str(name), text))
+    return parts
 
 
 def expectation(spec: Mapping[str, Any]) -> str:

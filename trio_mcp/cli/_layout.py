@@ -33,7 +33,7 @@ except ImportError:  # pragma: no cover - the cli extra is missing: plain output
         )
 
 
-__all__ = ["ELLIPSIS", "Entry", "Line", "Span", "layout", "one_line"]
+__all__ = ["ELLIPSIS", "Entry", "Line", "Span", "layout", "one_line", "wrap_text"]
 
 #: One piece of a line: its text and its style (a rich style name, or None).
 Span = tuple[str, str | None]
@@ -230,6 +230,24 @@ def _argument_lines(
         used = _ARG_INDENT + 2 + cell_len(last)
     lines.append(tuple(line))
     return lines, shortened
+
+
+def wrap_text(text: str, width: int, indent: int = 0) -> list[str]:
+    """One line of text (neutralised) wrapped at spaces to ``width``.
+
+    The first line keeps its leading spaces; the next ones are indented by ``indent``.
+    A word wider than a line is folded.
+    """
+    text = one_line(text)
+    lead = len(text) - len(text.lstrip(" "))
+    body = _wrap(text[lead:], max(width - lead, 1))
+    if not body:
+        return [text]
+    out = [" " * lead + body[0]]
+    rest = " ".join(body[1:])
+    if rest:
+        out += [" " * indent + line for line in _wrap(rest, max(width - indent, 1))]
+    return out
 
 
 def layout(
