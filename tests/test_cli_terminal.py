@@ -147,7 +147,7 @@ def test_elicitation_form_with_choices_validation_and_defaults(env: dict[str, st
     child.sendline("2")
     child.expect("Count\\*")
     child.sendline("9")
-    child.expect("must be at most 5")
+    child.expect("Count: must be at most 5")  # the field's label, not its key (issue 36)
     child.sendline("3")
     child.expect("Note")
     child.sendline("")  # keeps the default shown
