@@ -107,11 +107,18 @@ def test_tools_at_80_columns_keep_names_whole(env: dict[str, str]) -> None:
 
 
 def test_help_fits_80_columns_with_examples(env: dict[str, str]) -> None:
-    for args in (["--help"], ["x", "call", "--help"], ["x", "tools", "--help"]):
+    for args in (
+        ["--help"],
+        ["x", "call", "--help"],
+        ["x", "tools", "--help"],
+        ["auth", "--help"],
+        ["completion", "--help"],
+    ):
         status, lines = run80(env, *args)
         assert status == 0
         assert_fits(lines)
         assert any(line.startswith("usage: trio-mcp") for line in lines)
+        assert not any(line.endswith("trio-") for line in lines)  # no word split at a hyphen
     status, lines = run80(env, "--help")
     assert "examples:" in lines
     assert any("call add a=2 b=3.5" in line for line in lines)

@@ -25,6 +25,7 @@ import sys
 from collections.abc import Sequence
 
 from ._args import VALUE_OPTIONS as _VALUE_OPTIONS
+from ._args import HelpFormatter as _Formatter
 
 __all__ = ["main"]
 
@@ -62,45 +63,6 @@ examples:
   trio-mcp my-server call search query="trio nursery" limit:=5
   echo '{"a": 1, "b": 2}' | trio-mcp my-server call add @-
 """
-
-
-class _Formatter(argparse.HelpFormatter):
-    """Help that fits the terminal (at most 80 columns) and never splits a word.
-
-    Paragraphs of the description and epilog are wrapped at spaces; lines that start
-    with two spaces (examples) are kept as written.
-    """
-
-    def __init__(self, prog: str) -> None:
-        import shutil  # (argparse imports it too: no cost)
-
-        width = min(shutil.get_terminal_size().columns, 80) - 2
-        super().__init__(prog, width=max(width, 40), max_help_position=26)
-
-    def _split_lines(self, text: str, width: int) -> list[str]:
-        import textwrap
-
-        return textwrap.wrap(
-            " ".join(text.split()), width, break_long_words=False, break_on_hyphens=False
-        )
-
-    def _fill_text(self, text: str, width: int, indent: str) -> str:
-        import textwrap
-
-        out: list[str] = []
-        for line in text.splitlines():
-            if line.startswith("  ") or not line.strip():
-                out.append(indent + line)
-            else:
-                out += textwrap.wrap(
-                    line,
-                    width,
-                    initial_indent=indent,
-                    subsequent_indent=indent,
-                    break_long_words=False,
-                    break_on_hyphens=False,
-                )
-        return "\n".join(out) + "\n"
 
 
 def _add_options(parser: argparse.ArgumentParser, top: bool) -> None:
@@ -266,6 +228,7 @@ def _parser() -> argparse.ArgumentParser:
 def _auth_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="trio-mcp auth",
+        formatter_class=_Formatter,
         description="Log in to an OAuth-protected HTTP server once; later commands use the "
         "stored token (kept in $XDG_CONFIG_HOME/trio-mcp/tokens.json, mode 0600).",
     )

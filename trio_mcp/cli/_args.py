@@ -12,6 +12,7 @@ references end as "any value".
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import sys
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any, cast
 
 __all__ = [
+    "HelpFormatter",
     "UnknownName",
     "UsageError",
     "argument_parts",
@@ -60,6 +62,45 @@ _TYPE_WORDS = {
 }
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Help that fits the terminal (at most 80 columns) and never splits a word.
+
+    Paragraphs of the description and epilog are wrapped at spaces; lines that start
+    with two spaces (examples) are kept as written.
+    """
+
+    def __init__(self, prog: str) -> None:
+        import shutil  # (argparse imports it too: no cost)
+
+        width = min(shutil.get_terminal_size().columns, 80) - 2
+        super().__init__(prog, width=max(width, 40), max_help_position=26)
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        import textwrap
+
+        return textwrap.wrap(
+            " ".join(text.split()), width, break_long_words=False, break_on_hyphens=False
+        )
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap
+
+        out: list[str] = []
+        for line in text.splitlines():
+            if line.startswith("  ") or not line.strip():
+                out.append(indent + line)
+            else:
+                out += textwrap.wrap(
+                    line,
+                    width,
+                    initial_indent=indent,
+                    subsequent_indent=indent,
+                    break_long_words=False,
+                    break_on_hyphens=False,
+                )
+        return "\n".join(out) + "\n"
 
 
 class UsageError(Exception):

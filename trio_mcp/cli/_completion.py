@@ -24,6 +24,7 @@ from typing import Any, cast
 
 from .._terminal import for_terminal
 from ._args import VALUE_OPTIONS as _TAKES_VALUE
+from ._args import HelpFormatter
 
 __all__ = [
     "complete",
@@ -130,6 +131,7 @@ def completion_parser() -> argparse.ArgumentParser:
     """The command line of ``trio-mcp completion``."""
     parser = argparse.ArgumentParser(
         prog="trio-mcp completion",
+        formatter_class=HelpFormatter,
         description='Print a shell completion script. bash: eval "$(trio-mcp completion '
         'bash)" in ~/.bashrc; zsh: trio-mcp completion zsh > "${fpath[1]}/_trio-mcp"; fish: '
         "trio-mcp completion fish > ~/.config/fish/completions/trio-mcp.fish",
