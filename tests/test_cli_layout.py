@@ -15,7 +15,7 @@ from rich.cells import cell_len
 from rich.console import Console
 
 from trio_mcp import for_terminal
-from trio_mcp.cli._layout import ELLIPSIS, Entry, Line, layout, one_line
+from trio_mcp.cli._layout import ELLIPSIS, Entry, Line, layout, one_line, wrap_text
 from trio_mcp.cli._output import Output
 
 EXAMPLES = int(os.environ.get("TRIO_MCP_FUZZ_EXAMPLES", "200"))
@@ -140,3 +140,16 @@ def test_output_prints_blocks_on_a_terminal_and_columns_when_piped() -> None:
     plain = Output(json_mode=False, stream=piped)
     plain.listing("Tools", [entry], columns=["Name", "D"], rows=[["a-tool-with-a-long-name", "d"]])
     assert piped.getvalue() == "a-tool-with-a-long-name  d\n"
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(prose, st.integers(40, 200), st.integers(0, 8))
+def test_wrapped_text_fits_and_keeps_words_whole(text: str, width: int, indent: int) -> None:
+    lines = wrap_text(text, width, indent)
+    for line in lines:
+        assert not DANGEROUS & set(line)
+        assert cell_len(line) <= width or not line.strip()
+    shown = " ".join(" ".join(lines).split())
+    for word in one_line(text).split():
+        if cell_len(word) <= width - max(indent, len(text) - len(text.lstrip(" "))):
+            assert word in shown  # a word that fits a line is never split

@@ -192,9 +192,10 @@ class Terminal:
         """Show the sampling request; the user types (or approves) the reply."""
         async with self._turn():
             who = ctx.server_name or "the server"
-            self.out.line(
+            self.out.wrapped(
                 f"── {who} asks for a model reply (sampling, max {params.max_tokens} tokens)",
                 "bold yellow",
+                indent=3,
             )
             if isinstance(params.system_prompt, str):
                 self.out.line(f"system: {params.system_prompt}", "dim")
@@ -238,8 +239,8 @@ class Terminal:
     async def _url(self, params: t.ElicitRequestURLParams, who: str) -> dict[str, Any]:
         from .._urls import check_url
 
-        self.out.line(f"── {who} asks you to open a URL", "bold yellow")
-        self.out.line(params.message)
+        self.out.wrapped(f"── {who} asks you to open a URL", "bold yellow", indent=3)
+        self.out.wrapped(params.message)
         try:
             check = check_url(params.url)
         except ModuleNotFoundError:
@@ -259,7 +260,7 @@ class Terminal:
 
     async def _form(self, params: t.ElicitRequestFormParams, who: str) -> dict[str, Any]:
         schema = params.requested_schema
-        self.out.line(f"── {who} asks: {params.message}", "bold yellow")
+        self.out.wrapped(f"── {who} asks: {params.message}", "bold yellow", indent=3)
         action = (await self.ask("answer? [Y]es / [n]o (decline) / [c]ancel ")).strip().lower()
         if action in ("n", "no", "decline"):
             return {"action": "decline"}

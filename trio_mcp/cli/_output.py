@@ -143,17 +143,19 @@ class Output:
             self._write(text)
 
     def wrapped(self, text: str, style: str | None = None, *, indent: int = 0) -> None:
-        """Print one line of text, wrapped at spaces to the terminal's width (neutralised).
+        """Print text wrapped at spaces to the terminal's width (neutralised).
 
-        Continuation lines are indented by ``indent``; piped, the line is printed as is.
+        Each line of ``text`` is wrapped; continuation lines are indented by ``indent``.
+        Piped, the text is printed as is.
         """
         if self._console is None:
             self.line(text, style)
             return
         from ._layout import wrap_text
 
-        for part in wrap_text(text, self._console.width, indent):
-            self.line(part, style)
+        for paragraph in for_terminal(text).split("\n"):
+            for part in wrap_text(paragraph, self._console.width, indent):
+                self.line(part, style)
 
     def note(self, text: str, style: str | None = "dim") -> None:
         """Print a side note (notifications, progress text) to stderr (neutralised)."""
