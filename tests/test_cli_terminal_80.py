@@ -20,7 +20,7 @@ pytest.importorskip("rich")
 
 from rich.cells import cell_len  # noqa: E402
 
-from tests.interop_peers import everything_argv, skip_unless_peers  # noqa: E402
+from .interop_peers import everything_argv, skip_unless_peers  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = f"{sys.executable} -m trio_mcp.testing"
