@@ -131,6 +131,9 @@ def test_did_you_mean(env: dict[str, str]) -> None:
     status, lines = run80(env, DEMO, "call", "ehco", "text=hi")
     assert status == 1
     assert "did you mean 'echo'?" in joined(lines)
+    status, lines = run80(env, DEMO, "prompt", "greting", "name=Ada")
+    assert status == 1
+    assert "no prompt named 'greting' (did you mean 'greeting'?)" in joined(lines)
     status, lines = run80(env, DEMO, "tols")
     assert status == 2
     assert "unknown command 'tols' (did you mean 'tools'?)" in joined(lines)

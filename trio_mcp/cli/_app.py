@@ -17,6 +17,7 @@ import trio
 
 from .. import types as t
 from .._connect import _resolve_target, open_mcp_session, with_transport_options
+from .._exceptions import MCPError, ServerError
 from .._session import ClientSession
 from .._terminal import for_terminal, json_for_terminal
 from ._args import (
@@ -580,7 +581,12 @@ class App:
             if not rest:
                 raise UsageError("prompt needs a prompt name")
             strings = prompt_arguments(rest[1:])
-            self.out.prompt_result(await self.interruptible(session.get_prompt, rest[0], strings))
+            try:
+                got = await self.interruptible(session.get_prompt, rest[0], strings)
+            except ServerError as exc:
+                await self._no_such_prompt(session, rest[0], exc)
+                raise
+            self.out.prompt_result(got)
         elif command == "ping":
             await self.interruptible(session.ping)
             if self.out.json_mode:
@@ -591,6 +597,21 @@ class App:
             hint = did_you_mean(command, [*_COMMAND_WORDS])
             raise UsageError(f"unknown command {command!r}{hint} ('help' lists the commands)")
         return EXIT_OK
+
+    async def _no_such_prompt(self, session: ClientSession, name: str, exc: Exception) -> None:
+        """After a failed ``prompts/get``: when the server has no prompt ``name``, say which
+        it has, the likely one first (else return, and the server's error stands)."""
+        try:
+            prompts: list[t.Prompt] = await self.interruptible(session.list_prompts)
+        except MCPError:  # no listing (no prompts capability...): the server's error stands
+            return
+        names = [p.name for p in prompts]
+        if name not in names:
+            hint = did_you_mean(name, names)
+            listing = ", ".join(names) or "none"
+            raise UnknownName(
+                f"the server has no prompt named {name!r}{hint}; its prompts: {listing}"
+            ) from exc
 
     # -- the whole run ---------------------------------------------------------------------
 
