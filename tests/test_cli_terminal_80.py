@@ -136,6 +136,8 @@ def test_did_you_mean(env: dict[str, str]) -> None:
     assert "no prompt named 'greting' (did you mean 'greeting'?)" in joined(lines)
     status, lines = run80(env, DEMO, "tols")
     assert status == 2
+    assert_fits(lines)
+    assert any(line.strip().startswith("the commands: call, info,") for line in lines)
     assert "unknown command 'tols' (did you mean 'tools'?)" in joined(lines)
     status, lines = run80(env, DEMO, "call")
     assert status == 2

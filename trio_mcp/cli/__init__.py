@@ -309,9 +309,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         word = positionals[1]
         hint = did_you_mean(word, sorted(_COMMANDS))
-        parser.error(
-            f"unknown command {word!r}{hint}\n  the commands: {', '.join(sorted(_COMMANDS))}"
+        import textwrap  # (an error path only)
+
+        commands = textwrap.fill(
+            "the commands: " + ", ".join(sorted(_COMMANDS)),
+            width=76,
+            initial_indent="  ",
+            subsequent_indent="    ",
+            break_long_words=False,
+            break_on_hyphens=False,
         )
+        parser.error(f"unknown command {word!r}{hint}\n{commands}")
     args = parser.parse_args(words)
     if args.command == "repl":
         args.command = None
