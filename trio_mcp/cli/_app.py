@@ -140,7 +140,7 @@ class _Progress:
             self._task = self._bar.add_task(self._label, total=None)  # elapsed from now
 
     async def run(self) -> None:
-        """Show the spinner after the delay and keep it moving until :meth:`stop`."""
+        """Show the spinner after the delay and keep it moving until `stop()`."""
         if self._bar is None:
             return
         with self._scope:

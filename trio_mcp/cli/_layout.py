@@ -7,7 +7,7 @@ at spaces and, unless ``full``, shortened to a couple of lines. Every line fits 
 width; the only exception is an identifier wider than the whole line, which is printed
 whole on its own line (the terminal wraps it, and copying it still gives it whole).
 
-Pure functions over text (no I/O): :func:`layout` is tested with hypothesis over any
+Pure functions over text (no I/O): `layout` is tested with hypothesis over any
 width, name and description, hostile ones included. Every string passes through
 [`for_terminal`][trio_mcp.for_terminal] here, so callers hand over server text as is.
 """
@@ -136,7 +136,7 @@ def _wrap(text: str, cells: int) -> list[str]:
 
 
 def _wrap_choices(text: str, cells: int) -> list[str]:
-    """Like :func:`_wrap`, and a line may also end after a ``|`` (``"a"|"b"|"c"``)."""
+    """Like `_wrap`, and a line may also end after a ``|`` (``"a"|"b"|"c"``)."""
     cells = max(cells, 1)
     lines: list[str] = []
     current = ""

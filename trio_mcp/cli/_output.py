@@ -231,7 +231,7 @@ class Output:
         """Print a list: one block per item on a terminal, aligned columns when piped.
 
         On a terminal identifiers (tool names, URIs) are never split and every line fits
-        its width ([`layout`][trio_mcp.cli._layout.layout]); descriptions are shortened to
+        its width (`_layout.layout`); descriptions are shortened to
         two lines unless ``full``, and then a last line says ``more`` (how to see them
         whole). Piped, ``columns`` and ``rows`` print one line per item, as before.
         """
