@@ -142,3 +142,11 @@ def test_list_changed_notices_one_per_burst_and_none_before_the_banner() -> None
         "[server] the tools list changed",
         "[server] the prompts list changed",
     ]
+
+
+def test_shell_completion_offers_full_after_a_list_command() -> None:
+    from trio_mcp.cli._completion import complete
+
+    assert complete(["srv", "tools"], "--f") == ["--full"]
+    assert complete(["srv", "resources"], "--fu") == ["--full"]
+    assert complete(["srv", "call"], "--f") == []  # call takes no --full

@@ -49,6 +49,7 @@ _COMMANDS = (
     "repl",
 )
 _TOP_WORDS = ("auth", "servers", "completion")
+_LISTS = frozenset({"tools", "resources", "templates", "prompts"})
 _VALUES = {
     "--log-level": (
         "debug",
@@ -271,6 +272,8 @@ def complete(words: Sequence[str], current: str) -> list[str]:
         candidates: Iterable[str] = _VALUES.get(words[-1], ())
     elif current.startswith("-"):
         candidates = _OPTIONS
+        if any(word in _LISTS for word in words):  # tools --full, resources --full, ...
+            candidates = ("--full", *_OPTIONS)
     else:
         positionals: list[str] = []
         skip = False
