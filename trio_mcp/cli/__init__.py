@@ -25,6 +25,7 @@ import sys
 from collections.abc import Sequence
 
 from ._args import VALUE_OPTIONS as _VALUE_OPTIONS
+from ._args import HelpFormatter as _Formatter
 
 __all__ = ["main"]
 
@@ -34,16 +35,33 @@ _COMMANDS = frozenset(
 _LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 _EPILOG = """\
-arguments of call: key=value (coerced by the tool's input schema), key:=<json>,
-key=@file (the file's text), one JSON object, or @FILE / @- (a JSON object from a file
-or stdin).
+examples:
+  trio-mcp "python -m trio_mcp.testing" tools
+  trio-mcp "python -m trio_mcp.testing" call add a=2 b=3.5
+  trio-mcp https://example.com/mcp read demo://readme
+  trio-mcp --json my-server call echo text=hi    (a server from a config file)
+  trio-mcp "npx -y @modelcontextprotocol/server-everything"    (interactive)
 
-other commands: trio-mcp servers (the configured servers and where each comes from),
-trio-mcp completion bash|zsh|fish (a shell completion script), trio-mcp auth ...
+arguments of call: key=value (coerced by the tool's input schema), key:=<json>, \
+key=@file (the file's text), one JSON object, or @FILE / @- (a JSON object from a \
+file or stdin). Lists show shortened descriptions on a terminal: add --full to see \
+them whole.
 
-exit status: 0 success, 1 tool or server error (an unknown tool too), 2 usage,
-3 connection, 4 auth, 5 timeout, 6 protocol, 130 interrupted. With --json errors are a
-JSON object on stderr.
+other commands: trio-mcp servers (the configured servers and where each comes \
+from), trio-mcp completion bash|zsh|fish (a shell completion script), \
+trio-mcp auth login|status|logout TARGET.
+
+exit status: 0 success, 1 tool or server error (an unknown tool too), 2 usage, \
+3 connection, 4 auth, 5 timeout, 6 protocol, 130 interrupted. With --json errors \
+are a JSON object on stderr.
+"""
+
+_CALL_EPILOG = """\
+examples:
+  trio-mcp "python -m trio_mcp.testing" call add a=2 b=3.5
+  trio-mcp "python -m trio_mcp.testing" call echo '{"text": "hi"}'
+  trio-mcp my-server call search query="trio nursery" limit:=5
+  echo '{"a": 1, "b": 2}' | trio-mcp my-server call add @-
 """
 
 
@@ -68,22 +86,26 @@ def _add_options(parser: argparse.ArgumentParser, top: bool) -> None:
         "--log-level",
         choices=_LEVELS,
         default=default(None),
-        help="ask the server for log messages at this level and show them",
+        metavar="LEVEL",
+        help="ask the server for log messages at LEVEL and show them: " + ", ".join(_LEVELS),
     )
     group.add_argument(
         "--protocol",
         default=default("auto"),
+        metavar="VERSION",
         help="auto (default), legacy, or a protocol version to pin",
     )
     group.add_argument(
         "--timeout",
         type=float,
         default=default(30.0),
+        metavar="SECONDS",
         help="seconds for connecting and for each request (0: none; default 30)",
     )
     group.add_argument(
         "--config",
         default=default(None),
+        metavar="FILE",
         help="config file with named servers (mcpServers or VS Code)",
     )
     group.add_argument(
@@ -100,7 +122,9 @@ def _add_options(parser: argparse.ArgumentParser, top: bool) -> None:
         default=default(False),
         help="pass this whole environment to the server (default: a safe minimum plus --env)",
     )
-    group.add_argument("--cwd", default=default(None), help="working directory of the server")
+    group.add_argument(
+        "--cwd", default=default(None), metavar="DIR", help="working directory of the server"
+    )
     group.add_argument(
         "-H",
         "--header",
@@ -133,33 +157,69 @@ def _add_options(parser: argparse.ArgumentParser, top: bool) -> None:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="trio-mcp",
+        usage="trio-mcp [options] TARGET [COMMAND [ARGUMENTS ...]]",
         description="Explore an MCP server: a command line, an http(s):// or ws(s):// URL, "
         "or a server named in a config file. Without a command: the interactive mode.",
         epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=_Formatter,
     )
-    parser.add_argument("target", help="server command line (quoted), URL or config name")
+    parser.add_argument(
+        "target",
+        metavar="TARGET",
+        help="the server: a command line (quoted), an http(s):// or ws(s):// URL, "
+        "or a server's name in a config file",
+    )
     _add_options(parser, top=True)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
 
-    def command(name: str, text: str) -> argparse.ArgumentParser:
-        found = sub.add_parser(name, help=text, description=text)
+    def command(
+        name: str, text: str, usage: str = "", epilog: str | None = None
+    ) -> argparse.ArgumentParser:
+        found = sub.add_parser(
+            name,
+            help=text,
+            description=text,
+            usage=f"trio-mcp [options] TARGET {name}{usage} [options]",
+            epilog=epilog,
+            formatter_class=_Formatter,
+        )
         _add_options(found, top=False)
         return found
 
+    def listing(name: str, text: str) -> None:
+        found = command(name, text, " [--full]")
+        found.add_argument(
+            "--full",
+            action="store_true",
+            help="show every description whole (on a terminal they are shortened)",
+        )
+
     command("info", "server name, version, era, capabilities")
-    command("tools", "list the tools with their arguments")
-    call = command("call", "call a tool")
-    call.add_argument("name")
-    call.add_argument("arguments", nargs="*", help="key=value, key:=JSON, key=@FILE or JSON")
-    command("resources", "list resources")
-    command("templates", "list resource templates")
-    read = command("read", "read a resource")
-    read.add_argument("uri")
-    command("prompts", "list prompts")
-    prompt = command("prompt", "get a prompt")
-    prompt.add_argument("name")
-    prompt.add_argument("arguments", nargs="*", help="key=value (or a JSON object)")
+    listing("tools", "list the tools with their arguments")
+    call = command("call", "call a tool", " NAME [ARGUMENTS ...]", _CALL_EPILOG)
+    call.add_argument(
+        "name", metavar="NAME", help="the tool's name, as 'tools' lists it", nargs="?"
+    )
+    call.add_argument(
+        "arguments",
+        metavar="ARGUMENTS",
+        nargs="*",
+        help="key=value (coerced by the tool's schema), key:=JSON, key=@FILE (the file's "
+        "text), one JSON object, or @FILE / @- (a JSON object from a file or stdin)",
+    )
+    listing("resources", "list resources")
+    listing("templates", "list resource templates")
+    read = command("read", "read a resource", " URI")
+    read.add_argument("uri", metavar="URI", help="the resource's URI, as 'resources' lists it")
+    listing("prompts", "list prompts")
+    prompt = command("prompt", "get a prompt", " NAME [key=value ...]")
+    prompt.add_argument("name", metavar="NAME", help="the prompt's name, as 'prompts' lists it")
+    prompt.add_argument(
+        "arguments",
+        metavar="ARGUMENTS",
+        nargs="*",
+        help="key=value (sent as typed: prompt arguments are strings) or a JSON object",
+    )
     command("ping", "check that the server answers")
     command("repl", "the interactive mode (the default on a terminal)")
     return parser
@@ -168,6 +228,7 @@ def _parser() -> argparse.ArgumentParser:
 def _auth_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="trio-mcp auth",
+        formatter_class=_Formatter,
         description="Log in to an OAuth-protected HTTP server once; later commands use the "
         "stored token (kept in $XDG_CONFIG_HOME/trio-mcp/tokens.json, mode 0600).",
     )
@@ -242,13 +303,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ._auth import run_auth
 
         return run_auth(auth_args)
-    args = _parser().parse_args(words)
+    parser = _parser()
+    if len(positionals) >= 2 and positionals[1] not in _COMMANDS:
+        from ._args import did_you_mean
+
+        word = positionals[1]
+        hint = did_you_mean(word, sorted(_COMMANDS))
+        import textwrap  # (an error path only)
+
+        commands = textwrap.fill(
+            "the commands: " + ", ".join(sorted(_COMMANDS)),
+            width=76,
+            initial_indent="  ",
+            subsequent_indent="    ",
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+        parser.error(f"unknown command {word!r}{hint}\n{commands}")
+    args = parser.parse_args(words)
     if args.command == "repl":
         args.command = None
     if args.command is None and args.output is not None:
-        _parser().error("--output needs a COMMAND (the interactive mode prints on the terminal)")
+        parser.error("--output needs a COMMAND (the interactive mode prints on the terminal)")
     if args.command is None and not (sys.stdin.isatty() and sys.stdout.isatty()):
-        _parser().error("give a COMMAND (the interactive mode needs a terminal)")
+        parser.error("give a COMMAND (the interactive mode needs a terminal)")
     from ._run import run
 
     return run(args)

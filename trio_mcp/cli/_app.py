@@ -10,23 +10,24 @@ import signal
 import sys
 import threading
 from collections.abc import AsyncGenerator, Generator, Mapping
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, nullcontext
 from typing import Any, TextIO, cast
 
 import trio
 
 from .. import types as t
 from .._connect import _resolve_target, open_mcp_session, with_transport_options
+from .._exceptions import MCPError, ServerError
 from .._session import ClientSession
 from .._terminal import for_terminal, json_for_terminal
 from ._args import (
     UnknownName,
     UsageError,
-    accepted_types,
-    check_arguments,
-    inline_refs,
+    argument_parts,
+    did_you_mean,
     load_argument_files,
     parse_arguments,
+    read_arguments,
 )
 from ._connection import (
     EXIT_INTERRUPTED,
@@ -43,11 +44,30 @@ from ._connection import (
     write_schema_cache,
 )
 from ._interact import Terminal
+from ._layout import Entry
 from ._output import Output, to_plain
 from ._repl import RECONNECT, Repl
 from ._wire import WiretapFactory
 
 __all__ = ["App", "Interrupted"]
+
+#: The commands that list things (they take ``--full``).
+_LISTS = frozenset({"tools", "resources", "templates", "prompts"})
+_COMMAND_WORDS = (
+    "info",
+    "tools",
+    "call",
+    "resources",
+    "templates",
+    "read",
+    "prompts",
+    "prompt",
+    "ping",
+    "help",
+    "exit",
+    "reconnect",
+)
+_CALL_USAGE = "call needs a tool name: call NAME [key=value ...] ('tools' lists the names)"
 
 
 def _str(value: object) -> str:
@@ -56,26 +76,19 @@ def _str(value: object) -> str:
 
 def argument_summary(schema: Mapping[str, Any]) -> str:
     """``text: string*, seconds: number = 1.0`` for a tool's input schema."""
-    schema = inline_refs(schema) or {}
-    props_obj: object = schema.get("properties")
-    props: Mapping[str, Any] = (
-        cast("Mapping[str, Any]", props_obj) if isinstance(props_obj, Mapping) else {}
-    )
-    required_obj: object = schema.get("required")
-    required = cast("list[str]", required_obj) if isinstance(required_obj, list) else []
-    parts: list[str] = []
-    for name, spec_obj in props.items():
-        spec: Mapping[str, Any] = (
-            cast("Mapping[str, Any]", spec_obj) if isinstance(spec_obj, Mapping) else {}
-        )
-        kind: Any = "|".join(dict.fromkeys(accepted_types(spec))) or "any"
-        if isinstance(spec.get("enum"), list):
-            kind = "|".join(json.dumps(v) for v in cast("list[object]", spec["enum"]))
-        text = f"{name}: {kind}" + ("*" if name in required else "")
-        if "default" in spec:
-            text += f" = {json.dumps(spec['default'])}"
-        parts.append(text)
-    return ", ".join(parts)
+    return ", ".join(name + rest for name, rest in argument_parts(schema))
+
+
+def _more(command: str) -> str:
+    """The line under a shortened list: how to see it whole."""
+    return f"(… shortened: '{command} --full' shows every description whole)"
+
+
+def unknown_tool(name: str, known: list[str]) -> str:
+    """Say that the server has no tool ``name``: the likely one first, then all of them."""
+    hint = did_you_mean(name, known)
+    listing = ", ".join(known) or "none"
+    return f"the server has no tool named {name!r}{hint}; its tools: {listing}"
 
 
 def _open_output(path: str | None) -> tuple[TextIO | None, UsageError | None]:
@@ -89,13 +102,27 @@ def _open_output(path: str | None) -> tuple[TextIO | None, UsageError | None]:
 
 
 class _Progress:
-    """A progress bar on a terminal's stderr from a call's progress notifications."""
+    """A spinner, then a progress bar, on a terminal's stderr while a tool call runs.
+
+    It appears ``delay`` seconds after the call starts (a quick call shows nothing) with
+    the tool's name and the time elapsed, and moves ten times a second from a Trio task
+    (no thread), between progress notifications too; the first notification with a total
+    adds a bar and a percentage. Never in ``--json`` mode nor when stderr is not a
+    terminal; hidden while a person answers a question from the server.
+    """
+
+    DELAY = 0.25  # seconds before anything shows
+    TICK = 0.1  # seconds between redraws
 
     def __init__(self, out: Output, label: str) -> None:
         self._bar: Any = None
         self._task: Any = None
-        self._label = label
-        if sys.stderr.isatty() and not out.json_mode:
+        self._label = for_terminal(label, newlines=False)
+        self._shown = False
+        self._paused = False
+        self._done = False
+        self._scope = trio.CancelScope()
+        if out.err_console is not None and not out.json_mode:
             try:
                 import rich.progress
             except ImportError:  # pragma: no cover
@@ -110,6 +137,25 @@ class _Progress:
                 transient=True,
                 auto_refresh=False,
             )
+            self._task = self._bar.add_task(self._label, total=None)  # elapsed from now
+
+    async def run(self) -> None:
+        """Show the spinner after the delay and keep it moving until `stop()`."""
+        if self._bar is None:
+            return
+        with self._scope:
+            await trio.sleep(self.DELAY)
+            while not self._done:
+                self._show()
+                await trio.sleep(self.TICK)
+
+    def _show(self) -> None:
+        if self._done or self._paused:
+            return
+        if not self._shown:
+            self._bar.start()
+            self._shown = True
+        self._bar.refresh()
 
     def update(self, note: t.ProgressNotificationParams) -> None:
         if self._bar is None:
@@ -117,15 +163,30 @@ class _Progress:
         total = note.total if isinstance(note.total, (int, float)) else None
         text = f"{self._label}: {note.message}" if isinstance(note.message, str) else self._label
         text = for_terminal(text, newlines=False)  # server text, shown as plain text
-        if self._task is None:
-            self._bar.start()
-            self._task = self._bar.add_task(text, total=total)
         self._bar.update(self._task, completed=note.progress, total=total, description=text)
-        self._bar.refresh()
+        self._show()
+
+    @contextmanager
+    def paused(self) -> Generator[None]:
+        """Hide the display while a person answers the server (the prompt owns the line)."""
+        if self._bar is None or self._paused:
+            yield
+            return
+        self._paused = True
+        if self._shown:
+            self._bar.stop()
+            self._shown = False
+        try:
+            yield
+        finally:
+            self._paused = False
 
     def stop(self) -> None:
-        if self._bar is not None and self._task is not None:
+        self._done = True
+        self._scope.cancel()
+        if self._bar is not None and self._shown:
             self._bar.stop()
+            self._shown = False
 
 
 class App:
@@ -153,6 +214,8 @@ class App:
         self.idle = False
         self.session: ClientSession | None = None
         self.tools: dict[str, t.Tool] = {}
+        self._nursery: trio.Nursery | None = None
+        self._progress: _Progress | None = None
 
     # -- Ctrl-C ----------------------------------------------------------------------------
 
@@ -224,13 +287,16 @@ class App:
     def person_answering(self) -> Generator[None]:
         """Pause the running request's ``--timeout`` while a person answers the server."""
         scope = self._current
+        hidden = self._progress.paused() if self._progress is not None else nullcontext()
         if scope is None or scope.deadline == math.inf:
-            yield
+            with hidden:
+                yield
             return
         remaining = max(scope.deadline - trio.current_time(), 0.0)
         scope.deadline = math.inf
         try:
-            yield
+            with hidden:
+                yield
         finally:
             scope.deadline = trio.current_time() + remaining
 
@@ -317,8 +383,8 @@ class App:
             write_schema_cache(self.conn, {tool.name: tool.input_schema for tool in tools})
         return tools
 
-    def show_tools(self, tools: list[t.Tool]) -> None:
-        """Print the tools."""
+    def show_tools(self, tools: list[t.Tool], *, full: bool = False) -> None:
+        """Print the tools (``full``: descriptions whole)."""
         if self.out.json_mode:
             self.out.json([to_plain(tool) for tool in tools])
             return
@@ -326,7 +392,22 @@ class App:
             [tool.name, argument_summary(tool.input_schema), _str(tool.description)]
             for tool in tools
         ]
-        self.out.table("Tools", ["Name", "Arguments (* required)", "Description"], rows)
+        entries = [
+            Entry(
+                tool.name,
+                argument_parts(tool.input_schema),
+                description=_str(tool.description),
+            )
+            for tool in tools
+        ]
+        self.out.listing(
+            "Tools",
+            entries,
+            columns=["Name", "Arguments (* required)", "Description"],
+            rows=rows,
+            full=full,
+            more=_more("tools"),
+        )
 
     def show_info(self, session: ClientSession) -> None:
         """Print server name, era, protocol, capabilities."""
@@ -367,8 +448,7 @@ class App:
             return cast("Mapping[str, Any]", found) if isinstance(found, dict) else None
         await self.list_tools(session)
         if name not in self.tools:
-            known = ", ".join(sorted(self.tools)) or "none"
-            raise UnknownName(f"the server has no tool named {name!r} (it has: {known})")
+            raise UnknownName(unknown_tool(name, sorted(self.tools)))
         return self.tools[name].input_schema
 
     async def call(self, session: ClientSession, name: str, words: list[str]) -> int:
@@ -381,34 +461,39 @@ class App:
         listed_before = name in self.tools
         schema = await self.tool_schema(session, name)
         try:
-            arguments = parse_arguments(words, schema)
-            check_arguments(name, schema, arguments)
+            arguments = read_arguments(name, words, schema)
         except UsageError:
             if not listed_before:
                 raise
             self.tools = {}
             schema = await self.tool_schema(session, name)
-            arguments = parse_arguments(words, schema)
-            check_arguments(name, schema, arguments)
+            arguments = read_arguments(name, words, schema)
         progress = _Progress(self.out, name)
+        self._progress = progress
+        if self._nursery is not None:
+            self._nursery.start_soon(progress.run)
         try:
             result: t.CallToolResult = await self.interruptible(
                 session.call_tool, name, arguments, on_progress=progress.update
             )
         finally:
             progress.stop()
+            self._progress = None
         self.out.tool_result(result)
         return EXIT_TOOL_ERROR if result.is_error else EXIT_OK
 
     async def run_command(self, session: ClientSession, command: str, rest: list[str]) -> int:
         """Run one command (one-shot or typed in the interactive mode)."""
+        full = command in _LISTS and "--full" in rest
+        if command in _LISTS and [word for word in rest if word != "--full"]:
+            raise UsageError(f"{command} takes no arguments (only --full)")
         if command == "info":
             self.show_info(session)
         elif command == "tools":
-            self.show_tools(await self.list_tools(session))
+            self.show_tools(await self.list_tools(session), full=full)
         elif command == "call":
             if not rest:
-                raise UsageError("call needs a tool name")
+                raise UsageError(_CALL_USAGE)
             return await self.call(session, rest[0], rest[1:])
         elif command == "resources":
             items: list[t.Resource] = await self.interruptible(session.list_resources)
@@ -416,7 +501,22 @@ class App:
                 self.out.json([to_plain(r) for r in items])
             else:
                 rows = [[r.uri, r.name, _str(r.mime_type), _str(r.description)] for r in items]
-                self.out.table("Resources", ["URI", "Name", "Type", "Description"], rows)
+                entries = [
+                    Entry(
+                        r.uri,
+                        detail=" · ".join(x for x in (r.name, _str(r.mime_type)) if x),
+                        description=_str(r.description),
+                    )
+                    for r in items
+                ]
+                self.out.listing(
+                    "Resources",
+                    entries,
+                    columns=["URI", "Name", "Type", "Description"],
+                    rows=rows,
+                    full=full,
+                    more=_more("resources"),
+                )
         elif command == "templates":
             temps: list[t.ResourceTemplate] = await self.interruptible(
                 session.list_resource_templates
@@ -425,7 +525,22 @@ class App:
                 self.out.json([to_plain(r) for r in temps])
             else:
                 rows = [[r.uri_template, r.name, _str(r.description)] for r in temps]
-                self.out.table("Resource templates", ["URI template", "Name", "Description"], rows)
+                entries = [
+                    Entry(
+                        r.uri_template,
+                        detail=" · ".join(x for x in (r.name, _str(r.mime_type)) if x),
+                        description=_str(r.description),
+                    )
+                    for r in temps
+                ]
+                self.out.listing(
+                    "Resource templates",
+                    entries,
+                    columns=["URI template", "Name", "Description"],
+                    rows=rows,
+                    full=full,
+                    more=_more("templates"),
+                )
         elif command == "read":
             if len(rest) != 1:
                 raise UsageError("read needs one URI")
@@ -446,12 +561,32 @@ class App:
                     ]
                     for p in prompts
                 ]
-                self.out.table("Prompts", ["Name", "Arguments (* required)", "Description"], rows)
+                entries = [
+                    Entry(
+                        p.name,
+                        [(a.name, "*" if a.required is True else "") for a in (p.arguments or [])],
+                        description=_str(p.description),
+                    )
+                    for p in prompts
+                ]
+                self.out.listing(
+                    "Prompts",
+                    entries,
+                    columns=["Name", "Arguments (* required)", "Description"],
+                    rows=rows,
+                    full=full,
+                    more=_more("prompts"),
+                )
         elif command == "prompt":
             if not rest:
                 raise UsageError("prompt needs a prompt name")
             strings = prompt_arguments(rest[1:])
-            self.out.prompt_result(await self.interruptible(session.get_prompt, rest[0], strings))
+            try:
+                got = await self.interruptible(session.get_prompt, rest[0], strings)
+            except ServerError as exc:
+                await self._no_such_prompt(session, rest[0], exc)
+                raise
+            self.out.prompt_result(got)
         elif command == "ping":
             await self.interruptible(session.ping)
             if self.out.json_mode:
@@ -459,8 +594,24 @@ class App:
             else:
                 self.out.line("pong")
         else:
-            raise UsageError(f"unknown command {command!r}")
+            hint = did_you_mean(command, [*_COMMAND_WORDS])
+            raise UsageError(f"unknown command {command!r}{hint} ('help' lists the commands)")
         return EXIT_OK
+
+    async def _no_such_prompt(self, session: ClientSession, name: str, exc: Exception) -> None:
+        """After a failed ``prompts/get``: when the server has no prompt ``name``, say which
+        it has, the likely one first (else return, and the server's error stands)."""
+        try:
+            prompts: list[t.Prompt] = await self.interruptible(session.list_prompts)
+        except MCPError:  # no listing (no prompts capability...): the server's error stands
+            return
+        names = [p.name for p in prompts]
+        if name not in names:
+            hint = did_you_mean(name, names)
+            listing = ", ".join(names) or "none"
+            raise UnknownName(
+                f"the server has no prompt named {name!r}{hint}; its prompts: {listing}"
+            ) from exc
 
     # -- the whole run ---------------------------------------------------------------------
 
@@ -478,6 +629,7 @@ class App:
         failure: Exception | None = None
         status = EXIT_INTERRUPTED
         async with trio.open_nursery() as nursery:
+            self._nursery = nursery
             nursery.start_soon(self._watch_sigint)
             try:
                 with trio.CancelScope() as root:
@@ -497,6 +649,8 @@ class App:
 
     async def _run(self) -> int:
         args = self.args
+        if args.command == "call" and args.name is None:
+            raise UsageError(_CALL_USAGE)
         if args.command in ("call", "prompt"):
             # Files and stdin are read once, now; a malformed word is refused before the
             # server starts. The schema cache never refuses on its own: it may be stale, so
@@ -512,6 +666,8 @@ class App:
                 rest = [args.name, *args.arguments]
             elif args.command == "read":
                 rest = [args.uri]
+            elif getattr(args, "full", False):
+                rest = ["--full"]
             return await self.run_command(session, args.command, rest)
 
     async def _interactive(self) -> int:

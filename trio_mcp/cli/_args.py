@@ -12,20 +12,26 @@ references end as "any value".
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
 __all__ = [
+    "HelpFormatter",
     "UnknownName",
     "UsageError",
+    "argument_parts",
     "check_arguments",
+    "close_matches",
+    "did_you_mean",
     "inline_refs",
     "load_argument_files",
     "parse_arguments",
+    "read_arguments",
 ]
 
 #: The command line's options that take a value (the word after them is that value): the
@@ -56,6 +62,45 @@ _TYPE_WORDS = {
 }
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Help that fits the terminal (at most 80 columns) and never splits a word.
+
+    Paragraphs of the description and epilog are wrapped at spaces; lines that start
+    with two spaces (examples) are kept as written.
+    """
+
+    def __init__(self, prog: str) -> None:
+        import shutil  # (argparse imports it too: no cost)
+
+        width = min(shutil.get_terminal_size().columns, 80) - 2
+        super().__init__(prog, width=max(width, 40), max_help_position=26)
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        import textwrap
+
+        return textwrap.wrap(
+            " ".join(text.split()), width, break_long_words=False, break_on_hyphens=False
+        )
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap
+
+        out: list[str] = []
+        for line in text.splitlines():
+            if line.startswith("  ") or not line.strip():
+                out.append(indent + line)
+            else:
+                out += textwrap.wrap(
+                    line,
+                    width,
+                    initial_indent=indent,
+                    subsequent_indent=indent,
+                    break_long_words=False,
+                    break_on_hyphens=False,
+                )
+        return "\n".join(out) + "\n"
 
 
 class UsageError(Exception):
@@ -194,6 +239,34 @@ def _json_type(value: Any) -> str:
     return "object"
 
 
+def argument_parts(schema: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``[("text", ": string*"), ("seconds", ": number = 1.0")]`` for a tool's input schema.
+
+    Each pair is an argument's name and what follows it (``*``: required), so a layout can
+    keep the name whole.
+    """
+    schema = inline_refs(schema) or {}
+    props_obj: object = schema.get("properties")
+    props: Mapping[str, Any] = (
+        cast("Mapping[str, Any]", props_obj) if isinstance(props_obj, Mapping) else {}
+    )
+    required_obj: object = schema.get("required")
+    required = cast("list[str]", required_obj) if isinstance(required_obj, list) else []
+    parts: list[tuple[str, str]] = []
+    for name, spec_obj in props.items():
+        spec: Mapping[str, Any] = (
+            cast("Mapping[str, Any]", spec_obj) if isinstance(spec_obj, Mapping) else {}
+        )
+        kind: Any = "|".join(dict.fromkeys(accepted_types(spec))) or "any"
+        if isinstance(spec.get("enum"), list):
+            kind = "|".join(json.dumps(v) for v in cast("list[object]", spec["enum"]))
+        text = f": {kind}" + ("*" if name in required else "")
+        if "default" in spec:
+            text += f" = {json.dumps(spec['default'])}"
+        parts.append((str(name), text))
+    return parts
+
+
 def expectation(spec: Mapping[str, Any]) -> str:
     """Say in words what a property's schema expects (for error messages)."""
     enum: object = spec.get("enum")
@@ -275,46 +348,82 @@ def parse_arguments(items: Sequence[str], schema: Mapping[str, Any] | None) -> d
         The arguments, coerced (not yet checked: see :func:`check_arguments`).
 
     Raises:
-        UsageError: A word has none of the forms, a file cannot be read or holds no JSON
-            object, a value does not fit its type.
+        UsageError: Words have none of the forms, a file cannot be read or holds no JSON
+            object, values do not fit their type: every such word is named, one a line.
     """
+    out, failed = _parse(items, schema)
+    if failed:
+        raise UsageError("\n  ".join(failed.values()))
+    return out
+
+
+def read_arguments(
+    tool: str, items: Sequence[str], schema: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """Parse the argument words and check them against the schema, every problem at once.
+
+    Raises:
+        UsageError: One line per problem (a word of no form, a value of the wrong type, a
+            required argument missing, ...), each with what the schema expects.
+    """
+    out, failed = _parse(items, schema)
+    check_arguments(tool, schema, out, failed=failed)
+    return out
+
+
+def _parse(
+    items: Sequence[str], schema: Mapping[str, Any] | None
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The arguments that parse, and a message for each word that does not (by its key)."""
     props = _properties(inline_refs(schema))
     out: dict[str, Any] = {}
+    failed: dict[str, str] = {}
     for item in items:
-        if item.startswith("@"):
-            out.update(_arguments_file(item[1:]))
-            continue
-        if item.lstrip().startswith("{"):
-            try:
-                value: Any = json.loads(item)
-            except ValueError as exc:
-                raise UsageError(f"arguments {item!r} are not valid JSON: {exc}") from None
-            if not isinstance(value, dict):
-                raise UsageError("JSON arguments must be an object")
-            out.update(cast("dict[str, Any]", value))
-            continue
-        key, sep, text = item.partition("=")
-        if not sep or not key:
-            raise UsageError(
-                f"argument {item!r}: use key=value, key:=<json>, key=@file or a JSON object"
-            )
-        if key.endswith(":"):
-            key = key[:-1]
-            try:
-                out[key] = json.loads(text)
-            except ValueError as exc:
-                raise UsageError(f"argument {key!r}: {text!r} is not JSON ({exc})") from None
-            continue
-        if text.startswith("@") and len(text) > 1:
-            try:
-                text = Path(text[1:]).expanduser().read_text(encoding="utf-8")
-            except OSError as exc:
-                raise UsageError(f"argument {key!r}: cannot read {text[1:]!r}: {exc}") from None
-        spec: object = props.get(key)
-        out[key] = coerce(
+        key = item.partition("=")[0].removesuffix(":")
+        try:
+            out.update(_parse_word(item, props))
+        except UsageError as exc:
+            failed[key or item] = str(exc)
+            out.pop(key, None)
+        else:
+            failed.pop(key, None)  # a later word for the same key wins
+    return out, failed
+
+
+def _parse_word(item: str, props: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments one word gives."""
+    if item.startswith("@"):
+        return _arguments_file(item[1:])
+    if item.lstrip().startswith("{"):
+        try:
+            value: Any = json.loads(item)
+        except ValueError as exc:
+            raise UsageError(f"arguments {item!r} are not valid JSON: {exc}") from None
+        if not isinstance(value, dict):
+            raise UsageError("JSON arguments must be an object")
+        return cast("dict[str, Any]", value)
+    key, sep, text = item.partition("=")
+    if not sep or not key:
+        raise UsageError(
+            f"argument {item!r}: use key=value, key:=<json>, key=@file or a JSON object"
+        )
+    if key.endswith(":"):
+        key = key[:-1]
+        try:
+            return {key: json.loads(text)}
+        except ValueError as exc:
+            raise UsageError(f"argument {key!r}: {text!r} is not JSON ({exc})") from None
+    if text.startswith("@") and len(text) > 1:
+        try:
+            text = Path(text[1:]).expanduser().read_text(encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"argument {key!r}: cannot read {text[1:]!r}: {exc}") from None
+    spec: object = props.get(key)
+    return {
+        key: coerce(
             key, cast("Mapping[str, Any]", spec) if isinstance(spec, Mapping) else None, text
         )
-    return out
+    }
 
 
 def _json_object(text: str, where: str) -> dict[str, Any]:
@@ -393,25 +502,47 @@ def _problem(spec: Mapping[str, Any], value: Any) -> str | None:
 
 
 def check_arguments(
-    tool: str, schema: Mapping[str, Any] | None, arguments: Mapping[str, Any]
+    tool: str,
+    schema: Mapping[str, Any] | None,
+    arguments: Mapping[str, Any],
+    *,
+    failed: Mapping[str, str] | None = None,
 ) -> None:
     """Check arguments against the top level of a tool's input schema.
 
     Checks required properties, unknown ones (when ``additionalProperties`` is false), each
-    value's type, ``enum`` and numeric range; the server checks the rest.
+    value's type, ``enum`` and numeric range; the server checks the rest. Every problem is
+    reported at once.
+
+    Args:
+        tool: The tool's name (for the message).
+        schema: Its input schema.
+        arguments: The arguments parsed.
+        failed: Words that did not parse, by argument name, with their message: reported
+            first, and not reported missing again.
 
     Raises:
         UsageError: One line per problem, each with what the schema expects.
     """
+    problems: list[str] = list((failed or {}).values())
     schema = inline_refs(schema)
-    if not isinstance(schema, Mapping):
-        return
+    if isinstance(schema, Mapping):
+        problems += _schema_problems(schema, arguments, set(failed or ()))
+    if len(problems) == 1 and failed:  # one word of the command line: its own message
+        raise UsageError(problems[0])
+    if problems:
+        raise UsageError(f"invalid arguments for {tool!r}:\n  " + "\n  ".join(problems))
+
+
+def _schema_problems(
+    schema: Mapping[str, Any], arguments: Mapping[str, Any], failed: set[str]
+) -> list[str]:
     props = _properties(schema)
     problems: list[str] = []
     required: object = schema.get("required")
     if isinstance(required, list):
         for name in cast("list[object]", required):
-            if isinstance(name, str) and name not in arguments:
+            if isinstance(name, str) and name not in arguments and name not in failed:
                 spec: object = props.get(name)
                 want = (
                     expectation(cast("Mapping[str, Any]", spec))
@@ -424,10 +555,34 @@ def check_arguments(
         if not isinstance(spec, Mapping):
             if schema.get("additionalProperties") is False:
                 known = ", ".join(props) or "none"
-                problems.append(f"{name}: unknown argument (the tool takes: {known})")
+                hint = did_you_mean(name, props)
+                problems.append(f"{name}: unknown argument{hint} (the tool takes: {known})")
             continue
         problem = _problem(cast("Mapping[str, Any]", spec), value)
         if problem:
             problems.append(f"{name}: {problem}")
-    if problems:
-        raise UsageError(f"invalid arguments for {tool!r}:\n  " + "\n  ".join(problems))
+    return problems
+
+
+def close_matches(word: str, candidates: Iterable[str], n: int = 3) -> list[str]:
+    """The candidates that look like a misspelling of ``word``, best first."""
+    import difflib  # (only on an error path)
+
+    pool = list(candidates)
+    found = difflib.get_close_matches(word, pool, n=n, cutoff=0.6)
+    lowered = word.lower()
+    for candidate in pool:  # a prefix or a different case counts too
+        if candidate not in found and (
+            candidate.lower() == lowered
+            or (len(word) >= 3 and candidate.lower().startswith(lowered))
+        ):
+            found.append(candidate)
+    return found[:n]
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str:
+    """``" (did you mean 'x'?)"`` when a candidate looks like ``word``, else ``""``."""
+    found = close_matches(word, candidates)
+    if not found:
+        return ""
+    return " (did you mean " + " or ".join(repr(f) for f in found) + "?)"

@@ -24,6 +24,7 @@ from typing import Any, cast
 
 from .._terminal import for_terminal
 from ._args import VALUE_OPTIONS as _TAKES_VALUE
+from ._args import HelpFormatter
 
 __all__ = [
     "complete",
@@ -48,6 +49,7 @@ _COMMANDS = (
     "repl",
 )
 _TOP_WORDS = ("auth", "servers", "completion")
+_LISTS = frozenset({"tools", "resources", "templates", "prompts"})
 _VALUES = {
     "--log-level": (
         "debug",
@@ -130,6 +132,7 @@ def completion_parser() -> argparse.ArgumentParser:
     """The command line of ``trio-mcp completion``."""
     parser = argparse.ArgumentParser(
         prog="trio-mcp completion",
+        formatter_class=HelpFormatter,
         description='Print a shell completion script. bash: eval "$(trio-mcp completion '
         'bash)" in ~/.bashrc; zsh: trio-mcp completion zsh > "${fpath[1]}/_trio-mcp"; fish: '
         "trio-mcp completion fish > ~/.config/fish/completions/trio-mcp.fish",
@@ -269,6 +272,8 @@ def complete(words: Sequence[str], current: str) -> list[str]:
         candidates: Iterable[str] = _VALUES.get(words[-1], ())
     elif current.startswith("-"):
         candidates = _OPTIONS
+        if any(word in _LISTS for word in words):  # tools --full, resources --full, ...
+            candidates = ("--full", *_OPTIONS)
     else:
         positionals: list[str] = []
         skip = False

@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import shlex
+import shutil
 import sys
 from collections import deque
 from collections.abc import Callable
@@ -29,7 +30,7 @@ from .._exceptions import (
     TransportError,
     UnsupportedProtocolVersionError,
 )
-from ._args import UnknownName, UsageError
+from ._args import UnknownName, UsageError, did_you_mean
 
 __all__ = [
     "EXIT_AUTH",
@@ -179,7 +180,18 @@ async def _from_config(
         seen += list(config.servers)
     if explicit:
         names = ", ".join(seen) or "none"
-        raise UsageError(f"no server named {args.target!r} in {explicit} (it has: {names})")
+        hint = did_you_mean(args.target, seen)
+        raise UsageError(f"no server named {args.target!r} in {explicit}{hint} (it has: {names})")
+    if not quiet and shutil.which(args.target) is None:
+        # Not a configured name, and no program of that name either: running it would
+        # only fail with "not found"; say where we looked and what is close.
+        searched = [s.path for s in config_sources(None, existing=False)]
+        hint = did_you_mean(args.target, seen)
+        names = f"; the servers configured: {', '.join(seen)}" if seen else ""
+        raise FileNotFoundError(  # a server that cannot be started: exit status 3
+            f"no server named {args.target!r}{hint} in the config files searched "
+            f"({', '.join(searched)}), and no program of that name{names}"
+        )
     return None
 
 
@@ -198,6 +210,7 @@ async def resolve(
 
     Raises:
         UsageError: Options that do not fit the target, an unknown config entry.
+        FileNotFoundError: A bare name that is neither configured nor a program.
         ConfigError: The config file is invalid.
     """
     env = _pairs(args.env, "=", "--env")

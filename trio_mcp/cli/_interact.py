@@ -192,9 +192,10 @@ class Terminal:
         """Show the sampling request; the user types (or approves) the reply."""
         async with self._turn():
             who = ctx.server_name or "the server"
-            self.out.line(
+            self.out.wrapped(
                 f"── {who} asks for a model reply (sampling, max {params.max_tokens} tokens)",
                 "bold yellow",
+                indent=3,
             )
             if isinstance(params.system_prompt, str):
                 self.out.line(f"system: {params.system_prompt}", "dim")
@@ -238,8 +239,8 @@ class Terminal:
     async def _url(self, params: t.ElicitRequestURLParams, who: str) -> dict[str, Any]:
         from .._urls import check_url
 
-        self.out.line(f"── {who} asks you to open a URL", "bold yellow")
-        self.out.line(params.message)
+        self.out.wrapped(f"── {who} asks you to open a URL", "bold yellow", indent=3)
+        self.out.wrapped(params.message)
         try:
             check = check_url(params.url)
         except ModuleNotFoundError:
@@ -259,7 +260,7 @@ class Terminal:
 
     async def _form(self, params: t.ElicitRequestFormParams, who: str) -> dict[str, Any]:
         schema = params.requested_schema
-        self.out.line(f"── {who} asks: {params.message}", "bold yellow")
+        self.out.wrapped(f"── {who} asks: {params.message}", "bold yellow", indent=3)
         action = (await self.ask("answer? [Y]es / [n]o (decline) / [c]ancel ")).strip().lower()
         if action in ("n", "no", "decline"):
             return {"action": "decline"}
@@ -290,7 +291,7 @@ class Terminal:
                 validate_elicitation_content(schema, content)
             except ElicitationContentError as exc:
                 for problem in exc.problems:
-                    self.out.line(f"  {problem}", "red")
+                    self.out.wrapped(f"  {_labelled(problem, props)}", "red", indent=4)
                 todo = [n for n in props if any(p.startswith(f"{n}:") for p in exc.problems)]
                 if not todo:
                     return {"action": "decline"}
@@ -298,7 +299,7 @@ class Terminal:
             return {"action": "accept", "content": content}
 
     async def _field(self, name: str, spec: Mapping[str, Any], required: bool) -> Any:
-        title = spec.get("title") or name
+        title = _label_of(name, spec)
         description = spec.get("description")
         kind = spec.get("type")
         items: object = spec.get("items")
@@ -309,12 +310,14 @@ class Terminal:
         default: Any = spec.get("default")
         mark = "*" if required else ""
         if description:
-            self.out.line(f"  {description}", "dim")
+            self.out.wrapped(f"  {description}", "dim", indent=2)
         if choices is not None:
             for i, (choice, label) in enumerate(zip(choices, labels, strict=True), 1):
-                self.out.line(f"  {i}) {label}" + (f" [{choice}]" if label != str(choice) else ""))
+                raw = "" if isinstance(choice, bool) or label == str(choice) else f" [{choice}]"
+                self.out.wrapped(f"  {i}) {label}{raw}", indent=5)
         while True:
-            shown = _shown(default)
+            # A titled choice's default is shown (and typed) as its title, which _pick takes.
+            shown = _shown(_as_labels(default, choices, labels) if choices else default)
             hint = f" ({expectation(spec)})" if choices is None else ""
             if multi:
                 hint = " (numbers or values, separated by commas)"
@@ -328,7 +331,7 @@ class Terminal:
             ).strip()
             if not text:
                 if required and default is None:
-                    self.out.line(f"  {name} is required", "red")
+                    self.out.line(f"  {title} is required", "red")
                     continue
                 return _SKIP if default is None else default
             value: Any
@@ -352,19 +355,52 @@ class Terminal:
             else:
                 try:
                     value = coerce(name, spec, text)
-                except UsageError as exc:
-                    self.out.line(f"  {exc}", "red")
+                except UsageError:
+                    self.out.line(f"  {title}: expected {expectation(spec)}, got {text!r}", "red")
                     continue
             try:  # check this field now, so the user fixes it while it is asked
                 validate_elicitation_content({"properties": {name: spec}}, {name: value})
             except ElicitationContentError as exc:
                 for problem in exc.problems:
-                    self.out.line(f"  {problem}", "red")
+                    labelled = _labelled(problem, {name: spec})
+                    self.out.wrapped(f"  {labelled}", "red", indent=4)
                 continue
             return value
 
 
 _SKIP: Any = object()
+
+
+def _label_of(name: str, spec: object) -> str:
+    """A field's label: its ``title``, else its name."""
+    title: object = (
+        cast("Mapping[str, Any]", spec).get("title") if isinstance(spec, Mapping) else None
+    )
+    return title if isinstance(title, str) and title else name
+
+
+def _labelled(problem: str, props: Mapping[str, Any]) -> str:
+    """A validation problem (``name: what``) with the field's label for its name."""
+    name, sep, rest = problem.partition(":")
+    if sep and name in props:
+        return f"{_label_of(name, props[name])}:{rest}"
+    return problem
+
+
+def _as_labels(default: Any, choices: list[Any] | None, labels: list[str]) -> Any:
+    """A default choice (or list of them) shown as its title(s) when it has one."""
+    if choices is None or default is None:
+        return default
+
+    def one(value: Any) -> Any:
+        for choice, label in zip(choices, labels, strict=True):
+            if choice == value and type(choice) is type(value):
+                return label
+        return value
+
+    if isinstance(default, list):
+        return [one(v) for v in default]  # pyright: ignore[reportUnknownVariableType]
+    return one(default)
 
 
 def _shown(default: Any) -> str:

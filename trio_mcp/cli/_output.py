@@ -12,13 +12,16 @@ import base64
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from msgspec import UNSET
 
 from .. import types as t
 from .._terminal import for_terminal, json_for_terminal
 from ._args import as_mapping
+
+if TYPE_CHECKING:
+    from ._layout import Entry
 
 __all__ = ["Output", "StdoutClosed", "to_plain"]
 
@@ -139,6 +142,21 @@ class Output:
         else:
             self._write(text)
 
+    def wrapped(self, text: str, style: str | None = None, *, indent: int = 0) -> None:
+        """Print text wrapped at spaces to the terminal's width (neutralised).
+
+        Each line of ``text`` is wrapped; continuation lines are indented by ``indent``.
+        Piped, the text is printed as is.
+        """
+        if self._console is None:
+            self.line(text, style)
+            return
+        from ._layout import wrap_text
+
+        for paragraph in for_terminal(text).split("\n"):
+            for part in wrap_text(paragraph, self._console.width, indent):
+                self.line(part, style)
+
     def note(self, text: str, style: str | None = "dim") -> None:
         """Print a side note (notifications, progress text) to stderr (neutralised)."""
         text = for_terminal(text)
@@ -194,6 +212,48 @@ class Output:
         for row in safe:
             cells = [row[i].ljust(widths[i]) for i in range(len(widths))]
             self.line("  ".join([*cells, row[-1]]).rstrip())
+
+    @property
+    def width(self) -> int | None:
+        """The terminal's width in cells, or None when results do not go to a terminal."""
+        return int(self._console.width) if self._console is not None else None
+
+    def listing(
+        self,
+        title: str,
+        entries: Sequence[Entry],
+        *,
+        columns: Sequence[str],
+        rows: Sequence[Sequence[str]],
+        full: bool = False,
+        more: str = "",
+    ) -> None:
+        """Print a list: one block per item on a terminal, aligned columns when piped.
+
+        On a terminal identifiers (tool names, URIs) are never split and every line fits
+        its width (`_layout.layout`); descriptions are shortened to
+        two lines unless ``full``, and then a last line says ``more`` (how to see them
+        whole). Piped, ``columns`` and ``rows`` print one line per item, as before.
+        """
+        if self._console is None:
+            self.table(title, columns, rows)
+            return
+        from rich.text import Text
+
+        from ._layout import layout
+
+        lines, shortened = layout(entries, self._console.width, full=full)
+        header = f"{title} ({len(entries)})" if entries else f"{title}: none"
+        try:
+            self._console.print(Text(header, style="bold"), soft_wrap=True)
+            for line in lines:
+                self._console.print(
+                    Text.assemble(*((t, st or "") for t, st in line)), soft_wrap=True
+                )
+            if shortened and more:
+                self._console.print(Text(for_terminal(more), style="dim"))
+        except BrokenPipeError:
+            raise StdoutClosed from None
 
     # -- results ---------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ from msgspec import UNSET
 from .. import types as t
 from .._exceptions import MCPError
 from .._terminal import for_terminal
-from ._args import UsageError
+from ._args import UsageError, argument_parts
 from ._connection import EXIT_CONNECTION, Interrupted, classify, describe_error
 
 if TYPE_CHECKING:
@@ -33,12 +33,12 @@ __all__ = ["COMMANDS", "RECONNECT", "Host", "Repl"]
 RECONNECT = -1
 
 COMMANDS = {
-    "tools": "list the tools",
+    "tools": "tools [--full]: list the tools (--full: descriptions whole)",
     "call": "call NAME [key=value ...]: call a tool",
-    "resources": "list resources",
-    "templates": "list resource templates",
+    "resources": "resources [--full]: list resources",
+    "templates": "templates [--full]: list resource templates",
     "read": "read URI: read a resource",
-    "prompts": "list prompts",
+    "prompts": "prompts [--full]: list prompts",
     "prompt": "prompt NAME [key=value ...]: get a prompt",
     "info": "server name, era, capabilities",
     "ping": "check that the server answers",
@@ -125,12 +125,21 @@ class Repl:
         self.cancelled = False
         self.gone = False  # the connection died: only reconnect, help and exit work
         self.reconnect = False
+        #: The lists the server said changed since they were last fetched.
+        self.stale: set[str] = set()
+        #: The banner has been shown (notices before it are not printed).
+        self.ready = False
 
     def _notify(self, text: str) -> None:
         self.app.out.note(text, "cyan")
 
     def _on_list_changed(self, kind: Any) -> None:
-        self._notify(f"[server] the {kind} list changed")
+        # A burst of the same notice (servers send several while they start) is one line,
+        # and none before the banner: the lists are fetched again before the next prompt.
+        first = kind not in self.stale
+        self.stale.add(kind)
+        if first and self.ready:
+            self._notify(f"[server] the {kind} list changed")
 
     def _on_updated(self, note: Any) -> None:
         self._notify(f"[server] resource updated: {getattr(note, 'uri', note)}")
@@ -138,17 +147,19 @@ class Repl:
     def _on_log(self, note: t.LoggingMessageNotificationParams) -> None:
         self.app.on_log(note)
 
-    async def _prefetch(self) -> None:
-
+    async def _prefetch(self, kinds: set[str] | None = None) -> None:
+        """List the tools, resources and prompts (``kinds``: only those) for completion."""
         caps = self.session.server_capabilities
+        wanted = kinds if kinds is not None else {"tools", "resources", "prompts"}
+        self.stale -= wanted
         try:
             run = self.app.interruptible
-            if caps.tools is not UNSET:
+            if caps.tools is not UNSET and "tools" in wanted:
                 await self.app.list_tools(self.session)
-            if caps.resources is not UNSET:
+            if caps.resources is not UNSET and "resources" in wanted:
                 resources: list[t.Resource] = await run(self.session.list_resources)
                 self.resources = [r.uri for r in resources]
-            if caps.prompts is not UNSET:
+            if caps.prompts is not UNSET and "prompts" in wanted:
                 prompts: list[t.Prompt] = await run(self.session.list_prompts)
                 self.prompts = {p.name: [a.name for a in (p.arguments or [])] for p in prompts}
         except (MCPError, trio.TooSlowError, Interrupted) as exc:
@@ -173,14 +184,17 @@ class Repl:
         if self.app.args.log_level is None:
             session.on_log(self._on_log)
         await self._prefetch()
+        if self.stale:  # the server changed a list while we listed: once more, quietly
+            await self._prefetch(set(self.stale))
         info = session.server_info
         out = self.app.out
-        out.line(
-            f"connected to {info.name if info else '?'} {info.version if info else ''} "
-            f"({session.era} era, protocol {session.protocol_version}); "
-            "'help' lists commands, Ctrl-D leaves",
+        name = f"{info.name} {info.version}" if info else "the server"
+        out.wrapped(
+            f"connected to {name} ({session.era} era, protocol {session.protocol_version})",
             "green",
         )
+        out.wrapped("'help' lists the commands, Tab completes, Ctrl-D leaves", "dim")
+        self.ready = True
         history: Any
         try:
             history_path().parent.mkdir(parents=True, exist_ok=True)
@@ -197,6 +211,8 @@ class Repl:
 
         if True:
             while True:
+                if self.stale and not self.gone:
+                    await self._prefetch(set(self.stale))
                 self.app.idle = True
                 line = ""
                 async with self._prompt_turn() as turn:
@@ -242,7 +258,7 @@ class Repl:
             return False
         if command == "help":
             for name, text in COMMANDS.items():
-                out.line(f"  {name:<10} {text}")
+                out.wrapped(f"  {name:<10} {text}", indent=13)
             return True
         if command == "reconnect":
             self.reconnect = True
@@ -267,6 +283,10 @@ class Repl:
         return True
 
 
+def _str(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
 @asynccontextmanager
 async def _own_scope() -> AsyncGenerator[trio.CancelScope]:
     with trio.CancelScope() as scope:
@@ -287,15 +307,20 @@ def _completer(repl: Repl) -> Any:
                 words.append("")
             current = words[-1]
             candidates: list[str] = []
+            meta: dict[str, str] = {}
             if len(words) == 1:
                 candidates = list(COMMANDS)
+                meta = {name: text.partition(": ")[2] or text for name, text in COMMANDS.items()}
             elif words[0] == "call" and len(words) == 2:
                 candidates = sorted(repl.app.tools)
+                meta = {name: _str(tool.description) for name, tool in repl.app.tools.items()}
             elif words[0] == "call" and words[1] in repl.app.tools:
                 schema = repl.app.tools[words[1]].input_schema
-                props: Any = schema.get("properties") or {}
                 given = {w.split("=", 1)[0].rstrip(":") for w in words[2:-1]}
-                candidates = [f"{name}=" for name in props if name not in given]
+                for name, rest in argument_parts(schema):
+                    if name not in given:
+                        candidates.append(f"{name}=")
+                        meta[f"{name}="] = rest.removeprefix(": ")  # type*, = default
             elif words[0] == "read" and len(words) == 2:
                 candidates = repl.resources
             elif words[0] == "prompt" and len(words) == 2:
@@ -309,6 +334,7 @@ def _completer(repl: Repl) -> Any:
                         candidate,
                         start_position=-len(current),
                         display=for_terminal(candidate, newlines=False),
+                        display_meta=for_terminal(meta.get(candidate, ""), newlines=False),
                     )
 
     return ReplCompleter()
