@@ -1,6 +1,6 @@
 """Notifications: route each one the server sends, to channels, callbacks and waiters.
 
-One :class:`Notifications` per session owns everything notification-shaped: the subscriber
+One `Notifications` per session owns everything notification-shaped: the subscriber
 channels (``notifications()``, ``listen()``), the callbacks (``add_notification_handler``
 and the typed ``on_*`` helpers), the ``elicitation/complete`` waiters, and the routing of
 each notification the reader hands over (in the reader: quick, and total), which also
@@ -161,7 +161,8 @@ class Notifications:
             event.set()
 
     async def wait_elicitation_complete(self, elicitation_id: str, timeout: float | None) -> None:
-        """See :meth:`ClientSession.wait_elicitation_complete`."""
+        """See
+        [`ClientSession.wait_elicitation_complete()`][trio_mcp.ClientSession.wait_elicitation_complete]."""
         self.rpc.check_usable()
         if elicitation_id in (self._elicitations_done or ()):
             await trio.lowlevel.checkpoint()
@@ -268,7 +269,8 @@ class Notifications:
     def add_handler(
         self, method: str, callback: Callable[[Notification], Any]
     ) -> Callable[[], None]:
-        """See :meth:`ClientSession.add_notification_handler`."""
+        """See
+        [`ClientSession.add_notification_handler()`][trio_mcp.ClientSession.add_notification_handler]."""
         self.handlers.setdefault(method, []).append(callback)
 
         def remove() -> None:
@@ -302,7 +304,7 @@ class Notifications:
     def on_list_changed(
         self, callback: Callable[[ListKind], Any], kinds: tuple[ListKind, ...]
     ) -> Callable[[], None]:
-        """See :meth:`ClientSession.on_list_changed`."""
+        """See [`ClientSession.on_list_changed()`][trio_mcp.ClientSession.on_list_changed]."""
         wanted = kinds or ("tools", "prompts", "resources")
         for kind in wanted:
             if kind not in ("tools", "prompts", "resources"):
