@@ -63,9 +63,6 @@ NAMESPACES = (
     "trio_mcp",
 )
 
-#: Public classes whose inherited methods the reference renders on the class itself
-#: (mkdocs.yml: ``inherited_members: true``); the bases' own methods are found there.
-INHERITING = ("trio_mcp.ClientSession",)
 
 #: The bridge sessions: the reference shows only what differs from ClientSession (their
 #: other methods are ClientSession's, generated), so only these members are link targets.
@@ -107,6 +104,7 @@ class Resolver:
             resolve_external=False,
         )
         self.public: dict[str, str] = {}  # canonical path -> documented path
+        self.rendered: set[str] = set()  # every path the reference has an entry for
         for namespace in NAMESPACES:
             module = self._get(namespace)
             if not isinstance(module, griffe.Module):
@@ -120,7 +118,10 @@ class Resolver:
         for canonical, path in list(self.public.items()):
             cls = self._get(canonical)
             if isinstance(cls, griffe.Class):
-                self._add_members(cls, path, inherited=path in INHERITING or path in RENDERED)
+                # mkdocs.yml renders inherited members (``inherited_members: true``): a
+                # private base's methods are documented on each public class using them.
+                self._add_members(cls, path, inherited=True)
+        self.rendered |= set(self.public.values())
 
     def _add_members(self, cls: griffe.Class, path: str, *, inherited: bool) -> None:
         members = cls.all_members if inherited else cls.members
@@ -132,6 +133,7 @@ class Resolver:
                 continue
             if not inherited and target.parent is not None and target.parent.path != cls.path:
                 continue  # an alias in the class body: documented where it is defined
+            self.rendered.add(f"{path}.{name}")
             own = target.parent is not None and target.parent.path == cls.path
             if own:
                 self.public[target.path] = f"{path}.{name}"  # its own class wins
@@ -195,8 +197,14 @@ class Resolver:
             if cls is not None and head in cls.all_members:
                 candidates.append(f"{cls.path}.{target}")
         for candidate in candidates:
-            if candidate in self.public.values():
+            if candidate in self.rendered:
                 return candidate
+            owner_path, _, member_name = candidate.rpartition(".")
+            owner = self._get(owner_path) if owner_path else None
+            if isinstance(owner, griffe.Class) and owner.path in self.public:
+                documented = f"{self.public[owner.path]}.{member_name}"
+                if documented in self.rendered:
+                    return documented  # as written: ``MockServer.add_tool`` stays MockServer's
             obj = self._get(candidate)
             if obj is not None and obj.path in self.public:
                 return self.public[obj.path]
