@@ -16,13 +16,15 @@ their sources at the end):
   methods and functions get ``()``;
 * a role naming anything else (a private name, trio, msgspec, the standard library) into
   plain code, ``` `trio.TooSlowError` ```;
+* a ``#:`` comment above a module or class attribute into the docstring after it (which
+  is what mkdocstrings reads);
 * a ``text::`` paragraph and its indented literal block into ``text:`` and a fenced code
   block (``python`` when the block parses as Python, ``text`` otherwise); ``Example::``
   becomes ``For example:`` so that no Google-style section is started by accident.
 
-It is idempotent: a file it rewrote has no role and no ``::`` block left, so running it
-again changes nothing. Run it from the repository root after merging branches that may
-have added Sphinx markup::
+It is idempotent: a file it rewrote has no role, no ``#:`` comment and no ``::`` block
+left, so running it again changes nothing. Run it from the repository root after merging
+branches that may have added Sphinx markup::
 
     python scripts/fix_docstring_roles.py          # rewrite, then regenerate the bridges
     python scripts/fix_docstring_roles.py --check  # exit 1 if anything would change
@@ -472,6 +474,68 @@ def rewrite_literal_blocks(source: str) -> str:
     return "".join(out)
 
 
+def rewrite_attribute_comments(source: str) -> str:
+    """Turn each ``#:`` comment above an attribute into its docstring.
+
+    The attributes are those of a module, of a class body and of ``self`` in ``__init__``.
+
+    Sphinx reads ``#:`` comments as an attribute's documentation; mkdocstrings reads the
+    string that follows the assignment, so the comment moves there.
+    """
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    lines = source.splitlines(keepends=True)
+    assignments: dict[int, int] = {}  # first line -> last line (1-based)
+    for node in ast.walk(tree):
+        in_init = isinstance(node, ast.FunctionDef) and node.name == "__init__"
+        if isinstance(node, (ast.Module, ast.ClassDef)) or in_init:
+            for statement in node.body:
+                if isinstance(statement, (ast.Assign, ast.AnnAssign)):
+                    assignments[statement.lineno] = statement.end_lineno or statement.lineno
+    moves: list[tuple[int, int, int, str]] = []  # comment start, assignment, its end, text
+    for first_line, last_line in assignments.items():
+        index = first_line - 1  # 0-based line of the assignment
+        indent = _indent(lines[index])
+        start = index
+        while (
+            start > 0
+            and lines[start - 1].strip().startswith("#:")
+            and _indent(lines[start - 1]) == indent
+        ):
+            start -= 1
+        if start == index:
+            continue
+        text = " ".join(line.strip()[2:].strip() for line in lines[start:index])
+        following = lines[last_line].strip() if last_line < len(lines) else ""
+        quotes = ('"' * 3, "'" * 3)
+        if not text or any(q in text for q in quotes) or "\\" in text or text.endswith('"'):
+            continue
+        if following.startswith(quotes):
+            continue  # already documented by a string: leave the comment
+        moves.append((start, index, last_line, text))
+    for start, index, last_line, text in sorted(moves, reverse=True):
+        pad = " " * _indent(lines[index])
+        lines[last_line:last_line] = _docstring_block(pad, text)
+        del lines[start:index]
+    return "".join(lines)
+
+
+def _docstring_block(pad: str, text: str) -> list[str]:
+    quote = '"' * 3
+    one = f"{pad}{quote}{text}{quote}"
+    if len(one) <= LIMIT:
+        return [one + "\n"]
+    width = LIMIT - len(pad)
+    wrapped = textwrap.wrap(quote + text, width, break_long_words=False, break_on_hyphens=False)
+    if len(wrapped[-1]) + 3 <= width:
+        wrapped[-1] += quote
+    else:
+        wrapped.append(quote)
+    return [pad + line + "\n" for line in wrapped]
+
+
 def module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
     if parts[-1] == "__init__":
@@ -492,6 +556,7 @@ def main() -> int:
         source = path.read_text(encoding="utf-8")
         new = rewrite_roles(source, module_name(path), resolver, unresolved)
         new = rewrite_literal_blocks(new)
+        new = rewrite_attribute_comments(new)
         if new != source:
             changed.append(path)
             if not args.check:
