@@ -83,22 +83,22 @@ class RestartPolicy:
 class ServerState(enum.Enum):
     """Where a server of a group is in its life."""
 
-    #: Being started (process launched, handshake, catalogue fetched).
     STARTING = "starting"
-    #: Running: calls reach it.
+    """Being started (process launched, handshake, catalogue fetched)."""
     RUNNING = "running"
-    #: Down, waiting for a restart at ``retry_at``.
+    """Running: calls reach it."""
     RESTARTING = "restarting"
-    #: Down for good: restarts are off, used up, or the error cannot be cured by one.
+    """Down, waiting for a restart at ``retry_at``."""
     FAILED = "failed"
-    #: Not started: the approval callback refused the config entry.
+    """Down for good: restarts are off, used up, or the error cannot be cured by one."""
     REJECTED = "rejected"
-    #: Stopped because the group closed.
+    """Not started: the approval callback refused the config entry."""
     STOPPED = "stopped"
+    """Stopped because the group closed."""
 
 
-#: The states of a member whose items are left out of the group's catalogue.
 DOWN_FOR_GOOD: Final = frozenset({ServerState.FAILED, ServerState.REJECTED, ServerState.STOPPED})
+"""The states of a member whose items are left out of the group's catalogue."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,8 +28,6 @@ __all__ = [
     "parse_arguments",
 ]
 
-#: The command line's options that take a value (the word after them is that value): the
-#: parser and shell completion both skip over it.
 VALUE_OPTIONS = frozenset(
     {
         "--protocol",
@@ -44,6 +42,8 @@ VALUE_OPTIONS = frozenset(
         "--output",
     }
 )
+"""The command line's options that take a value (the word after them is that value): the parser and
+shell completion both skip over it."""
 
 _TYPE_WORDS = {
     "string": "a string",
