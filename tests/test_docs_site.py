@@ -234,3 +234,14 @@ def test_no_code_line_of_the_docs_scrolls_sideways() -> None:
         if len(line) > CODE_WIDTH
     ]
     assert not wide, "\n".join(wide)
+
+
+def test_every_public_name_has_its_reference_entry(pages: dict[str, Page]) -> None:
+    ids = set().union(*(page.ids for name, page in pages.items() if _reference(name)))
+    missing = []
+    for namespace in NAMESPACES:
+        module = importlib.import_module(namespace)
+        for name in module.__all__:
+            if not any(f"{place}.{name}" in ids for place in NAMESPACES):
+                missing.append(f"{namespace}.{name}")
+    assert not missing, missing
