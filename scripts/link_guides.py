@@ -138,6 +138,8 @@ def link_page(text: str, linker: Linker) -> tuple[str, int]:
             start, end = match.span()
             if line[start - 1 : start] == "[" and line[end : end + 1] == "]":
                 return match[0]  # already a link's text
+            if line[:start].count("[") > line[:start].count("]"):
+                return match[0]  # inside a link's text: a link holds no link
             target = linker.target(match[1])
             if target is None:
                 return match[0]
