@@ -77,6 +77,8 @@ class Linker:
         if match is None:
             return None
         name = match[1].rstrip(".")
+        if name == "trio_mcp":
+            return None  # the project's name as often as the package: left as it is
         head, _, rest = name.partition(".")
         if head in RECEIVERS and rest:
             head, name = RECEIVERS[head], f"{RECEIVERS[head]}.{rest}"
