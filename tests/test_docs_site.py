@@ -248,3 +248,18 @@ def test_every_public_name_has_its_reference_entry(pages: dict[str, Page]) -> No
             if not any(f"{place}.{name}" in ids for place in NAMESPACES):
                 missing.append(f"{namespace}.{name}")
     assert not missing, missing
+
+
+def test_every_method_of_client_session_has_its_entry(pages: dict[str, Page]) -> None:
+    # docs/api/session.md lists ClientSession's members by hand, grouped by what they are
+    # for: a method added to the session (or one of its mixins) must be added there too.
+    import trio_mcp
+
+    ids = pages["api/session/index.html"].ids
+    members = [
+        name
+        for name in dir(trio_mcp.ClientSession)
+        if not name.startswith("_") and getattr(trio_mcp.ClientSession, name).__doc__
+    ]
+    missing = [name for name in members if f"trio_mcp.ClientSession.{name}" not in ids]
+    assert not missing, f"add these to docs/api/session.md: {missing}"
