@@ -263,3 +263,13 @@ def test_every_method_of_client_session_has_its_entry(pages: dict[str, Page]) ->
     ]
     missing = [name for name in members if f"trio_mcp.ClientSession.{name}" not in ids]
     assert not missing, f"add these to docs/api/session.md: {missing}"
+
+
+def test_searching_call_a_tool_or_connect_to_a_server_finds_the_quick_start(site: Path) -> None:
+    import json
+
+    index = json.loads((site / "search" / "search_index.json").read_text("utf-8"))
+    (page,) = [doc for doc in index["docs"] if doc["location"] == "quickstart/"]
+    assert page.get("boost", 1) > 1  # ranked above the pages that merely mention the words
+    assert "connect to a server" in page["title"].lower()
+    assert "call a tool" in page["title"].lower()
