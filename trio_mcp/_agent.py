@@ -82,10 +82,10 @@ class ModelRequest:
     stop_sequences: Sequence[str] = ()
 
 
+#: A model: awaited with a [`ModelRequest`][trio_mcp.agent.ModelRequest], returns the assistant's
+#: [`CreateMessageResult`][trio_mcp.types.CreateMessageResult] (with
+#: [`ToolUseContent`][trio_mcp.types.ToolUseContent] blocks to call tools).
 Model = Callable[[ModelRequest], Awaitable[t.CreateMessageResult]]
-"""A model: awaited with a [`ModelRequest`][trio_mcp.agent.ModelRequest], returns the assistant's
-[`CreateMessageResult`][trio_mcp.types.CreateMessageResult] (with
-[`ToolUseContent`][trio_mcp.types.ToolUseContent] blocks to call tools)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,8 +124,8 @@ def _text_of(content: Any) -> str:
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _VALID_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _LABEL_UNSAFE = re.compile(r"[^A-Za-z0-9-]")
+#: The longest label, so ``<label>__`` always leaves room for the tool's own name.
 _MAX_LABEL: Final = 24
-"""The longest label, so ``<label>__`` always leaves room for the tool's own name."""
 
 
 def _qualified(label: str, name: str) -> str:

@@ -54,13 +54,13 @@ T = TypeVar("T")
 R = TypeVar("R")
 V = TypeVar("V")
 
+#: A progress callback of the asyncio bridge: a plain function or a coroutine function
+#: (run as an asyncio task; the call waits for it).
 ProgressCallback = Callable[[t.ProgressNotificationParams], Awaitable[None] | None]
-"""A progress callback of the asyncio bridge: a plain function or a coroutine function (run as an
-asyncio task; the call waits for it)."""
 
 
+#: How long (real seconds) closing the sessions left open at interpreter exit may take.
 _EXIT_GRACE: Final = 10.0
-"""How long (real seconds) closing the sessions left open at interpreter exit may take."""
 
 
 class _GuestHost:
@@ -79,8 +79,8 @@ class _GuestHost:
         self.token: trio.lowlevel.TrioToken | None = None
         self.nursery: trio.Nursery | None = None
         self.quit: trio.Event = trio.Event()
+        #: Resolved once the guest run's nursery is up (an exception: it never came up).
         self.ready: asyncio.Future[None] = loop.create_future()
-        """Resolved once the guest run's nursery is up (an exception: it never came up)."""
         self.done: asyncio.Future[outcome.Outcome[None]] = loop.create_future()
         self.bridges: dict[Bridge, None] = {}
         self.guard: asyncio.Task[None] | None = None
@@ -266,8 +266,8 @@ class Bridge:
         self.session: ClientSession | None = None
         self.closed: bool = False
         self.stop: trio.Event = trio.Event()
+        #: Resolved once the session's Trio task has ended (the session and server closed).
         self.ended: asyncio.Future[None] = host.loop.create_future()
-        """Resolved once the session's Trio task has ended (the session and server closed)."""
 
     async def shut(self) -> None:
         """Close the session and wait until it is closed. Idempotent."""

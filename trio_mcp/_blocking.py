@@ -59,20 +59,20 @@ R = TypeVar("R")
 V = TypeVar("V")
 S = TypeVar("S", bound="BlockingSessionBase")
 
+#: A progress callback of the blocking API: a plain function (run in a worker thread) or an
+#: async one (run on the Trio thread).
 ProgressCallback = Callable[[t.ProgressNotificationParams], Awaitable[None] | None]
-"""A progress callback of the blocking API: a plain function (run in a worker thread) or an async
-one (run on the Trio thread)."""
 
+#: How long (real seconds) an interrupted call may take to announce its cancellation.
 _CANCEL_GRACE: Final = 10.0
-"""How long (real seconds) an interrupted call may take to announce its cancellation."""
+#: How long (real seconds) [`BlockingSession.close()`][trio_mcp.BlockingSession.close] waits for the
+#: Trio thread.
 _CLOSE_GRACE: Final = 30.0
-"""How long (real seconds) [`BlockingSession.close()`][trio_mcp.BlockingSession.close] waits for the
-Trio thread."""
 
+#: Every runner from the start of its open until it is closed: strong references, so a
+#: session dropped without ``close()`` (or an open interrupted by Ctrl-C) is still closed,
+#: and its server ended, at interpreter exit.
 _open_runners: dict[Runner, None] = {}
-"""Every runner from the start of its open until it is closed: strong references, so a session
-dropped without ``close()`` (or an open interrupted by Ctrl-C) is still closed, and its server
-ended, at interpreter exit."""
 _registry_lock = threading.Lock()
 _atexit_registered = False
 

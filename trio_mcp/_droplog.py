@@ -20,8 +20,8 @@ __all__ = ["DropLog"]
 
 logger = logging.getLogger("trio_mcp")
 
+#: Seconds (Trio's clock) between two log lines of one `DropLog`.
 DROP_LOG_INTERVAL: Final = 10.0
-"""Seconds (Trio's clock) between two log lines of one `DropLog`."""
 
 
 class DropLog:
@@ -46,8 +46,8 @@ class DropLog:
         self._since = 0.0
         self._pending = 0
         self._last = ""
+        #: How many drops there were in all.
         self.total = 0
-        """How many drops there were in all."""
 
     def dropped(self, detail: str) -> None:
         """Count one drop (call from inside Trio); ``detail`` says which message it was."""

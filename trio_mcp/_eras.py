@@ -47,16 +47,16 @@ __all__ = [
     "era_cache",
 ]
 
+#: A session's era: ``"legacy"`` (``initialize`` handshake) or ``"modern"`` (stateless).
 Era = Literal["legacy", "modern"]
-"""A session's era: ``"legacy"`` (``initialize`` handshake) or ``"modern"`` (stateless)."""
 
+#: Modern (stateless, per-request ``_meta``) revisions, newest first.
 MODERN_VERSIONS: Final = ("2026-07-28",)
-"""Modern (stateless, per-request ``_meta``) revisions, newest first."""
+#: Legacy (``initialize`` handshake) revisions, newest first.
 LEGACY_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
-"""Legacy (``initialize`` handshake) revisions, newest first."""
 LATEST_LEGACY_VERSION: Final = LEGACY_VERSIONS[0]
+#: JSON-RPC error codes only a modern server sends.
 MODERN_ERROR_CODES: Final = frozenset({-32020, -32021, -32022})
-"""JSON-RPC error codes only a modern server sends."""
 
 
 class EraCache:
@@ -126,8 +126,8 @@ class EraCache:
         self.put(key, era)
 
 
+#: The era verdicts of this process (see [`EraCache`][trio_mcp.EraCache]).
 era_cache: EraCache = EraCache()
-"""The era verdicts of this process (see [`EraCache`][trio_mcp.EraCache])."""
 
 
 class ProbeVerdict(enum.Enum):

@@ -321,13 +321,13 @@ class CircuitState(enum.Enum):
     module depends on nothing of the package (``_resilience`` imports it from here).
     """
 
+    #: Calls go through; consecutive failures are counted.
     CLOSED = "closed"
-    """Calls go through; consecutive failures are counted."""
+    #: Calls are refused with [`CircuitOpenError`][trio_mcp.CircuitOpenError] until the recovery
+    #: time has passed.
     OPEN = "open"
-    """Calls are refused with [`CircuitOpenError`][trio_mcp.CircuitOpenError] until the recovery
-    time has passed."""
+    #: A limited number of trial calls go through to probe whether the service recovered.
     HALF_OPEN = "half_open"
-    """A limited number of trial calls go through to probe whether the service recovered."""
 
 
 class CircuitOpenError(MCPError):

@@ -49,8 +49,8 @@ _Elicitation: TypeAlias = Callable[
     [t.ElicitRequestFormParams | t.ElicitRequestURLParams, Any],
     Awaitable[t.ElicitResult | Mapping[str, Any]],
 ]
+#: What a roots handler may return.
 RootsValue: TypeAlias = t.ListRootsResult | Sequence[t.Root | str] | Mapping[str, Any]
-"""What a roots handler may return."""
 
 
 class Roots:

@@ -53,11 +53,11 @@ __all__ = [
     "encode_response",
 ]
 
+#: What msgspec raises for bytes that are not the JSON asked for: malformed or mistyped
+#: (``DecodeError`` and its ``ValidationError``), invalid UTF-8 inside a string
+#: (``UnicodeDecodeError``), nesting too deep (``RecursionError``). Every decode of peer
+#: bytes outside this module catches exactly these.
 UNDECODABLE: Final = (msgspec.DecodeError, UnicodeDecodeError, RecursionError)
-"""What msgspec raises for bytes that are not the JSON asked for: malformed or mistyped
-(``DecodeError`` and its ``ValidationError``), invalid UTF-8 inside a string
-(``UnicodeDecodeError``), nesting too deep (``RecursionError``). Every decode of peer bytes outside
-this module catches exactly these."""
 
 PARSE_ERROR: Final = -32700
 INVALID_REQUEST: Final = -32600

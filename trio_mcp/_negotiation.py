@@ -57,8 +57,8 @@ _META_CAPS = t.META_CLIENT_CAPABILITIES
 _META_CLIENT = t.META_CLIENT_INFO
 _META_LOG = t.META_LOG_LEVEL
 _META_SERVER = t.META_SERVER_INFO
+#: Revisions that allow JSON-RPC batches (2025-06-18 removed them again).
 _BATCH_VERSIONS: Final = frozenset({"2025-03-26"})
-"""Revisions that allow JSON-RPC batches (2025-06-18 removed them again)."""
 
 
 class _ProbeCrashedError(Exception):

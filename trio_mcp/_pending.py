@@ -30,8 +30,8 @@ __all__ = [
     "run_channel_pool",
 ]
 
+#: Called with each progress notification of a request (a plain or an async function).
 ProgressCallback = Callable[[t.ProgressNotificationParams], Awaitable[None] | None]
-"""Called with each progress notification of a request (a plain or an async function)."""
 CHANNEL_POOL_SIZE: Final = 1024  # idle response channels kept, per trio run
 
 

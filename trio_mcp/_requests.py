@@ -63,8 +63,8 @@ R = TypeVar("R", bound=t.Result)
 
 _INPUT_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
 ResultClaimHandler = Callable[[str, dict[str, Any]], Awaitable[Mapping[str, Any]]]
+#: Sees the bytes a result was decoded from (None: bytes not seen, e.g. a cached page).
 RawTap = Callable[["msgspec.Raw | None"], None]
-"""Sees the bytes a result was decoded from (None: bytes not seen, e.g. a cached page)."""
 
 
 class ResultHead(msgspec.Struct, rename="camel"):

@@ -72,20 +72,20 @@ __all__ = ["RPCConnection", "RequestHandler"]
 
 logger = logging.getLogger("trio_mcp")
 
+#: Serves one server-to-client request: ``(request_id, method, params)`` to the result in
+#: wire form; raising ``HandlerError`` answers with that error.
 RequestHandler = Callable[[RequestId, str, msgspec.Raw], Awaitable[Any]]
-"""Serves one server-to-client request: ``(request_id, method, params)`` to the result in wire form;
-raising ``HandlerError`` answers with that error."""
 
 _MAX_QUEUED_PROGRESS: Final = 64
 _REPLY_QUEUE: Final = 256
 _NO_HEADERS: Final[Mapping[str, str]] = {}
+#: What each kind of dropped message is logged as (its DropLog is made at the first drop).
 _DROPS: Final = {
     "invalid": "dropping an invalid message from the server:",
     "reply": "dropping a reply to the server",
     "batch": "dropping a JSON-RPC batch",
     "reused_id": "dropping a server request that reuses the id",
 }
-"""What each kind of dropped message is logged as (its DropLog is made at the first drop)."""
 
 
 class RPCConnection:

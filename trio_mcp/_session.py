@@ -79,8 +79,8 @@ logger = logging.getLogger("trio_mcp")
 
 T = TypeVar("T")
 
+#: The ``_meta`` of a session that is not modern: shared, never changed.
 _NO_META: Final[dict[str, Any]] = {}
-"""The ``_meta`` of a session that is not modern: shared, never changed."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,8 +71,8 @@ class _ListSkillsResult(msgspec.Struct):
     skills: list[Skill]
 
 
+#: The largest ``SKILL.md`` frontmatter parsed, in characters (ordinary ones are < 2 KiB).
 MAX_FRONTMATTER_SIZE: Final = 64 * 1024
-"""The largest ``SKILL.md`` frontmatter parsed, in characters (ordinary ones are < 2 KiB)."""
 # How deep lists and maps may nest in a frontmatter.
 _MAX_DEPTH: Final = 32
 _loader: Any = None  # the safe YAML loader class, built on first use

@@ -59,10 +59,10 @@ TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
 
 TERMINAL_STATUSES: Final = frozenset({"completed", "failed", "cancelled"})
 KNOWN_STATUSES: Final = frozenset({"working", "input_required", *TERMINAL_STATUSES})
+#: Seconds between polls when the server suggests no interval.
 DEFAULT_POLL_INTERVAL: Final = 1.0
-"""Seconds between polls when the server suggests no interval."""
+#: The shortest poll interval honoured, so a server's ``0`` cannot make a busy loop.
 MIN_POLL_INTERVAL: Final = 0.01
-"""The shortest poll interval honoured, so a server's ``0`` cannot make a busy loop."""
 
 _encoder = msgspec.json.Encoder()
 
@@ -476,10 +476,10 @@ RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
 RECEIVER_METHODS: Final = frozenset({"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"})
 RECEIVABLE: Final = {"sampling/createMessage": ("sampling", "createMessage"),
                      "elicitation/create": ("elicitation", "create")}  # fmt: skip
+#: The most tasks the client keeps for a server at once (ended ones are dropped first).
 MAX_RECEIVED_TASKS: Final = 64
-"""The most tasks the client keeps for a server at once (ended ones are dropped first)."""
+#: How long an ended task is kept when the server asked for no ``ttl`` (seconds).
 DEFAULT_RECEIVED_TTL: Final = 300.0
-"""How long an ended task is kept when the server asked for no ``ttl`` (seconds)."""
 _INVALID_PARAMS: Final = -32602
 _INTERNAL_ERROR: Final = -32603
 

@@ -56,8 +56,8 @@ class ListingScan:
     __slots__ = ("clean",)
 
     def __init__(self) -> None:
+        #: no page so far could hold an annotation
         self.clean = True
-        """no page so far could hold an annotation"""
 
     def __call__(self, raw: msgspec.Raw | None) -> None:
         if self.clean and (raw is None or may_hold_annotation(memoryview(raw))):
@@ -72,10 +72,10 @@ class ToolBook:
     def __init__(self, output_validation: str) -> None:
         #: ``output_validation``: "report", "strict" or "off"
         self.mode = output_validation
+        #: the tools' wire form (name, inputSchema) of those with annotations, by name
         self.header_wire: dict[str, dict[str, Any]] = {}
-        """the tools' wire form (name, inputSchema) of those with annotations, by name"""
+        #: the last listing checked, and the positions of the tools it kept
         self.listing: tuple[list[t.Tool], list[int]] | None = None
-        """the last listing checked, and the positions of the tools it kept"""
         # the tools of the last listing by name, for their outputSchema (compiled lazily,
         # once per tool); both dropped when the tool list changes.
         self.output_schemas: dict[str, t.Tool] = {}

@@ -479,14 +479,14 @@ def check_url(url: str, policy: URLPolicy | None = None) -> URLCheck:
     return URLCheck(url, normalized, display, tuple(warnings))
 
 
+#: The application's consent callback: show ``params.message`` and ``check.display_domain``
+#: to the user and, if they agree, open ``check.normalized`` (the library never opens a
+#: URL). Return ``True``/``"accept"`` when the user agreed, ``False``/``"decline"`` when not,
+#: ``"cancel"`` when they dismissed the prompt.
 URLConsent = Callable[
     [t.ElicitRequestURLParams, URLCheck, Any],
     Awaitable["bool | Literal['accept', 'decline', 'cancel']"],
 ]
-"""The application's consent callback: show ``params.message`` and ``check.display_domain`` to the
-user and, if they agree, open ``check.normalized`` (the library never opens a URL). Return
-``True``/``"accept"`` when the user agreed, ``False``/``"decline"`` when not, ``"cancel"`` when they
-dismissed the prompt."""
 
 
 def url_elicitation_handler(

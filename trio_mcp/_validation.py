@@ -190,9 +190,9 @@ def compile_schema(schema: Mapping[str, Any] | bool) -> CompiledSchema:
     return CompiledSchema(cast("Mapping[str, Any]", given), validator)
 
 
+#: The largest server-supplied ``outputSchema`` compiled, in bytes of JSON (256 KiB, about
+#: 6,000 properties). A larger one is not compiled: the tool's results go unchecked.
 MAX_OUTPUT_SCHEMA_SIZE: Final = 256 * 1024
-"""The largest server-supplied ``outputSchema`` compiled, in bytes of JSON (256 KiB, about 6,000
-properties). A larger one is not compiled: the tool's results go unchecked."""
 # Up to this size (bytes of JSON, ~100 properties) a schema compiles in at most ~0.3 ms:
 # inline, as the hop to a thread (~50 us, and the compiling thread still takes the GIL
 # part of the time) would save little. Measured: 230 B 10 us, 1.9 KB 0.1-0.3 ms,

@@ -52,12 +52,12 @@ _IGNORED_PAGE = (
     b"<!doctype html><html><body><p>This response does not belong to the login in "
     b"progress; it was ignored.</p></body></html>"
 )
+#: The largest request head the listener reads (a redirect's URL fits with room to spare).
 MAX_REQUEST = 16 * 1024
-"""The largest request head the listener reads (a redirect's URL fits with room to spare)."""
+#: Seconds (on trio's clock) one connection may take to send its request and get its page.
 CONNECTION_TIMEOUT = 10.0
-"""Seconds (on trio's clock) one connection may take to send its request and get its page."""
+#: Connections handled at once; more wait in the listen backlog.
 MAX_CONNECTIONS = 16
-"""Connections handled at once; more wait in the listen backlog."""
 # accept() failures that pass (trio.serve_listeners sleeps on the same ones)
 _TRANSIENT_ACCEPT = frozenset(
     getattr(errno, name)

@@ -45,8 +45,8 @@ class Resolver:
         self.answer = answer
         self.workspace = workspace
         self.answers: dict[str, str] = {}
+        #: Each value that came from the environment or an input, and its ``${...}``.
         self.secrets: dict[str, str] = {}
-        """Each value that came from the environment or an input, and its ``${...}``."""
 
     async def expand(self, value: str, key_path: str) -> str:
         if "${" not in value:

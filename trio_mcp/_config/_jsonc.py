@@ -26,8 +26,8 @@ _STRUCTURE: Final = re.compile(rb'["\[\]{},]')
 _NOT_SPACE: Final = re.compile(rb"[^ \t\r\n]")
 _NOT_NEWLINE: Final = re.compile(rb"[^\n]")
 
+#: The deepest nesting of arrays and objects a config file may have.
 MAX_DEPTH: Final = 64
-"""The deepest nesting of arrays and objects a config file may have."""
 
 
 def _string_end(data: bytes | bytearray, start: int) -> int:

@@ -35,6 +35,7 @@ def track(config: _Redactor) -> None:
     _LIVE_CONFIGS[id(config)] = config
 
 
+#: Every logger trio_mcp logs through (tests/test_config_security.py checks the list).
 _LOGGERS: Final = (
     "trio_mcp",
     "trio_mcp.auth",
@@ -45,7 +46,6 @@ _LOGGERS: Final = (
     "trio_mcp.stdio",
     "trio_mcp.websocket",
 )
-"""Every logger trio_mcp logs through (tests/test_config_security.py checks the list)."""
 
 
 class _RedactSecrets(logging.Filter):

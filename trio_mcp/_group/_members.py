@@ -83,22 +83,22 @@ class RestartPolicy:
 class ServerState(enum.Enum):
     """Where a server of a group is in its life."""
 
+    #: Being started (process launched, handshake, catalogue fetched).
     STARTING = "starting"
-    """Being started (process launched, handshake, catalogue fetched)."""
+    #: Running: calls reach it.
     RUNNING = "running"
-    """Running: calls reach it."""
+    #: Down, waiting for a restart at ``retry_at``.
     RESTARTING = "restarting"
-    """Down, waiting for a restart at ``retry_at``."""
+    #: Down for good: restarts are off, used up, or the error cannot be cured by one.
     FAILED = "failed"
-    """Down for good: restarts are off, used up, or the error cannot be cured by one."""
+    #: Not started: the approval callback refused the config entry.
     REJECTED = "rejected"
-    """Not started: the approval callback refused the config entry."""
+    #: Stopped because the group closed.
     STOPPED = "stopped"
-    """Stopped because the group closed."""
 
 
+#: The states of a member whose items are left out of the group's catalogue.
 DOWN_FOR_GOOD: Final = frozenset({ServerState.FAILED, ServerState.REJECTED, ServerState.STOPPED})
-"""The states of a member whose items are left out of the group's catalogue."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,8 +30,8 @@ CollisionPolicy: TypeAlias = "Literal['prefix', 'error'] | Callable[[str, str, s
 _LAUNCHERS: Final = frozenset(
     {"python", "python3", "node", "npx", "uvx", "uv", "bunx", "bun", "deno", "pipx", "docker"}
 )
+#: How many distinct name clashes are remembered as logged (then the memory starts over).
 _MAX_CLASHES_LOGGED: Final = 1024
-"""How many distinct name clashes are remembered as logged (then the memory starts over)."""
 
 
 def default_name(target: Target | ServerConfig) -> str:

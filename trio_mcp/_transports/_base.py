@@ -54,8 +54,8 @@ __all__ = ["MessageInfo", "RequestFailure", "Transport", "TransportFactory"]
 
 RequestId = int | str
 
+#: The callback a transport calls when one request failed below JSON-RPC.
 RequestFailure = Callable[[RequestId, "MCPError"], None]
-"""The callback a transport calls when one request failed below JSON-RPC."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,22 +88,22 @@ def _ignore_gap(renewed: bool) -> None:
 class Transport(abc.ABC):
     """A connection carrying whole JSON-RPC messages to and from one MCP server."""
 
+    #: The protocol version the session speaks (set through
+    #: [`negotiated()`][trio_mcp.transports.Transport.negotiated]). HTTP transports send it as the
+    #: ``MCP-Protocol-Version`` header.
     protocol_version: str | None = None
-    """The protocol version the session speaks (set through
-    [`negotiated()`][trio_mcp.transports.Transport.negotiated]). HTTP transports send it as the
-    ``MCP-Protocol-Version`` header."""
 
+    #: Whether the session speaks the modern (2026-07-28) era (set through
+    #: [`negotiated()`][trio_mcp.transports.Transport.negotiated]); HTTP transports then send
+    #: per-request headers.
     modern: bool = False
-    """Whether the session speaks the modern (2026-07-28) era (set through
-    [`negotiated()`][trio_mcp.transports.Transport.negotiated]); HTTP transports then send
-    per-request headers."""
 
+    #: Whether ``send`` uses its ``info`` argument; a byte pipe sets False and gets None.
     needs_info: bool = True
-    """Whether ``send`` uses its ``info`` argument; a byte pipe sets False and gets None."""
 
+    #: Whether ``protocol="auto"`` may probe this transport with ``server/discover``.
+    #: False for transports that only legacy servers speak (HTTP+SSE).
     can_probe: bool = True
-    """Whether ``protocol="auto"`` may probe this transport with ``server/discover``. False for
-    transports that only legacy servers speak (HTTP+SSE)."""
 
     _fail_request: RequestFailure = staticmethod(_drop_failure)
     _link: Link | None = None

@@ -12,8 +12,8 @@ from typing import Final
 
 __all__ = ["DEFAULT_MAX_EVENT_SIZE", "SSEDecoder", "ServerSentEvent"]
 
+#: The default largest event data `SSEDecoder` accepts (64 MiB).
 DEFAULT_MAX_EVENT_SIZE: Final = 64 * 1024 * 1024
-"""The default largest event data `SSEDecoder` accepts (64 MiB)."""
 
 _BOM: Final = b"\xef\xbb\xbf"
 # Bytes of an oversized event kept, to find which request it answered.
@@ -69,10 +69,10 @@ class SSEDecoder:
         self, max_event_size: int = DEFAULT_MAX_EVENT_SIZE, *, last_event_id: str | None = None
     ) -> None:
         self.max_event_size = max_event_size
+        #: The id of the last dispatched event (``id`` lines persist across events).
         self.last_event_id: str | None = last_event_id
-        """The id of the last dispatched event (``id`` lines persist across events)."""
+        #: The reconnection time the server asked for, in milliseconds.
         self.retry: int | None = None
-        """The reconnection time the server asked for, in milliseconds."""
         self._buffer = bytearray()
         self._scanned = 0
         self._at_start = True

@@ -54,11 +54,11 @@ if sys.version_info < (3, 11):
 
 __all__ = ["H11Transport", "plain_body"]
 
+#: The most bytes one ``receive_some`` asks for.
 READ_SIZE: Final = 256 * 1024
-"""The most bytes one ``receive_some`` asks for."""
+#: How many bytes a connection reads without a trip through the scheduler while they are
+#: already there (then it yields once, so a fast stream never starves other tasks).
 UNYIELDED_READ: Final = 1024 * 1024
-"""How many bytes a connection reads without a trip through the scheduler while they are already
-there (then it yields once, so a fast stream never starves other tasks)."""
 # Plain TCP sockets are read and written directly first (POSIX: os.read/os.write on the fd)
 _DIRECT_IO: Final = os.name == "posix"
 _DEFAULT_PORTS: Final = {b"http": 80, b"https": 443}
@@ -82,8 +82,8 @@ class _Connection:
         self.origin = origin
         self.stream = stream
         self.h11 = h11.Connection(h11.CLIENT)
+        #: When this connection, idle in the pool, is no longer reused (trio's clock).
         self.expires = 0.0
-        """When this connection, idle in the pool, is no longer reused (trio's clock)."""
         # a plain TCP socket's fd: what is already there is read or written at once, with
         # no trip through the scheduler (trio's socket calls always take one); TLS streams
         # and other platforms use the stream
@@ -248,8 +248,8 @@ class _ResponseBody(httpx.AsyncByteStream):
         self._pool = pool
         self._connection: _Connection | None = connection
         self._timeout = timeout
+        #: Whether the body has a ``Content-Encoding`` (then httpx decodes it).
         self.encoded = encoded
-        """Whether the body has a ``Content-Encoding`` (then httpx decodes it)."""
 
     def __aiter__(self) -> _ResponseBody:
         return self

@@ -37,19 +37,19 @@ __all__ = [
     "validate_tool_headers",
 ]
 
+#: The prefix of the header a tool argument annotated with ``x-mcp-header`` travels in.
 PARAM_HEADER_PREFIX: Final = "Mcp-Param-"
-"""The prefix of the header a tool argument annotated with ``x-mcp-header`` travels in."""
 
+#: Which ``params`` member each method mirrors into the ``Mcp-Name`` header.
 NAME_PARAMS: Final[Mapping[str, str]] = {
     "tools/call": "name",
     "prompts/get": "name",
     "resources/read": "uri",
 }
-"""Which ``params`` member each method mirrors into the ``Mcp-Name`` header."""
 
+#: The largest integer an ``x-mcp-header`` argument may carry (2**53 - 1, JavaScript's
+#: ``Number.MAX_SAFE_INTEGER``); the smallest is its negation.
 MAX_SAFE_INTEGER: Final = 2**53 - 1
-"""The largest integer an ``x-mcp-header`` argument may carry (2**53 - 1, JavaScript's
-``Number.MAX_SAFE_INTEGER``); the smallest is its negation."""
 
 _ANNOTATION: Final = "x-mcp-header"
 _SENTINEL_PREFIX: Final = "=?base64?"

@@ -95,9 +95,10 @@ logger = logging.getLogger("trio_mcp.http")
 
 RequestId: TypeAlias = "int | str"
 
+#: How long ``notifications/initialized`` waits for the legacy GET stream to be answered
+#: (at most), so that it is open before the next request; messages the server sends
+#: later still arrive on it.
 GET_STREAM_WAIT: Final = 1.0
-"""How long ``notifications/initialized`` waits for the legacy GET stream to be answered (at most),
-so that it is open before the next request; messages the server sends later still arrive on it."""
 
 _INITIALIZED: Final = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
 

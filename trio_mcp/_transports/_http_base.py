@@ -74,25 +74,26 @@ logger = logging.getLogger("trio_mcp.http")
 
 RequestId: TypeAlias = "int | str"
 
+#: Where a reader hands each message it read: the message, and the id of the request it
+#: answers (``None`` unless it is a response).
 Sink: TypeAlias = "Callable[[bytes, Envelope | None, RequestId | None], Awaitable[None]]"
-"""Where a reader hands each message it read: the message, and the id of the request it answers
-(``None`` unless it is a response)."""
 
+#: How SSE streams are re-opened when no ``retry`` policy is given: three attempts in a
+#: row without progress, 1 s apart and doubling (a server's ``retry`` field overrides the
+#: delay).
 DEFAULT_RECONNECT_POLICY: Final = RetryPolicy(
     max_attempts=3, backoff=Backoff(initial=1.0, multiplier=2.0, maximum=30.0, jitter=0.1)
 )
-"""How SSE streams are re-opened when no ``retry`` policy is given: three attempts in a row without
-progress, 1 s apart and doubling (a server's ``retry`` field overrides the delay)."""
 
 ACCEPT_BOTH: Final = "application/json, text/event-stream"
 ACCEPT_SSE: Final = "text/event-stream"
+#: How long each graceful closing step (waiting for tasks, DELETE, closing the client) may take.
 CLOSE_TIMEOUT: Final = 5.0
-"""How long each graceful closing step (waiting for tasks, DELETE, closing the client) may take."""
+#: How many incoming messages wait for ``receive`` before the readers wait too.
 INCOMING_QUEUE_SIZE: Final = 16
-"""How many incoming messages wait for ``receive`` before the readers wait too."""
+#: The largest message a transport task routes itself while the session's reader is idle
+#: (see `HTTPCore.deliver()`); larger ones go through the reader, as before.
 DIRECT_DISPATCH_MAX: Final = 64 * 1024
-"""The largest message a transport task routes itself while the session's reader is idle (see
-`HTTPCore.deliver()`); larger ones go through the reader, as before."""
 # How many answered request ids are remembered (request ids are never reused).
 _ANSWERED_MEMORY: Final = 1024
 
@@ -165,10 +166,10 @@ class HTTPCore(HTTPSender):
         )
         self.reconnect = retry or DEFAULT_RECONNECT_POLICY
         self.nursery = nursery
+        #: Called with a request id and the error that ends it (the session's callback).
         self.fail_request: RequestFailure = _drop_failure
-        """Called with a request id and the error that ends it (the session's callback)."""
+        #: The session's message router, called directly while its reader is idle.
         self.dispatch: Callable[[bytes | Envelope], None] | None = None
-        """The session's message router, called directly while its reader is idle."""
         self._oversized_drops = DropLog("dropped a message from the server's event stream:")
         self._send, self._receive = trio.open_memory_channel[tuple[bytes, Envelope | None]](
             INCOMING_QUEUE_SIZE

@@ -55,15 +55,15 @@ __all__ = [
     "ssl_context_for",
 ]
 
+#: The default maximum size of one incoming message (64 MiB).
 DEFAULT_MAX_MESSAGE_SIZE: Final = 64 * 1024 * 1024
-"""The default maximum size of one incoming message (64 MiB)."""
 
+#: The connection pool of a client trio_mcp creates: at most this many connections in use,
+#: and at most this many requests waiting for their response headers at once (the rest wait
+#: their turn in trio); idle ones are kept as httpx keeps them (20, for 5 s).
 POOL_CONNECTIONS: Final = 100
-"""The connection pool of a client trio_mcp creates: at most this many connections in use, and at
-most this many requests waiting for their response headers at once (the rest wait their turn in
-trio); idle ones are kept as httpx keeps them (20, for 5 s)."""
+#: How many idle connections the pool keeps alive, and for how long (httpx's defaults).
 POOL_KEEPALIVE: Final = 20
-"""How many idle connections the pool keeps alive, and for how long (httpx's defaults)."""
 KEEPALIVE_EXPIRY: Final = 5.0
 
 

@@ -41,8 +41,8 @@ __all__ = ["ERROR_BODY_LIMIT", "HTTPSender", "close_response", "content_type"]
 
 logger = logging.getLogger("trio_mcp.http")
 
+#: How much of an HTTP error body is kept in [`HTTPStatusError`][trio_mcp.HTTPStatusError].
 ERROR_BODY_LIMIT: Final = 64 * 1024
-"""How much of an HTTP error body is kept in [`HTTPStatusError`][trio_mcp.HTTPStatusError]."""
 
 # How many parsed URLs a transport keeps (it uses one or two: the endpoint, a redirect).
 _URL_MEMORY: Final = 16

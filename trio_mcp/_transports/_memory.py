@@ -14,10 +14,10 @@ from ._base import MessageInfo, Transport
 
 __all__ = ["MEMORY_BUFFER_SIZE", "MemoryServerStream", "MemoryTransport", "memory_transport_pair"]
 
+#: How many unread messages each direction holds before ``send`` waits. Generous, so a
+#: scripted server can send a burst of notifications without a reader keeping pace, yet
+#: bounded, so a peer that stops reading stops the sender instead of growing memory.
 MEMORY_BUFFER_SIZE = 256
-"""How many unread messages each direction holds before ``send`` waits. Generous, so a scripted
-server can send a burst of notifications without a reader keeping pace, yet bounded, so a peer that
-stops reading stops the sender instead of growing memory."""
 
 
 class MemoryTransport(Transport):

@@ -24,14 +24,14 @@ __all__ = ["MAX_REDIRECTS", "REDIRECT_STATUSES", "origin_of", "redirect_target"]
 
 logger = logging.getLogger("trio_mcp.http")
 
+#: How many same-origin redirects in a row one request follows.
 MAX_REDIRECTS: Final = 5
-"""How many same-origin redirects in a row one request follows."""
 
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 # Redirects that keep the method and body; the others turn any method but GET into a GET.
 _KEEP_METHOD: Final = frozenset({307, 308})
+#: The redirect statuses (with a ``Location``, a response of one is a redirect).
 REDIRECT_STATUSES: Final = frozenset({301, 302, 303, 307, 308})
-"""The redirect statuses (with a ``Location``, a response of one is a redirect)."""
 
 
 def origin_of(url: str) -> str:

@@ -60,8 +60,8 @@ class LegacySSEConnection:
     def __init__(self, core: HTTPCore, url: str) -> None:
         self._core = core
         self._url = url
+        #: The URL messages are POSTed to, once the ``endpoint`` event arrived.
         self.endpoint: str | None = None
-        """The URL messages are POSTed to, once the ``endpoint`` event arrived."""
 
     async def connect(self) -> None:
         """Open the event stream and wait (up to the timeout) for the ``endpoint`` event.
@@ -251,8 +251,8 @@ class SSETransport(Transport):
         connection: The connection to speak through.
     """
 
+    #: Servers that speak only HTTP+SSE predate the 2026-07-28 era: never probe them.
     can_probe = False
-    """Servers that speak only HTTP+SSE predate the 2026-07-28 era: never probe them."""
 
     def __init__(self, url: str, core: HTTPCore, connection: LegacySSEConnection) -> None:
         self.modern = False

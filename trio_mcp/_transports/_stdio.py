@@ -42,24 +42,25 @@ __all__ = ["DEFAULT_MAX_MESSAGE_SIZE", "StdioParameters", "StdioTransport", "def
 logger = logging.getLogger("trio_mcp.stdio")
 stderr_logger = logging.getLogger("trio_mcp.server_stderr")
 
+#: The default maximum size of one incoming message (64 MiB).
 DEFAULT_MAX_MESSAGE_SIZE = 64 * 1024 * 1024
-"""The default maximum size of one incoming message (64 MiB)."""
 
 _READ_CHUNK = 256 * 1024
 _STDERR_TAIL_LINES = 50
 _STDERR_TAIL_BYTES = 8192
 _STDERR_MAX_LINE = 16384
 
+#: How many lines may wait for the writer task before ``send`` waits (backpressure). The
+#: writer joins everything queued into one write, so the queue only has to absorb what
+#: arrives during one write: 1,024 lines take a burst of 1,000 concurrent requests without
+#: any caller waiting (a 64-line queue made most of them wait and switch tasks: 1,000
+#: concurrent calls ran about 12 % slower), while a server that stops reading stdin holds
+#: at most 1,024 of this client's own messages (plus the pipe's buffer, 64 KiB on Linux)
+#: in this process instead of an ever-growing queue.
 _WRITE_QUEUE_SIZE = 1024
-"""How many lines may wait for the writer task before ``send`` waits (backpressure). The writer
-joins everything queued into one write, so the queue only has to absorb what arrives during one
-write: 1,024 lines take a burst of 1,000 concurrent requests without any caller waiting (a 64-line
-queue made most of them wait and switch tasks: 1,000 concurrent calls ran about 12 % slower), while
-a server that stops reading stdin holds at most 1,024 of this client's own messages (plus the pipe's
-buffer, 64 KiB on Linux) in this process instead of an ever-growing queue."""
 
+#: Seconds to wait for a SIGKILLed process to be reaped before giving up on it.
 _KILL_WAIT = 5.0
-"""Seconds to wait for a SIGKILLed process to be reaped before giving up on it."""
 
 _ENV_KEYS = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR")
 

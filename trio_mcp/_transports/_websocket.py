@@ -47,15 +47,15 @@ __all__ = ["WebSocketParameters", "WebSocketTransport"]
 
 logger = logging.getLogger("trio_mcp.websocket")
 
+#: The subprotocol the client asks for.
 SUBPROTOCOL = "mcp"
-"""The subprotocol the client asks for."""
 _CLEAN_CLOSE_CODES = (1000, 1001)
 _MESSAGE_TOO_BIG = 1009
 
+#: How many messages may wait for the writer task before ``send`` waits (backpressure).
+#: The queue only has to absorb what arrives while one message is written; a server that
+#: stops reading holds back at most this many messages (plus the socket buffers).
 _WRITE_QUEUE_SIZE = 64
-"""How many messages may wait for the writer task before ``send`` waits (backpressure). The queue
-only has to absorb what arrives while one message is written; a server that stops reading holds back
-at most this many messages (plus the socket buffers)."""
 
 
 @functools.cache

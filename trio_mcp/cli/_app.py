@@ -149,8 +149,8 @@ class App:
         self._interrupts = 0
         self._cancelled_by_user = False
         self._quit_idle = False
+        #: The interactive mode waits for a command (its prompt, or between two prompts).
         self.idle = False
-        """The interactive mode waits for a command (its prompt, or between two prompts)."""
         self.session: ClientSession | None = None
         self.tools: dict[str, t.Tool] = {}
 

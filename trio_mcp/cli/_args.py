@@ -28,6 +28,8 @@ __all__ = [
     "parse_arguments",
 ]
 
+#: The command line's options that take a value (the word after them is that value): the
+#: parser and shell completion both skip over it.
 VALUE_OPTIONS = frozenset(
     {
         "--protocol",
@@ -42,8 +44,6 @@ VALUE_OPTIONS = frozenset(
         "--output",
     }
 )
-"""The command line's options that take a value (the word after them is that value): the parser and
-shell completion both skip over it."""
 
 _TYPE_WORDS = {
     "string": "a string",

@@ -95,11 +95,11 @@ class Terminal:
         self._prompt: Any = None
         self._questions: set[trio.CancelScope] = set()
         self._idle_prompt: trio.CancelScope | None = None
+        #: Entered while a person answers a request; the command line pauses its
+        #: ``--timeout`` there (time spent answering does not count).
         self.answering: Callable[[], contextlib.AbstractContextManager[object]] = (
             contextlib.nullcontext
         )
-        """Entered while a person answers a request; the command line pauses its ``--timeout`` there
-        (time spent answering does not count)."""
 
     @staticmethod
     def _read_plain(message: str, default: str) -> str:  # pragma: no cover - no cli extra

@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 
 __all__ = ["COMMANDS", "RECONNECT", "Host", "Repl"]
 
+#: What `Repl.run()` returns when the user asks for a new connection.
 RECONNECT = -1
-"""What `Repl.run()` returns when the user asks for a new connection."""
 
 COMMANDS = {
     "tools": "list the tools",
@@ -61,8 +61,8 @@ class Host(Protocol):
     and ``_repl`` knows only this much of it.
     """
 
+    #: The interactive mode waits for a command (its prompt, or between two prompts).
     idle: bool
-    """The interactive mode waits for a command (its prompt, or between two prompts)."""
 
     @property
     def args(self) -> argparse.Namespace:

@@ -37,6 +37,8 @@ __all__ = [
     "servers_parser",
 ]
 
+#: Config files looked at for a named target when ``--config`` is not given, in order, and
+#: what they are: ``project`` (the current folder's) or ``user`` (the home folder's).
 USUAL_CONFIGS: tuple[tuple[str, str], ...] = (
     (".mcp.json", "project"),
     (".cursor/mcp.json", "project"),
@@ -46,8 +48,6 @@ USUAL_CONFIGS: tuple[tuple[str, str], ...] = (
     ("~/Library/Application Support/Claude/claude_desktop_config.json", "user"),
     ("~/.codeium/windsurf/mcp_config.json", "user"),
 )
-"""Config files looked at for a named target when ``--config`` is not given, in order, and what they
-are: ``project`` (the current folder's) or ``user`` (the home folder's)."""
 
 
 @dataclass(frozen=True)

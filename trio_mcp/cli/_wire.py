@@ -15,8 +15,8 @@ if TYPE_CHECKING:
 
 __all__ = ["WireLog", "WiretapFactory"]
 
+#: Called with ``(seconds since start, direction, message bytes)``; direction ``">"`` or ``"<"``.
 WireSink = Callable[[float, str, bytes], None]
-"""Called with ``(seconds since start, direction, message bytes)``; direction ``">"`` or ``"<"``."""
 
 
 class WireLog(Transport):

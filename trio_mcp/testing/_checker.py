@@ -23,16 +23,17 @@ from ._server import MockServer
 __all__ = ["CHECKS", "Check", "Kill", "Opener", "TransportContractError", "check_transport"]
 
 Check = Literal["messages", "server_gone", "close"]
+#: Every check, in the order [`check_transport()`][trio_mcp.testing.check_transport] runs them.
 CHECKS: tuple[Check, ...] = ("messages", "server_gone", "close")
-"""Every check, in the order [`check_transport()`][trio_mcp.testing.check_transport] runs them."""
 
+#: Makes the server side go away abruptly (kill the process, drop the socket), given the
+#: session connected to it.
 Kill = Callable[[ClientSession], Awaitable[None]]
-"""Makes the server side go away abruptly (kill the process, drop the socket), given the session
-connected to it."""
+#: Opens a server reachable through your transport and yields ``(target, kill)``: ``target``
+#: is anything ``open_mcp_session`` takes (your transport factory), whose server has an
+#: ``echo(text)`` tool; the [`MockServer`][trio_mcp.testing.MockServer] passed in has one, serve it
+#: if you can.
 Opener = Callable[[MockServer], AbstractAsyncContextManager[tuple[Any, Kill]]]
-"""Opens a server reachable through your transport and yields ``(target, kill)``: ``target`` is
-anything ``open_mcp_session`` takes (your transport factory), whose server has an ``echo(text)``
-tool; the [`MockServer`][trio_mcp.testing.MockServer] passed in has one, serve it if you can."""
 
 
 class TransportContractError(AssertionError):

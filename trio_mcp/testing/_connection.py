@@ -65,6 +65,7 @@ from ._wire import (
 __all__ = ["Connection", "serve_connection"]
 
 
+#: Results that carry ``ttlMs``/``cacheScope`` in the modern era.
 CACHEABLE_METHODS = frozenset(
     {
         "server/discover",
@@ -75,7 +76,6 @@ CACHEABLE_METHODS = frozenset(
         "resources/read",
     }
 )
-"""Results that carry ``ttlMs``/``cacheScope`` in the modern era."""
 _HANDLER_METHODS = frozenset({"tools/call", "prompts/get", "resources/read", "completion/complete"})
 _MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 _LEGACY_METHODS = frozenset(
@@ -137,12 +137,12 @@ class Connection:
         self.server = server
         self.state = state
         self.stream = stream
+        #: Set by ``initialize``: the rest of the connection is served in the legacy era.
         self.legacy: bool = False
-        """Set by ``initialize``: the rest of the connection is served in the legacy era."""
         self.log_level: str | None = None
         self.resource_subscriptions: set[str] = set()
+        #: Active ``subscriptions/listen`` streams: listen request id -> honoured filter.
         self.subscriptions: dict[RequestId, JSONDict] = {}
-        """Active ``subscriptions/listen`` streams: listen request id -> honoured filter."""
         self.inflight: dict[RequestId, trio.CancelScope] = {}
         self.pending: dict[RequestId, _Pending] = {}
         self.crashed: bool = False

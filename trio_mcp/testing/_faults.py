@@ -30,16 +30,16 @@ __all__ = [
     "MockClientTransport",
 ]
 
+#: Matches the request a fault applies to: a method name, a predicate on the decoded request,
+#: or ``None`` for any request.
 Match = str | Callable[[dict[str, Any]], bool] | None
-"""Matches the request a fault applies to: a method name, a predicate on the decoded request, or
-``None`` for any request."""
 
+#: The stderr an injected crash shows by default: what a Python server dying would print.
 DEFAULT_CRASH_STDERR = (
     "Traceback (most recent call last):\n"
     '  File "server.py", line 1, in <module>\n'
     "RuntimeError: injected crash"
 )
-"""The stderr an injected crash shows by default: what a Python server dying would print."""
 
 _Kind = Literal["delay", "drop", "duplicate", "error", "garbage", "truncate", "crash", "stall"]
 _decoder = msgspec.json.Decoder()

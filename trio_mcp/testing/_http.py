@@ -33,8 +33,8 @@ if TYPE_CHECKING:
 
 __all__ = ["MockHTTPServer"]
 
+#: How many messages one response stream (or the GET stream) holds before the server waits.
 _ROUTE_BUFFER = 64
-"""How many messages one response stream (or the GET stream) holds before the server waits."""
 
 _decoder = msgspec.json.Decoder()
 
@@ -63,11 +63,11 @@ class _Route:
         self.send.close()
 
 
+#: The response a message received from the client belongs to: set in the connection's
+#: reader task when it receives, inherited by the handler tasks it starts.
 _current_route: contextvars.ContextVar[_Route | None] = contextvars.ContextVar(
     "trio_mcp_mock_http_route", default=None
 )
-"""The response a message received from the client belongs to: set in the connection's reader task
-when it receives, inherited by the handler tasks it starts."""
 
 
 class _RoutedStream:

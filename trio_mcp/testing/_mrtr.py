@@ -28,12 +28,12 @@ __all__ = [
     "request_target",
 ]
 
+#: The client capability each kind of input request needs.
 INPUT_CAPABILITIES = {
     "sampling/createMessage": "sampling",
     "elicitation/create": "elicitation",
     "roots/list": "roots",
 }
-"""The client capability each kind of input request needs."""
 
 
 class InputRequired(BaseException):
@@ -48,11 +48,11 @@ class Inputs:
     def __init__(
         self, params: JSONDict, round_number: int, earlier: JSONDict | None = None
     ) -> None:
+        #: Every answer known: the earlier rounds' (kept with the issued state) and this one's.
         self.responses: JSONDict = {
             **(earlier or {}),
             **(as_dict(params.get("inputResponses")) or {}),
         }
-        """Every answer known: the earlier rounds' (kept with the issued state) and this one's."""
         self.missing: dict[str, JSONDict] = {}
         self.counter: int = 0
         self.round: int = round_number

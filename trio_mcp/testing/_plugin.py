@@ -46,6 +46,7 @@ __all__ = [
 
 _ERAS = ("legacy", "modern")
 
+#: Added to the failure report of a start-up timeout under an autojump clock.
 AUTOJUMP_HINT = (
     "trio_mcp: this test timed out in the library's start-up ({what}) while running on an "
     "autojump MockClock. If it talks to a real subprocess or socket, that is the cause: "
@@ -55,7 +56,6 @@ AUTOJUMP_HINT = (
     "time (no clock fixture) bounded by trio.fail_after, or pass init_timeout=None. "
     "See docs/testing.md."
 )
-"""Added to the failure report of a start-up timeout under an autojump clock."""
 
 
 def pytest_configure(config: pytest.Config) -> None:

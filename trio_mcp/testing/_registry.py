@@ -42,11 +42,11 @@ class ToolEntry:
     name: str
     function: Callable[..., Any]
     definition: JSONDict
+    #: Parameter names the function accepts (after ``ctx``); ``None`` if it takes ``**kwargs``.
     accepted: frozenset[str] | None
-    """Parameter names the function accepts (after ``ctx``); ``None`` if it takes ``**kwargs``."""
     required: tuple[str, ...]
+    #: ``"optional"`` or ``"required"``: the tool may run as a task (None: never).
     task: str | None = None
-    """``"optional"`` or ``"required"``: the tool may run as a task (None: never)."""
 
 
 @dataclass
@@ -119,8 +119,8 @@ class ServerState:
         self.prompts: dict[str, PromptEntry] = {}
         self.completion: Callable[..., Any] | None = None
         self.connections: list[OpenConnection] = []
+        #: requestState issued -> (method, target, round, the input responses known by then).
         self.issued_states: dict[str, tuple[str, str, int, JSONDict]] = {}
-        """requestState issued -> (method, target, round, the input responses known by then)."""
         self.state_serial: int = 0
         self._lot = trio.lowlevel.ParkingLot()
 

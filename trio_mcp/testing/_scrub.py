@@ -27,8 +27,8 @@ __all__ = [
     "target_secrets",
 ]
 
+#: What a scrubbed secret becomes; in a cassette it matches any value on replay.
 REDACTED = "[REDACTED]"
-"""What a scrubbed secret becomes; in a cassette it matches any value on replay."""
 
 # A name is secret when (letters and digits only, lowercased) it ends with one of these,
 # or contains one of the fragments anywhere.

@@ -46,10 +46,10 @@ DiscoverResponse = Literal[
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+#: The legacy (``initialize`` handshake) versions accepted, newest first.
 LEGACY_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
-"""The legacy (``initialize`` handshake) versions accepted, newest first."""
+#: The modern (per-request ``_meta``) versions accepted by default.
 MODERN_VERSIONS = ("2026-07-28",)
-"""The modern (per-request ``_meta``) versions accepted by default."""
 
 
 class MockServerBase:
