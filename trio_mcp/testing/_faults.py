@@ -196,7 +196,7 @@ class Faults:
 
         The client sees end of stream, then [`ConnectionClosed`][trio_mcp.ConnectionClosed] with
         ``exit_code`` and ``stderr_tail``, as a dead stdio server process shows them. For a
-        crash right now, call [`MockServer.crash()`][trio_mcp.testing.MockServer.crash].
+        crash right now, call `MockServer.crash()`.
 
         Args:
             match: Which requests (see [`Faults`][trio_mcp.testing.Faults]).

@@ -89,7 +89,7 @@ class MockServer(MockServerBase):
         client_info: The last ``clientInfo`` seen (from ``initialize`` or modern ``_meta``).
         client_capabilities: The last client capabilities seen.
         protocol_version: The last protocol version negotiated or requested.
-        crash_count: How many connections ended by [`crash()`][trio_mcp.testing.MockServer.crash] or
+        crash_count: How many connections ended by [`crash()`][trio_mcp.testing.Faults.crash] or
             [`ServerCrash`][trio_mcp.testing.ServerCrash].
 
     Tasks (tools registered with ``task=``; see ``docs/tasks.md``):

@@ -233,9 +233,7 @@ class MockServerBase:
         self.methods[method] = handler
 
     def remove_tool(self, name: str) -> None:
-        """Unregister a tool (then call
-        [`notify_tools_changed()`][trio_mcp.testing.MockServer.notify_tools_changed] to tell
-        clients).
+        """Unregister a tool (then call `notify_tools_changed()` to tell clients).
 
         Args:
             name: The tool's name.
@@ -436,14 +434,12 @@ class MockServerBase:
             await connection.notify_list_changed("tools")
 
     async def notify_prompts_changed(self) -> None:
-        """Send ``notifications/prompts/list_changed`` (see
-        [`notify_tools_changed()`][trio_mcp.testing.MockServer.notify_tools_changed])."""
+        """Send ``notifications/prompts/list_changed`` (see `notify_tools_changed()`)."""
         for connection in list(self._state.connections):
             await connection.notify_list_changed("prompts")
 
     async def notify_resources_changed(self) -> None:
-        """Send ``notifications/resources/list_changed`` (see
-        [`notify_tools_changed()`][trio_mcp.testing.MockServer.notify_tools_changed])."""
+        """Send ``notifications/resources/list_changed`` (see `notify_tools_changed()`)."""
         for connection in list(self._state.connections):
             await connection.notify_list_changed("resources")
 

@@ -106,7 +106,7 @@ class ClientRequestError(Exception):
     Raised by [`ToolContext.sample()`][trio_mcp.testing.ToolContext.sample],
     [`ToolContext.elicit()`][trio_mcp.testing.ToolContext.elicit],
     [`ToolContext.list_roots()`][trio_mcp.testing.ToolContext.list_roots] and
-    [`MockServer.request_client()`][trio_mcp.testing.MockServer.request_client].
+    `MockServer.request_client()`.
 
     Attributes:
         code: The JSON-RPC error code the client sent.
