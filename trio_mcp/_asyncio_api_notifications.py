@@ -46,7 +46,7 @@ class AsyncioNotificationsAPI(AsyncioSessionBase):
 
         Args:
             method: The notification method, or ``"*"`` for every notification.
-            callback: Called with each [`Notification`][trio_mcp.Notification].
+            callback: Called with each :class:`Notification`.
 
         Returns:
             A function that removes the handler again.
@@ -70,8 +70,7 @@ class AsyncioNotificationsAPI(AsyncioSessionBase):
         tasks).
 
         Args:
-            callback: Called with a
-                [`LoggingMessageNotificationParams`][trio_mcp.types.LoggingMessageNotificationParams].
+            callback: Called with a :class:`LoggingMessageNotificationParams`.
 
         Returns:
             A function that removes the callback again.
@@ -94,8 +93,7 @@ class AsyncioNotificationsAPI(AsyncioSessionBase):
         thread: keep them quick) or asyncio coroutine functions (run as asyncio tasks).
 
         Args:
-            callback: Called with a
-                [`ProgressNotificationParams`][trio_mcp.types.ProgressNotificationParams].
+            callback: Called with a :class:`ProgressNotificationParams`.
 
         Returns:
             A function that removes the callback again.
@@ -149,8 +147,7 @@ class AsyncioNotificationsAPI(AsyncioSessionBase):
         asyncio tasks).
 
         Args:
-            callback: Called with a
-                [`ResourceUpdatedNotificationParams`][trio_mcp.types.ResourceUpdatedNotificationParams].
+            callback: Called with a :class:`ResourceUpdatedNotificationParams`.
 
         Returns:
             A function that removes the callback again.
@@ -286,7 +283,7 @@ class AsyncioNotificationsAPI(AsyncioSessionBase):
 
         Args:
             elicitation_id: The ``elicitationId`` of the elicitation.
-            timeout: Seconds before `trio.TooSlowError` (default: wait forever,
+            timeout: Seconds before :class:`trio.TooSlowError` (default: wait forever,
                 bounded by your cancel scope).
 
         Raises:

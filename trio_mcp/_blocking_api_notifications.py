@@ -46,7 +46,7 @@ class BlockingNotificationsAPI(BlockingSessionBase):
 
         Args:
             method: The notification method, or ``"*"`` for every notification.
-            callback: Called with each [`Notification`][trio_mcp.Notification].
+            callback: Called with each :class:`Notification`.
 
         Returns:
             A function that removes the handler again.
@@ -73,8 +73,7 @@ class BlockingNotificationsAPI(BlockingSessionBase):
         returned may be called from any thread.
 
         Args:
-            callback: Called with a
-                [`LoggingMessageNotificationParams`][trio_mcp.types.LoggingMessageNotificationParams].
+            callback: Called with a :class:`LoggingMessageNotificationParams`.
 
         Returns:
             A function that removes the callback again.
@@ -101,8 +100,7 @@ class BlockingNotificationsAPI(BlockingSessionBase):
         returned may be called from any thread.
 
         Args:
-            callback: Called with a
-                [`ProgressNotificationParams`][trio_mcp.types.ProgressNotificationParams].
+            callback: Called with a :class:`ProgressNotificationParams`.
 
         Returns:
             A function that removes the callback again.
@@ -162,8 +160,7 @@ class BlockingNotificationsAPI(BlockingSessionBase):
         returned may be called from any thread.
 
         Args:
-            callback: Called with a
-                [`ResourceUpdatedNotificationParams`][trio_mcp.types.ResourceUpdatedNotificationParams].
+            callback: Called with a :class:`ResourceUpdatedNotificationParams`.
 
         Returns:
             A function that removes the callback again.
@@ -306,7 +303,7 @@ class BlockingNotificationsAPI(BlockingSessionBase):
 
         Args:
             elicitation_id: The ``elicitationId`` of the elicitation.
-            timeout: Seconds before `trio.TooSlowError` (default: wait forever,
+            timeout: Seconds before :class:`trio.TooSlowError` (default: wait forever,
                 bounded by your cancel scope).
 
         Raises:

@@ -2,10 +2,10 @@
 
 A server that floods notifications (or garbage) must not flood the log too: every place
 that drops a message it cannot deliver (a full subscriber, too many callbacks running, an
-invalid message, a full reply queue) reports it to a `DropLog` instead of logging
+invalid message, a full reply queue) reports it to a :class:`DropLog` instead of logging
 each drop. The first drop is logged as it happens; drops within the next ``interval``
 seconds of Trio's clock are only counted, and the next drop after the interval logs one
-summary line with that count (then a new interval starts). `DropLog.flush()` logs what
+summary line with that count (then a new interval starts). :meth:`DropLog.flush` logs what
 is still counted when the source ends (a subscription closes, a session closes).
 """
 
@@ -20,7 +20,7 @@ __all__ = ["DropLog"]
 
 logger = logging.getLogger("trio_mcp")
 
-#: Seconds (Trio's clock) between two log lines of one `DropLog`.
+#: Seconds (Trio's clock) between two log lines of one :class:`DropLog`.
 DROP_LOG_INTERVAL: Final = 10.0
 
 

@@ -1,7 +1,7 @@
 """Protocol eras: which revisions trio_mcp speaks and how it tells a server's era.
 
 The decision logic lives here, in one place, for every transport: the session sends a
-modern request (``server/discover``) and `classify_probe()` turns the outcome into a
+modern request (``server/discover``) and :func:`classify_probe` turns the outcome into a
 verdict following ``2026-07-28/basic/versioning.mdx`` and the transport binding pages:
 
 * a ``DiscoverResult`` with a mutual modern version: modern;
@@ -15,7 +15,7 @@ verdict following ``2026-07-28/basic/versioning.mdx`` and the transport binding 
 No answer within the probe timeout is not a verdict: the session sends ``initialize`` and
 keeps the probe pending, and whichever the server answers first decides (see
 ``trio_mcp._negotiation``). Verdicts are remembered per origin or command in an
-[`EraCache`][trio_mcp.EraCache].
+:class:`EraCache`.
 """
 
 from __future__ import annotations
@@ -65,8 +65,7 @@ class EraCache:
     The spec says clients SHOULD cache the era per origin and re-probe when the cached
     assumption fails; the session does both. One cache is shared by the process
     (``trio_mcp._eras.era_cache``); pass ``era_cache=EraCache()`` to
-    [`open_mcp_session()`][trio_mcp.open_mcp_session] to isolate a group of sessions (tests,
-    tenants).
+    :func:`~trio_mcp.open_mcp_session` to isolate a group of sessions (tests, tenants).
 
     Args:
         max_entries: How many servers are remembered; the least recently used is dropped.
@@ -126,7 +125,7 @@ class EraCache:
         self.put(key, era)
 
 
-#: The era verdicts of this process (see [`EraCache`][trio_mcp.EraCache]).
+#: The era verdicts of this process (see :class:`EraCache`).
 era_cache: EraCache = EraCache()
 
 

@@ -25,7 +25,7 @@ def hidden(value: object) -> str:
 
 
 def redacted_repr(obj: Any, secret: Collection[str]) -> str:
-    """The dataclass repr of ``obj`` with the fields in ``secret`` shown by `hidden()`."""
+    """The dataclass repr of ``obj`` with the fields in ``secret`` shown by :func:`hidden`."""
     parts: list[str] = []
     for item in dataclasses.fields(obj):
         if not item.repr:

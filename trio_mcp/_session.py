@@ -1,38 +1,36 @@
-"""The session: [`ClientSession`][trio_mcp.ClientSession], a thin typed API over the parts that do
-the work.
+"""The session: :class:`ClientSession`, a thin typed API over the parts that do the work.
 
 The public API is split by area into mixins, each in the module named for it; this module
 keeps the class itself and what is about the session as a whole: opening state
-(``__init__``), the properties, the low-level [`request()`][trio_mcp.ClientSession.request],
-[`notify()`][trio_mcp.ClientSession.notify] and request-handler registration, result-type claims,
-[`ping()`][trio_mcp.ClientSession.ping], [`keep_alive()`][trio_mcp.ClientSession.keep_alive] and
-closing; plus [`RequestContext`][trio_mcp.handlers.RequestContext] and the handler types, which name
-the session's own type.
+(``__init__``), the properties, the low-level :meth:`~ClientSession.request`,
+:meth:`~ClientSession.notify` and request-handler registration, result-type claims,
+:meth:`~ClientSession.ping`, :meth:`~ClientSession.keep_alive` and closing; plus
+:class:`RequestContext` and the handler types, which name the session's own type.
 
-* `trio_mcp._session_tools` (``ToolsAPI``): tools and tool tasks.
-* `trio_mcp._session_features` (``FeaturesAPI``): resources, prompts, completion, the
+* :mod:`trio_mcp._session_tools` (``ToolsAPI``): tools and tool tasks.
+* :mod:`trio_mcp._session_features` (``FeaturesAPI``): resources, prompts, completion, the
   logging level.
-* `trio_mcp._session_notifications` (``NotificationsAPI``): notification handlers,
+* :mod:`trio_mcp._session_notifications` (``NotificationsAPI``): notification handlers,
   typed callbacks, channels, ``listen``, resource subscriptions, the live catalogue.
 
 Every public method (signature, docstring) is defined in one of those classes; the bridges
 (``_blocking_api*.py``, ``_asyncio_api*.py``) are generated from them, split the same way,
 by ``scripts/gen_bridges.py``. The methods delegate to the part whose job it is:
 
-* `trio_mcp._rpc`: the JSON-RPC engine (ids, the pending table, the reader, dispatch,
+* :mod:`trio_mcp._rpc`: the JSON-RPC engine (ids, the pending table, the reader, dispatch,
   cancellation notices, server-request tasks, the one decode boundary).
-* `trio_mcp._negotiation` (mixin ``EraNegotiation``): ``initialize`` for legacy
+* :mod:`trio_mcp._negotiation` (mixin ``EraNegotiation``): ``initialize`` for legacy
   servers, ``server/discover`` for modern ones, the ``auto`` probe.
-* `trio_mcp._requests` (mixin ``RequestPath``, the base of the API mixins): the request
+* :mod:`trio_mcp._requests` (mixin ``RequestPath``, the base of the API mixins): the request
   path, with one meaning of ``timeout=`` and the multi-round-trip loop; paging; tool-call
   params and tool tasks; server-to-client requests. It declares the session attributes the
   mixins use (annotations only), so no lower module imports this one.
-* `trio_mcp._subscriptions` (``Notifications``): routing every notification,
+* :mod:`trio_mcp._subscriptions` (``Notifications``): routing every notification,
   subscriber channels, callbacks, ``listen``.
-* `trio_mcp._tools` (``ToolBook``): the x-mcp-header rules, output schemas and their
+* :mod:`trio_mcp._tools` (``ToolBook``): the x-mcp-header rules, output schemas and their
   validation, tools' task support.
-* `trio_mcp._result_cache` (``ResultCache``): results kept for their ``ttlMs``.
-* `trio_mcp._options` (``_Options``): the session options, checked once.
+* :mod:`trio_mcp._result_cache` (``ResultCache``): results kept for their ``ttlMs``.
+* :mod:`trio_mcp._options` (``_Options``): the session options, checked once.
 """
 
 from __future__ import annotations
@@ -125,8 +123,8 @@ async function of the [`RequestContext`][trio_mcp.handlers.RequestContext] retur
 
 
 class SessionView:
-    """The read-only state of a [`ClientSession`][trio_mcp.ClientSession], shared by the wrappers
-    that drive one from another world (the blocking session and the asyncio session)."""
+    """The read-only state of a :class:`ClientSession`, shared by the wrappers that drive one
+    from another world (the blocking session and the asyncio session)."""
 
     @property
     def _session(self) -> ClientSession:
@@ -164,15 +162,14 @@ class SessionView:
 
 
 class ClientSession(ToolsAPI, FeaturesAPI, NotificationsAPI, metaclass=NoPublicConstructor):
-    """A session with one MCP server. Open it with
-    [`open_mcp_session()`][trio_mcp.open_mcp_session].
+    """A session with one MCP server. Open it with :func:`open_mcp_session`.
 
     All methods may be called concurrently from many tasks, and every one is a checkpoint.
     Every method that talks to the server takes the caller's cancel scope as its timeout
     (``trio.fail_after``), and most also a ``timeout=`` in seconds raising
-    `trio.TooSlowError`. After the session is closed every method raises
-    `trio.ClosedResourceError`; after the connection broke, a fresh
-    [`ConnectionClosed`][trio_mcp.ConnectionClosed] telling why.
+    :class:`trio.TooSlowError`. After the session is closed every method raises
+    :class:`trio.ClosedResourceError`; after the connection broke, a fresh
+    :class:`ConnectionClosed` telling why.
     """
 
     _open_with: ClassVar[str] = "trio_mcp.open_mcp_session(...)"
@@ -294,7 +291,7 @@ class ClientSession(ToolsAPI, FeaturesAPI, NotificationsAPI, metaclass=NoPublicC
 
     @property
     def closed(self) -> bool:
-        """Whether [`aclose()`][trio_mcp.ClientSession.aclose] has been called."""
+        """Whether :meth:`aclose` has been called."""
         return self._rpc.closed
 
     @property
@@ -358,7 +355,7 @@ class ClientSession(ToolsAPI, FeaturesAPI, NotificationsAPI, metaclass=NoPublicC
         Args:
             method: The JSON-RPC method.
             params: The params, in wire form (camelCase keys).
-            timeout: Seconds before `trio.TooSlowError` (default: the session's).
+            timeout: Seconds before :class:`trio.TooSlowError` (default: the session's).
             on_progress: Called (or awaited) with each progress notification for this request.
             result_type: Decode the result into this type (a msgspec Struct or any type
                 msgspec understands); by default the decoded JSON is returned.
@@ -387,9 +384,8 @@ class ClientSession(ToolsAPI, FeaturesAPI, NotificationsAPI, metaclass=NoPublicC
     ) -> None:
         """Serve server-to-client requests of ``method`` with ``handler``.
 
-        The handler receives the decoded params and a
-        [`RequestContext`][trio_mcp.handlers.RequestContext] and returns the result (a dict or
-        Struct); raising [`HandlerError`][trio_mcp.handlers.HandlerError] answers with that error.
+        The handler receives the decoded params and a :class:`RequestContext` and returns the
+        result (a dict or Struct); raising :class:`HandlerError` answers with that error.
 
         Args:
             method: The request method, e.g. ``"x-vendor/thing"``.
@@ -407,7 +403,7 @@ class ClientSession(ToolsAPI, FeaturesAPI, NotificationsAPI, metaclass=NoPublicC
         ``server/discover``, which every modern server must answer.
 
         Args:
-            timeout: Seconds before `trio.TooSlowError`.
+            timeout: Seconds before :class:`trio.TooSlowError`.
         """
         if self._era == "modern":
             await self._call("server/discover", None, timeout=timeout)
@@ -455,7 +451,7 @@ class ClientSession(ToolsAPI, FeaturesAPI, NotificationsAPI, metaclass=NoPublicC
     async def aclose(self) -> None:
         """Close the session and its transport. Idempotent; completes even when cancelled.
 
-        Calls still pending fail with `trio.ClosedResourceError`; handler tasks are
+        Calls still pending fail with :class:`trio.ClosedResourceError`; handler tasks are
         cancelled; for stdio the server process is shut down (stdin closed, then SIGTERM,
         then SIGKILL of its process group).
         """
@@ -470,8 +466,7 @@ class ClientSession(ToolsAPI, FeaturesAPI, NotificationsAPI, metaclass=NoPublicC
         self._notes.callback_drops.flush()
 
     async def _roots_changed(self) -> None:
-        """Tell a legacy server that the [`Roots`][trio_mcp.handlers.Roots] set changed (bounded,
-        never raises)."""
+        """Tell a legacy server that the :class:`Roots` set changed (bounded, never raises)."""
         if self._era != "legacy" or self._protocol_version is None or not self._rpc.usable:
             return
         with trio.move_on_after(self._opts.cancel_notice_timeout) as scope:

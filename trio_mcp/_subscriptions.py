@@ -1,6 +1,6 @@
 """Notifications: route each one the server sends, to channels, callbacks and waiters.
 
-One `Notifications` per session owns everything notification-shaped: the subscriber
+One :class:`Notifications` per session owns everything notification-shaped: the subscriber
 channels (``notifications()``, ``listen()``), the callbacks (``add_notification_handler``
 and the typed ``on_*`` helpers), the ``elicitation/complete`` waiters, and the routing of
 each notification the reader hands over (in the reader: quick, and total), which also
@@ -161,8 +161,7 @@ class Notifications:
             event.set()
 
     async def wait_elicitation_complete(self, elicitation_id: str, timeout: float | None) -> None:
-        """See
-        [`ClientSession.wait_elicitation_complete()`][trio_mcp.ClientSession.wait_elicitation_complete]."""
+        """See :meth:`ClientSession.wait_elicitation_complete`."""
         self.rpc.check_usable()
         if elicitation_id in (self._elicitations_done or ()):
             await trio.lowlevel.checkpoint()
@@ -269,8 +268,7 @@ class Notifications:
     def add_handler(
         self, method: str, callback: Callable[[Notification], Any]
     ) -> Callable[[], None]:
-        """See
-        [`ClientSession.add_notification_handler()`][trio_mcp.ClientSession.add_notification_handler]."""
+        """See :meth:`ClientSession.add_notification_handler`."""
         self.handlers.setdefault(method, []).append(callback)
 
         def remove() -> None:
@@ -304,7 +302,7 @@ class Notifications:
     def on_list_changed(
         self, callback: Callable[[ListKind], Any], kinds: tuple[ListKind, ...]
     ) -> Callable[[], None]:
-        """See [`ClientSession.on_list_changed()`][trio_mcp.ClientSession.on_list_changed]."""
+        """See :meth:`ClientSession.on_list_changed`."""
         wanted = kinds or ("tools", "prompts", "resources")
         for kind in wanted:
             if kind not in ("tools", "prompts", "resources"):

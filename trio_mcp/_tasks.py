@@ -12,9 +12,8 @@ Two wire forms, one caller-facing behaviour:
   ``notifications/tasks/status``) and fetches the outcome with ``tasks/result``, during
   which the server sends its input requests as ordinary server-to-client requests.
 
-The `TaskDriver` does both; [`ToolTask`][trio_mcp.tasks.ToolTask] is the handle of
-[`ClientSession.start_tool_task()`][trio_mcp.ClientSession.start_tool_task]. Time is trio's clock
-only.
+The :class:`TaskDriver` does both; :class:`ToolTask` is the handle of
+:meth:`ClientSession.start_tool_task`. Time is trio's clock only.
 """
 
 from __future__ import annotations
@@ -127,7 +126,7 @@ def decode_task(body: Mapping[str, Any], where: str) -> TaskState:
         where: What the object is, for error messages.
 
     Returns:
-        The [`TaskState`][trio_mcp.tasks.TaskState].
+        The :class:`TaskState`.
 
     Raises:
         ProtocolError: No ``taskId``, or a status this client does not know.
@@ -358,7 +357,7 @@ class TaskDriver:
             logger.warning("tasks/cancel for task %s could not be sent in time", self.task_id)
 
     async def run(self) -> msgspec.Raw:
-        """`finish()`, cancelling the task on the server if anything goes wrong."""
+        """:meth:`finish`, cancelling the task on the server if anything goes wrong."""
         try:
             return await self.finish()
         except BaseException:
@@ -367,8 +366,7 @@ class TaskDriver:
 
 
 class ToolTask:
-    """A tool call running as a server task: the handle of
-    [`ClientSession.start_tool_task()`][trio_mcp.ClientSession.start_tool_task].
+    """A tool call running as a server task: the handle of :meth:`ClientSession.start_tool_task`.
 
     Use it inside its ``async with`` block; leaving the block cancels the task on the
     server if it has not ended (``tasks/cancel``), so nothing is left running. Every
@@ -401,7 +399,7 @@ class ToolTask:
         """Ask the server for the task's state now (one ``tasks/get``).
 
         Returns:
-            The new [`TaskState`][trio_mcp.tasks.TaskState] (``None`` without a task).
+            The new :class:`TaskState` (``None`` without a task).
 
         Raises:
             TaskLostError: The server no longer knows the task.
@@ -415,11 +413,10 @@ class ToolTask:
     async def wait_for_change(self) -> TaskState | None:
         """Poll at the server's interval until the status (or status message) changes.
 
-        Input requests are not answered here: [`result()`][trio_mcp.tasks.ToolTask.result] answers
-        them.
+        Input requests are not answered here: :meth:`result` answers them.
 
         Returns:
-            The new [`TaskState`][trio_mcp.tasks.TaskState] (``None`` without a task).
+            The new :class:`TaskState` (``None`` without a task).
 
         Raises:
             TaskLostError: The server no longer knows the task.
@@ -439,7 +436,7 @@ class ToolTask:
         """Wait for the task to end, answering its input requests, and return its result.
 
         Returns:
-            The tool's [`CallToolResult`][trio_mcp.types.CallToolResult].
+            The tool's :class:`CallToolResult`.
 
         Raises:
             TaskFailedError: The task failed.
@@ -534,7 +531,7 @@ class TaskReceiver:
     ``task`` param: the client answers at once with a ``CreateTaskResult``, runs the
     handler as a task of the session's nursery, and serves ``tasks/get``,
     ``tasks/result``, ``tasks/list`` and ``tasks/cancel``. At most
-    `MAX_RECEIVED_TASKS` are kept; ended ones go after their ``ttl``.
+    :data:`MAX_RECEIVED_TASKS` are kept; ended ones go after their ``ttl``.
     """
 
     def __init__(
@@ -651,8 +648,8 @@ class TaskReceiver:
 
 
 class ToolTaskView:
-    """What a [`ToolTask`][trio_mcp.tasks.ToolTask] handle shows without I/O, shared by the handles
-    that drive one from another world (the blocking and the asyncio session's)."""
+    """What a :class:`ToolTask` handle shows without I/O, shared by the handles that drive
+    one from another world (the blocking and the asyncio session's)."""
 
     _task: ToolTask
 

@@ -1,6 +1,6 @@
 """What a session knows of the server's tools, and the rules it applies with it.
 
-One `ToolBook` per session keeps, from the tool listings:
+One :class:`ToolBook` per session keeps, from the tool listings:
 
 * the **header rules** of modern Streamable HTTP: a tool whose ``x-mcp-header``
   annotations break the spec's rules is dropped from a listing (and logged); the tools
@@ -109,7 +109,7 @@ class ToolBook:
     def check_tool_headers(self, tools: list[t.Tool], *, clean: bool = False) -> list[t.Tool]:
         """Drop tools with invalid x-mcp-header annotations; keep the rest in wire form.
 
-        ``clean``: the listing's bytes cannot hold an annotation (`ListingScan`), so
+        ``clean``: the listing's bytes cannot hold an annotation (:class:`ListingScan`), so
         every tool is kept and none has header rules.
         """
         if clean:
@@ -156,7 +156,7 @@ class ToolBook:
         self, page: t.ListToolsResult, *, more: bool, clean: bool = False
     ) -> t.ListToolsResult:
         """One page of a listing under the header rules (``more``: not the first page;
-        ``clean``: its bytes cannot hold an annotation, see `ListingScan`)."""
+        ``clean``: its bytes cannot hold an annotation, see :class:`ListingScan`)."""
         # the same rules as list_tools, page by page (the whole-listing memo no longer holds)
         self.listing = None
         if clean:
@@ -180,7 +180,7 @@ class ToolBook:
 
         Called before the request is sent (a cancellation then loses nothing). Large
         schemas compile in a worker thread, oversized ones not at all (see
-        ``_validation``); `validate_output()` then finds the result ready. No
+        ``_validation``); :meth:`validate_output` then finds the result ready. No
         checkpoint when there is nothing to compile.
         """
         tool = self.output_schemas.get(name)

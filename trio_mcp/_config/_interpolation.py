@@ -1,6 +1,6 @@
 """``${...}`` interpolation: resolve the variables of one config document.
 
-One job: `Resolver` expands ``${env:NAME}``, ``${NAME}``, ``${NAME:-default}``,
+One job: :class:`Resolver` expands ``${env:NAME}``, ``${NAME}``, ``${NAME:-default}``,
 ``${input:id}`` (each input asked for once), ``${userHome}``, ``${workspaceFolder}`` and
 friends, and remembers which values came from the environment or an input (secrets, with
 the template each came from) so the model can hide them.

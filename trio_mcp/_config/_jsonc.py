@@ -1,9 +1,9 @@
 """JSONC: turn JSON with comments and trailing commas (as VS Code writes it) into JSON.
 
-One job: `strip_jsonc()`, linear in the size of the input and with a bounded nesting
+One job: :func:`strip_jsonc`, linear in the size of the input and with a bounded nesting
 depth (``MAX_DEPTH``), so a hostile file costs time in proportion to its size. Comments
 become spaces and newlines stay, so every byte offset and line number the JSON decoder
-reports is the input's (`line_col()` turns an offset into a line and column).
+reports is the input's (:func:`line_col` turns an offset into a line and column).
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Secret redaction: keep interpolated config values out of trio_mcp's logs and errors.
 
-One job. A loaded [`ServerConfig`][trio_mcp.config.ServerConfig] with values interpolated from
-``${env:...}``, ``${NAME}`` or ``${input:...}`` registers itself here (`track()`) for
-as long as it lives; a `logging.Filter` on every trio_mcp logger then puts the
+One job. A loaded :class:`~trio_mcp.config.ServerConfig` with values interpolated from
+``${env:...}``, ``${NAME}`` or ``${input:...}`` registers itself here (:func:`track`) for
+as long as it lives; a :class:`logging.Filter` on every trio_mcp logger then puts the
 ``${...}`` templates back in place of those values in each log line and its exception.
-`redact_exception()` does the same to an exception, its causes and contexts (the
+:func:`redact_exception` does the same to an exception, its causes and contexts (the
 group uses it on the errors it records).
 """
 

@@ -1,11 +1,10 @@
 """One server of a group: its life from start to stop, and the policy that restarts it.
 
-A `Supervisor` runs each member in a task of its own: it opens the session, fetches
+A :class:`Supervisor` runs each member in a task of its own: it opens the session, fetches
 the catalogue (again on ``list_changed``), forwards notifications, records why a run ended
-(error, stderr tail, exit code), and restarts the server by the
-[`RestartPolicy`][trio_mcp.groups.RestartPolicy]: exponential backoff and a circuit breaker on
-trio's clock. Every change of state is a [`ServerStatus`][trio_mcp.groups.ServerStatus] handed to
-the group, which publishes it.
+(error, stderr tail, exit code), and restarts the server by the :class:`RestartPolicy`:
+exponential backoff and a circuit breaker on trio's clock. Every change of state is a
+:class:`ServerStatus` handed to the group, which publishes it.
 """
 
 from __future__ import annotations
@@ -47,7 +46,7 @@ class RestartPolicy:
 
     After a failure the server is restarted after ``backoff.delay(n)`` seconds, ``n``
     counting the failures since it last ran for ``healthy_after`` seconds. Every run goes
-    through a [`CircuitBreaker`][trio_mcp.CircuitBreaker]: ``failure_threshold`` short runs in a row
+    through a :class:`~trio_mcp.CircuitBreaker`: ``failure_threshold`` short runs in a row
     open it, and the next start waits until ``recovery_time`` has passed. After
     ``max_restarts`` restarts the server stays down (state ``FAILED``).
 
@@ -103,8 +102,7 @@ DOWN_FOR_GOOD: Final = frozenset({ServerState.FAILED, ServerState.REJECTED, Serv
 
 @dataclass(frozen=True, slots=True)
 class ServerStatus:
-    """A snapshot of one server of a group (also what
-    [`ServerGroup.events()`][trio_mcp.groups.ServerGroup.events] sends).
+    """A snapshot of one server of a group (also what :meth:`ServerGroup.events` sends).
 
     Attributes:
         server: The server's name in the group.

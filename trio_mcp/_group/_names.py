@@ -1,6 +1,6 @@
 """Names in a group: what each server is called, and what each of its items is exposed as.
 
-`default_name()` names a server given in a list. A [`Catalogue`][trio_mcp.Catalogue] merges the
+:func:`default_name` names a server given in a list. A :class:`Catalogue` merges the
 items of the running servers into one namespace by the collision policy (``"prefix"``,
 ``"error"`` or a renaming hook), so a tool, prompt or resource routes back to the server
 that offers it.

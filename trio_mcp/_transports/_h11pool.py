@@ -1,6 +1,6 @@
 """A lean HTTP/1.1 connection pool on trio sockets: the transport under trio_mcp's own clients.
 
-`H11Transport` is an `httpx.AsyncBaseTransport`, so everything above it is
+:class:`H11Transport` is an :class:`httpx.AsyncBaseTransport`, so everything above it is
 httpx's own API (``httpx.Auth`` flows, event hooks, cookies); only the connection layer
 is replaced. URLs that a proxy of the environment takes do not come here: the client
 mounts httpx's own proxy transports for them (``_http_client.make_client``). The pool exists
@@ -8,13 +8,13 @@ because httpcore's, on loopback, costs more than the MCP work above it:
 
 * each request is written with one ``send_all`` (headers and body together, one syscall);
 * idle connections are a stack (the most recently used first, so a burst reuses warm
-  connections) and a request that finds none while `H11Transport.max_connections`
-  are busy waits in a `trio.Semaphore`, first come, first served, at constant cost
+  connections) and a request that finds none while :attr:`H11Transport.max_connections`
+  are busy waits in a :class:`trio.Semaphore`, first come, first served, at constant cost
   per request (httpcore's pool rescans every queued request on each state change);
 * an idle connection the server closed is noticed before it is reused (its socket reads
   as ready), never written to;
 * a body with no ``Content-Encoding`` may be read straight from the connection
-  (`plain_body()`) instead of through httpx's chain of generators and decoders.
+  (:func:`plain_body`) instead of through httpx's chain of generators and decoders.
 
 What it keeps of httpx's behaviour: at most ``max_keepalive_connections`` (20) idle
 connections, each closed once idle for ``keepalive_expiry`` (5 s, on trio's clock: the
@@ -278,10 +278,10 @@ class _ResponseBody(httpx.AsyncByteStream):
 
 
 class H11Transport(httpx.AsyncBaseTransport):
-    """An `httpx.AsyncBaseTransport` with a lean HTTP/1.1 pool on trio sockets.
+    """An :class:`httpx.AsyncBaseTransport` with a lean HTTP/1.1 pool on trio sockets.
 
     Used by the clients trio_mcp creates (for the URLs no proxy takes); see the module
-    docstring. A caller's own `httpx.AsyncClient` keeps its own transport.
+    docstring. A caller's own :class:`httpx.AsyncClient` keeps its own transport.
 
     Args:
         ssl_context: The TLS context of ``https://`` connections.
@@ -476,7 +476,7 @@ class H11Transport(httpx.AsyncBaseTransport):
 
         It is closed when the server sent anything past the end of the response (an answer
         nobody asked for is never taken as the next request's), when it is not reusable,
-        or when `max_keepalive_connections` are idle already.
+        or when :attr:`max_keepalive_connections` are idle already.
         """
         self._slots.release()
         conn = connection.h11

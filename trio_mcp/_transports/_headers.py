@@ -10,7 +10,7 @@ intermediaries can route on them without parsing the body:
   annotation.
 
 Values that are not plain, header-safe ASCII are sent in the Base64 sentinel form
-``=?base64?{Base64 of the UTF-8 bytes}?=`` (`encode_header_value()`).
+``=?base64?{Base64 of the UTF-8 bytes}?=`` (:func:`encode_header_value`).
 
 Everything here works on plain dicts, so it does not depend on the protocol types.
 """
@@ -129,7 +129,7 @@ def encode_header_value(value: str) -> str:
 
 
 def decode_header_value(value: str) -> str:
-    """Decode a header value written by `encode_header_value()`.
+    """Decode a header value written by :func:`encode_header_value`.
 
     Args:
         value: The received header value.
@@ -282,7 +282,7 @@ def validate_tool_headers(tool: Mapping[str, Any]) -> str | None:
 def may_hold_annotation(data: bytes | bytearray | memoryview) -> bool:
     """Whether JSON text may hold the string ``x-mcp-header``, as a key or anywhere else.
 
-    A conservative test on the bytes themselves, for skipping `validate_tool_headers()`
+    A conservative test on the bytes themselves, for skipping :func:`validate_tool_headers`
     on listings that cannot hold an annotation: False only when no string the text decodes
     to can contain ``x-mcp-header``, that is when the text has it nowhere literally and
     has no ``\\u`` escape of a printable ASCII character (the only other way to spell it
@@ -303,7 +303,7 @@ def header_parameters(tool: Mapping[str, Any]) -> dict[tuple[str, ...], str]:
     """Map the property path of each ``x-mcp-header`` annotation to its header name part.
 
     Args:
-        tool: A tool definition that `validate_tool_headers()` accepted.
+        tool: A tool definition that :func:`validate_tool_headers` accepted.
 
     Returns:
         ``{("region",): "Region", ("location", "zone"): "Zone", ...}``.
@@ -349,11 +349,11 @@ def param_headers(tool: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict
 
     For each annotated property, the value at its exact property path in ``arguments``
     is converted (strings as they are, integers in decimal, booleans as ``true`` /
-    ``false``) and encoded with `encode_header_value()`. A missing or ``null`` value
+    ``false``) and encoded with :func:`encode_header_value`. A missing or ``null`` value
     produces no header.
 
     Args:
-        tool: The tool definition (already accepted by `validate_tool_headers()`).
+        tool: The tool definition (already accepted by :func:`validate_tool_headers`).
         arguments: The call's arguments.
 
     Returns:

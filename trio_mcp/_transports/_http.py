@@ -4,20 +4,20 @@ Every message the client sends is its own HTTP POST to the MCP endpoint; the ans
 request is a JSON body or a Server-Sent Events stream scoped to that request. Each POST of
 a request runs in its own task (in the nursery the transport was opened with) and feeds
 what it receives into the one ``receive`` side; a failure that belongs to a request goes
-to the session's callback ([`attach()`][trio_mcp.transports.Transport.attach]) and never escapes the
+to the session's callback (:meth:`~trio_mcp.transports.Transport.attach`) and never escapes the
 task. The shared machinery is in ``_http_base.py`` (the incoming queue, the tasks), on
 ``_http_sender.py`` (sending: retries, the circuit breaker, ``_redirects.py``,
 ``_http_errors.py``) and ``_http_client.py`` (the client); message routing is in
 ``_jsonpeek.py``, the SSE parser in ``_eventstream.py``.
 
 The session tells the transport which era it speaks
-([`negotiated()`][trio_mcp.transports.Transport.negotiated]):
+(:meth:`~trio_mcp.transports.Transport.negotiated`):
 
 * modern (2026-07-28): ``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name`` and the
   ``Mcp-Param-*`` headers on every POST; no session id; a request is cancelled by closing
-  its response stream (`StreamableHTTPTransport.cancel_request()` returns True). A
+  its response stream (:meth:`StreamableHTTPTransport.cancel_request` returns True). A
   method name that is not a plain header value fails its request with
-  [`ProtocolError`][trio_mcp.ProtocolError] (the spec gives ``Mcp-Method`` no encoding).
+  :class:`~trio_mcp.ProtocolError` (the spec gives ``Mcp-Method`` no encoding).
 * legacy (2025-03-26 .. 2025-11-25): the ``Mcp-Session-Id`` from the ``initialize``
   response is sent on every request; after ``notifications/initialized`` a GET stream
   carries server-initiated messages; SSE streams resume with ``Last-Event-ID`` (honouring
@@ -25,11 +25,11 @@ The session tells the transport which era it speaks
   request replayed once, while every other request waits for the new session id; the
   session is ended with DELETE on close.
 
-`StreamableHTTPTransport.fallback()` switches an open transport to the deprecated
+:meth:`StreamableHTTPTransport.fallback` switches an open transport to the deprecated
 2024-11-05 HTTP+SSE transport (``_sse.py``) for servers that speak only that.
 
 Redirects: only same-origin ones are followed (``307``/``308`` for a POST); a redirect to
-another origin fails with a [`TransportError`][trio_mcp.TransportError] naming both origins, so that
+another origin fails with a :class:`~trio_mcp.TransportError` naming both origins, so that
 headers, the session id and credentials never leave the origin the caller named (see
 ``_redirects.py``).
 
@@ -117,19 +117,18 @@ class StreamableHTTPParameters(HTTPOptions):
     Args:
         url: The MCP endpoint, e.g. ``https://example.com/mcp``.
         headers: Extra headers sent with every HTTP request (e.g. an API key).
-        auth: Any `httpx.Auth` (OAuth support is planned).
-        client: An `httpx.AsyncClient` to use (for TLS ``verify``, proxies,
+        auth: Any :class:`httpx.Auth` (OAuth support is planned).
+        client: An :class:`httpx.AsyncClient` to use (for TLS ``verify``, proxies,
             transports, ...). The caller owns it: it is not closed with the transport.
             By default a client is created, and closed with the transport.
         timeout: Seconds to connect, to write a request, and to get a pooled connection;
             also to get the answer to a notification. Reading a response stream has no
             httpx time limit: bound requests with the session's timeouts.
         max_message_size: The largest message accepted from the server, in bytes; a
-            larger one fails its request with
-            [`MessageTooLargeError`][trio_mcp.MessageTooLargeError].
+            larger one fails its request with :class:`~trio_mcp.MessageTooLargeError`.
         retry: Retries of failed connection attempts (and of 5xx answers to idempotent
             requests), and the schedule for re-opening broken SSE streams. ``None``: no
-            retries of requests, and `DEFAULT_RECONNECT_POLICY` for streams.
+            retries of requests, and :data:`DEFAULT_RECONNECT_POLICY` for streams.
         breaker: A circuit breaker every HTTP request goes through.
         ssl_context: The TLS settings of ``https://`` connections (not with ``client``).
         sse_fallback: Whether the session may fall back to the deprecated HTTP+SSE
@@ -174,14 +173,12 @@ async def _open_streamable(
 
 class StreamableHTTPTransport(Transport):
     """A connection to an MCP server over Streamable HTTP. Open it with
-    [`StreamableHTTPParameters.open_transport()`][trio_mcp.transports.StreamableHTTPParameters.open_transport].
+    :meth:`StreamableHTTPParameters.open_transport`.
 
     Attributes:
         modern: True for 2026-07-28 (per-request headers), False for the legacy
-            (``initialize``) era; set through
-            [`negotiated()`][trio_mcp.transports.Transport.negotiated].
-        protocol_version: Sent as ``MCP-Protocol-Version``; set through
-            [`negotiated()`][trio_mcp.transports.Transport.negotiated].
+            (``initialize``) era; set through :meth:`negotiated`.
+        protocol_version: Sent as ``MCP-Protocol-Version``; set through :meth:`negotiated`.
     """
 
     def __init__(self, params: StreamableHTTPParameters, core: HTTPCore) -> None:
@@ -209,7 +206,7 @@ class StreamableHTTPTransport(Transport):
 
     @property
     def origin(self) -> str:
-        """The same as [`era_key`][trio_mcp.transports.Transport.era_key]."""
+        """The same as :attr:`era_key`."""
         return self._origin
 
     @property
@@ -224,8 +221,7 @@ class StreamableHTTPTransport(Transport):
 
     @property
     def using_sse(self) -> bool:
-        """Whether [`fallback()`][trio_mcp.transports.Transport.fallback] switched this transport to
-        HTTP+SSE."""
+        """Whether :meth:`fallback` switched this transport to HTTP+SSE."""
         return self._sse is not None
 
     def negotiated(self, *, modern: bool, protocol_version: str | None) -> None:
@@ -244,7 +240,7 @@ class StreamableHTTPTransport(Transport):
     async def send(self, data: bytes, info: MessageInfo | None = None) -> None:
         """Send one message as an HTTP POST.
 
-        A request's POST runs as a task: its answer arrives through `receive()`, a
+        A request's POST runs as a task: its answer arrives through :meth:`receive`, a
         failure through the session's callback. A notification or response is posted
         before this returns.
 
@@ -287,7 +283,7 @@ class StreamableHTTPTransport(Transport):
         Args:
             data: The encoded request.
             info: What it is; anything but a request (or a transport that cannot take it
-                now) returns False, and the session awaits `send()`.
+                now) returns False, and the session awaits :meth:`send`.
         """
         if info is None or info.method is None or info.request_id is None:
             return False
@@ -614,7 +610,7 @@ class StreamableHTTPTransport(Transport):
 
         Replays the ``initialize`` request the session sent (its answer is consumed here)
         and ``notifications/initialized``. The old id stays until the new one arrives;
-        meanwhile every other POST waits (`_current_session()`), and concurrent
+        meanwhile every other POST waits (:meth:`_current_session`), and concurrent
         renewals wait for this one.
         """
         if self._renewal is not None:
@@ -675,7 +671,7 @@ class StreamableHTTPTransport(Transport):
         return await self._core.receive()
 
     async def receive_message(self) -> bytes | Envelope:
-        """The next message, as decoded for routing; see `receive()`."""
+        """The next message, as decoded for routing; see :meth:`receive`."""
         return await self._core.receive_message()
 
     def attach_reader(self, dispatch: Callable[[bytes | Envelope], None]) -> None:

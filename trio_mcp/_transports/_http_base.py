@@ -1,26 +1,25 @@
 """The machinery both HTTP transports share: the incoming queue, the tasks, the failures.
 
-`HTTPCore` is the base under
-[`StreamableHTTPParameters`][trio_mcp.transports.StreamableHTTPParameters]' transport (``_http.py``)
-and the deprecated HTTP+SSE transport (``_sse.py``); it is an `HTTPSender`, so it also sends their
-requests:
+:class:`HTTPCore` is the base under :class:`~trio_mcp.StreamableHTTPParameters`'
+transport (``_http.py``) and the deprecated HTTP+SSE transport (``_sse.py``); it is an
+:class:`~trio_mcp._transports._http_sender.HTTPSender`, so it also sends their requests:
 
-* every HTTP request goes through `HTTPCore.open()` (``_http_sender.py``): retries,
+* every HTTP request goes through :meth:`HTTPCore.open` (``_http_sender.py``): retries,
   the circuit breaker, same-origin redirects (``_redirects.py``) and the conversion of
   httpx's exceptions (and ``OSError``, ``ValueError``) into trio_mcp's own, at one
   boundary (``_http_errors.py``); the client it goes through is made in
-  ``_http_client.py`` (`core_for()`);
-* every message read from any response is queued with `HTTPCore.deliver()` into one
+  ``_http_client.py`` (:func:`core_for`);
+* every message read from any response is queued with :meth:`HTTPCore.deliver` into one
   bounded channel that the transport's ``receive`` reads; a full queue makes the reading
   task wait (backpressure, down to TCP);
-* every exchange runs as a task in the transport's nursery (`HTTPCore.spawn()`,
-  `HTTPCore.start()`), cancelled and awaited, bounded, by `HTTPCore.aclose()`;
-* a failure that belongs to one request is reported with `HTTPCore.fail()` through the
-  callback the session registered ([`attach()`][trio_mcp.transports.Transport.attach]), unless that
+* every exchange runs as a task in the transport's nursery (:meth:`HTTPCore.spawn`,
+  :meth:`HTTPCore.start`), cancelled and awaited, bounded, by :meth:`HTTPCore.aclose`;
+* a failure that belongs to one request is reported with :meth:`HTTPCore.fail` through the
+  callback the session registered (:meth:`~trio_mcp.transports.Transport.attach`), unless that
   request's response was already delivered: a request gets its response or one failure,
   never both. An HTTP 4xx whose body is a JSON-RPC error response is the server's answer
-  and fails the request with the matching [`ServerError`][trio_mcp.ServerError];
-* `HTTPCore.pump_sse()` reads an event stream into the queue (``_eventstream.py``
+  and fails the request with the matching :class:`~trio_mcp.ServerError`;
+* :meth:`HTTPCore.pump_sse` reads an event stream into the queue (``_eventstream.py``
   parses it, ``_jsonpeek.py`` routes its messages).
 """
 
@@ -92,7 +91,7 @@ CLOSE_TIMEOUT: Final = 5.0
 #: How many incoming messages wait for ``receive`` before the readers wait too.
 INCOMING_QUEUE_SIZE: Final = 16
 #: The largest message a transport task routes itself while the session's reader is idle
-#: (see `HTTPCore.deliver()`); larger ones go through the reader, as before.
+#: (see :meth:`HTTPCore.deliver`); larger ones go through the reader, as before.
 DIRECT_DISPATCH_MAX: Final = 64 * 1024
 # How many answered request ids are remembered (request ids are never reused).
 _ANSWERED_MEMORY: Final = 1024
@@ -123,12 +122,12 @@ def _drop_failure(request_id: RequestId, error: MCPError) -> None:
 class HTTPCore(HTTPSender):
     """What every HTTP transport shares: the client, the incoming queue, the tasks.
 
-    `StreamableHTTPTransport` and the HTTP+SSE transport
-    are built on it. The transport sets `fail_request` to reach its session.
+    :class:`~trio_mcp._transports._http.StreamableHTTPTransport` and the HTTP+SSE transport
+    are built on it. The transport sets :attr:`fail_request` to reach its session.
 
     Args:
         client: The httpx client every request goes through.
-        own_client: Whether `aclose()` closes ``client``.
+        own_client: Whether :meth:`aclose` closes ``client``.
         direct: The pool under ``client`` that requests go to directly, if they may.
         headers: Extra headers for every request.
         auth: The httpx auth flow for every request.
@@ -189,11 +188,11 @@ class HTTPCore(HTTPSender):
     async def deliver(
         self, message: bytes, envelope: Envelope | None = None, answers: RequestId | None = None
     ) -> None:
-        """Queue a message for `receive()`; wait while the queue is full.
+        """Queue a message for :meth:`receive`; wait while the queue is full.
 
         Args:
             message: One whole JSON-RPC message.
-            envelope: The message decoded (see `routed()`), None if it does not decode.
+            envelope: The message decoded (see :func:`routed`), None if it does not decode.
             answers: The id of the request it answers, if it is a response.
         """
         if self.closed or self.ended is not None:
@@ -224,7 +223,7 @@ class HTTPCore(HTTPSender):
                 await self._send.send(item)  # (closed or ended meanwhile: nobody reads it)
 
     def fail(self, request_id: RequestId, error: MCPError) -> None:
-        """Fail one request through `fail_request`, unless it is already settled.
+        """Fail one request through :attr:`fail_request`, unless it is already settled.
 
         Nothing happens when a response to the request was delivered (whether or not the
         session has read it yet), when the session cancelled it, or when the transport is
@@ -253,7 +252,7 @@ class HTTPCore(HTTPSender):
             request.scope.cancel()
 
     def end(self, error: MCPError | None) -> None:
-        """The server ended the connection: `receive()` raises after queued messages.
+        """The server ended the connection: :meth:`receive` raises after queued messages.
 
         Args:
             error: Why (``None``: the server ended the stream cleanly).
@@ -265,12 +264,11 @@ class HTTPCore(HTTPSender):
         self._send.close()
 
     async def receive(self) -> bytes:
-        """The next message; see [`receive()`][trio_mcp.transports.Transport.receive]."""
+        """The next message; see :meth:`~trio_mcp.transports.Transport.receive`."""
         return (await self._next())[0]
 
     async def receive_message(self) -> bytes | Envelope:
-        """The next message, decoded; see
-        [`receive_message()`][trio_mcp.transports.Transport.receive_message]."""
+        """The next message, decoded; see :meth:`~trio_mcp.transports.Transport.receive_message`."""
         message, envelope = await self._next()
         return message if envelope is None else envelope
 
@@ -357,7 +355,7 @@ class HTTPCore(HTTPSender):
             self._task_done()
 
     async def start(self, fn: Callable[[trio.TaskStatus[Any]], Awaitable[None]]) -> Any:
-        """Start ``fn`` in the nursery like `trio.Nursery.start()`, tracked for closing.
+        """Start ``fn`` in the nursery like :meth:`trio.Nursery.start`, tracked for closing.
 
         ``fn`` must call ``task_status.started`` before it returns, and must not raise
         after that.
@@ -404,7 +402,7 @@ class HTTPCore(HTTPSender):
         Only ``message`` events with data carry messages (priming events with empty data
         are skipped; other event types go to ``on_event``, which returns True to stop
         reading). Event ids and ``retry`` go into ``state``. An oversized event fails
-        ``request_id`` with [`MessageTooLargeError`][trio_mcp.MessageTooLargeError] as soon as it is
+        ``request_id`` with :class:`~trio_mcp.MessageTooLargeError` as soon as it is
         seen; on a stream of no request, the request it answered (if recognisable) is
         failed, otherwise it is logged and dropped.
 

@@ -2,12 +2,12 @@
 
 Everything that can go wrong sending an HTTP request or reading its response (httpx's and,
 once it is in use, httpx2's exceptions, h11's through them, ``OSError`` and TLS errors,
-``ValueError``) is converted here, by `convert_httpx_error()`, into a
-[`TransportError`][trio_mcp.TransportError] or [`ConnectionClosed`][trio_mcp.ConnectionClosed]; the
-caller raises the result ``from`` the original. A failed HTTP status becomes an
-[`HTTPStatusError`][trio_mcp.HTTPStatusError] (`status_error()`, with the server's
+``ValueError``) is converted here, by :func:`convert_httpx_error`, into a
+:class:`~trio_mcp.TransportError` or :class:`~trio_mcp.ConnectionClosed`; the caller
+raises the result ``from`` the original. A failed HTTP status becomes an
+:class:`~trio_mcp.HTTPStatusError` (:func:`status_error`, with the server's
 ``Retry-After``), and a JSON-RPC error in an HTTP 4xx body the matching
-[`ServerError`][trio_mcp.ServerError] (`answer_in_body()`). `not_delivered()` tells
+:class:`~trio_mcp.ServerError` (:func:`answer_in_body`). :func:`not_delivered` tells
 which failures surely never reached the server (so any request may be retried).
 
 Neither httpx nor httpx2 is imported here before a transport is opened: ``import
@@ -70,10 +70,10 @@ def parse_retry_after(value: str | None) -> float | None:
 
 
 def status_error(response: httpx.Response, body: bytes) -> HTTPStatusError:
-    """Build the [`HTTPStatusError`][trio_mcp.HTTPStatusError] for a failed response.
+    """Build the :class:`~trio_mcp.HTTPStatusError` for a failed response.
 
     The error's ``retry_after`` is the server's ``Retry-After`` in seconds, or ``None``;
-    [`RetryPolicy`][trio_mcp.RetryPolicy] honours it.
+    :class:`~trio_mcp.RetryPolicy` honours it.
 
     Args:
         response: The failed response.
@@ -91,8 +91,8 @@ def answer_in_body(error: MCPError, method: str | None) -> MCPError:
 
     An HTTP 4xx (but 401 and 403, which are about credentials) whose body is a JSON-RPC
     error response is the server's answer to the request: it becomes the matching
-    [`ServerError`][trio_mcp.ServerError], with the [`HTTPStatusError`][trio_mcp.HTTPStatusError] as
-    its ``__cause__``. Any other error is returned as it is.
+    :class:`~trio_mcp.ServerError`, with the :class:`~trio_mcp.HTTPStatusError` as its
+    ``__cause__``. Any other error is returned as it is.
 
     Args:
         error: Why the request failed.
@@ -152,7 +152,7 @@ def convert_httpx_error(exc: Exception, url: str, doing: str) -> MCPError:
     The caller raises the result ``from exc``.
 
     Args:
-        exc: One of `httpx_errors()`.
+        exc: One of :func:`httpx_errors`.
         url: The URL of the request.
         doing: What was being done, e.g. ``"sending POST to"``.
     """

@@ -1,14 +1,14 @@
 """Redirects: trio_mcp never sends anything to an origin the caller did not name.
 
 A redirect to another origin (scheme, host or port) fails with a
-[`TransportError`][trio_mcp.TransportError] that names both origins; use the final URL instead.
+:class:`~trio_mcp.TransportError` that names both origins; use the final URL instead.
 Same-origin ``307``/``308`` redirects are followed with the same method, headers and body
-(and same-origin ``301``/``302``/``303`` for a GET), at most `MAX_REDIRECTS` in a row.
-This holds for a caller's own `httpx.AsyncClient` too: every request is sent with
+(and same-origin ``301``/``302``/``303`` for a GET), at most :data:`MAX_REDIRECTS` in a row.
+This holds for a caller's own :class:`httpx.AsyncClient` too: every request is sent with
 ``follow_redirects=False`` and the redirect is followed by the sender
-(``_http_sender.py``), which asks `redirect_target()` where it may go.
+(``_http_sender.py``), which asks :func:`redirect_target` where it may go.
 
-`origin_of()` is what an origin is here; the session also caches a server's era under
+:func:`origin_of` is what an origin is here; the session also caches a server's era under
 it, and the HTTP+SSE endpoint must keep it.
 """
 

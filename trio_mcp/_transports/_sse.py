@@ -6,8 +6,8 @@ message from the server, responses included, arrives as a ``message`` event on t
 stream, which lives as long as the connection: when it ends, the connection is over.
 
 It is deprecated since 2025-03-26; trio_mcp speaks it for old servers, either explicitly
-([`SSEParameters`][trio_mcp.transports.SSEParameters], never probed for the 2026-07-28 era) or as
-the fallback of Streamable HTTP (`fallback()`).
+(:class:`SSEParameters`, never probed for the 2026-07-28 era) or as the fallback of
+Streamable HTTP (:meth:`~trio_mcp._transports._http.StreamableHTTPTransport.fallback`).
 Redirects are handled as for Streamable HTTP: same origin only (see ``_redirects.py``).
 """
 
@@ -191,14 +191,14 @@ class LegacySSEConnection:
 class SSEParameters(HTTPOptions):
     """How to reach an MCP server over the deprecated HTTP+SSE transport (2024-11-05).
 
-    Prefer [`StreamableHTTPParameters`][trio_mcp.transports.StreamableHTTPParameters], which falls
-    back to HTTP+SSE by itself; use this only for a server known to speak nothing else.
+    Prefer :class:`~trio_mcp.StreamableHTTPParameters`, which falls back to HTTP+SSE by
+    itself; use this only for a server known to speak nothing else.
 
     Args:
         url: The SSE endpoint (the URL the event stream is opened at).
         headers: Extra headers sent with every HTTP request.
-        auth: Any `httpx.Auth`.
-        client: An `httpx.AsyncClient` to use; the caller owns (and closes) it.
+        auth: Any :class:`httpx.Auth`.
+        client: An :class:`httpx.AsyncClient` to use; the caller owns (and closes) it.
         timeout: Seconds to connect, to send each POST, and to wait for the ``endpoint``
             event. The event stream itself has no read time limit.
         max_message_size: The largest message accepted from the server, in bytes.
@@ -243,7 +243,7 @@ async def _open_sse(
 
 class SSETransport(Transport):
     """A connection over the deprecated HTTP+SSE transport. Open it with
-    [`SSEParameters.open_transport()`][trio_mcp.transports.SSEParameters.open_transport].
+    :meth:`SSEParameters.open_transport`.
 
     Args:
         url: The URL of the event stream.
@@ -273,7 +273,7 @@ class SSETransport(Transport):
 
     @property
     def origin(self) -> str:
-        """The same as [`era_key`][trio_mcp.transports.Transport.era_key]."""
+        """The same as :attr:`era_key`."""
         return self._origin
 
     @property
@@ -320,7 +320,7 @@ class SSETransport(Transport):
         return await self._core.receive()
 
     async def receive_message(self) -> bytes | Envelope:
-        """The next message, as decoded for routing; see `receive()`."""
+        """The next message, as decoded for routing; see :meth:`receive`."""
         return await self._core.receive_message()
 
     def attach_reader(self, dispatch: Callable[[bytes | Envelope], None]) -> None:

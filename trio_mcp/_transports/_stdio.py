@@ -13,8 +13,8 @@
   every step bounded and shielded, so it completes even when the caller is cancelled.
 
 POSIX only: the transport reads and writes the pipes' file descriptors directly (non-blocking
-``os.read``/``os.write`` and `trio.lowlevel.wait_readable()`), which trio does not offer
-for pipes on Windows; there, opening it raises [`TransportError`][trio_mcp.TransportError] at once.
+``os.read``/``os.write`` and :func:`trio.lowlevel.wait_readable`), which trio does not offer
+for pipes on Windows; there, opening it raises :class:`~trio_mcp.TransportError` at once.
 """
 
 from __future__ import annotations
@@ -86,13 +86,13 @@ class StdioParameters:
 
     Args:
         command: The program and its arguments (an argv list), or a command line string,
-            which is split like a POSIX shell would (`shlex.split()`; no shell runs).
-        env: Extra environment variables, added to `default_environment()` (or to the
+            which is split like a POSIX shell would (:func:`shlex.split`; no shell runs).
+        env: Extra environment variables, added to :func:`default_environment` (or to the
             full parent environment when ``inherit_env`` is true).
         cwd: The working directory of the server.
         inherit_env: Pass the whole parent environment instead of the safe default.
         max_message_size: The largest message accepted from the server, in bytes; a larger
-            one fails the session with [`MessageTooLargeError`][trio_mcp.MessageTooLargeError].
+            one fails the session with :class:`~trio_mcp.MessageTooLargeError`.
         on_stderr: Called with each line the server writes to stderr (decoded, without the
             newline). By default lines go to the ``trio_mcp.server_stderr`` logger at INFO.
         shutdown_timeout: Seconds each graceful shutdown step may take before escalating.
@@ -188,8 +188,7 @@ async def _start_stdio(params: StdioParameters, nursery: trio.Nursery) -> StdioT
 
 
 class StdioTransport(Transport):
-    """A running stdio MCP server process. Created by
-    [`StdioParameters`][trio_mcp.transports.StdioParameters]."""
+    """A running stdio MCP server process. Created by :class:`StdioParameters`."""
 
     def __init__(
         self, process: trio.Process, params: StdioParameters, nursery: trio.Nursery
@@ -345,7 +344,7 @@ class StdioTransport(Transport):
         The writer is idle only when its queue is empty, so whatever the pipe does not take
         is queued for it without waiting (the queue has room), ahead of any later message:
         this never blocks and keeps lines whole and in order. While the writer is busy this
-        returns False, and the session calls `send()`.
+        returns False, and the session calls :meth:`send`.
 
         Args:
             data: The encoded message, without the newline.
@@ -572,8 +571,7 @@ class StdioTransport(Transport):
             stderr_logger.info("%s", line)
 
     def closed_error(self) -> MCPError:
-        """A [`ConnectionClosed`][trio_mcp.ConnectionClosed] with the exit code and the tail of
-        stderr."""
+        """A :class:`ConnectionClosed` with the exit code and the tail of stderr."""
         if self._writer_cancelled and self._process.returncode is None:
             message = (
                 "the stdio transport stopped: the nursery it was opened with was cancelled, "

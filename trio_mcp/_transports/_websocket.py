@@ -6,7 +6,7 @@ carries exactly one JSON-RPC message, in both directions. Binary frames from the
 are accepted too: their bytes are passed on as they are, for the session to decode.
 
 A close with code 1000 (normal) or 1001 (going away) is a clean end of stream
-(`trio.EndOfChannel`); any other close is [`ConnectionClosed`][trio_mcp.ConnectionClosed].
+(:class:`trio.EndOfChannel`); any other close is :class:`~trio_mcp.ConnectionClosed`.
 trio-websocket is imported only when a transport is opened.
 
 Callers never write to the socket themselves: ``send`` hands the message to a bounded queue
@@ -75,7 +75,7 @@ class WebSocketParameters:
         headers: Extra headers for the opening handshake (e.g. an API key).
         max_message_size: The largest message accepted from the server, in bytes. A
             larger one makes trio-websocket close the connection (code 1009), which
-            fails the session with [`ConnectionClosed`][trio_mcp.ConnectionClosed].
+            fails the session with :class:`~trio_mcp.ConnectionClosed`.
         timeout: Seconds for the opening and the closing handshakes.
         ssl_context: The TLS settings for ``wss://`` URLs (default: the system's CAs,
             loaded once per process).
@@ -139,7 +139,7 @@ class _ReaderSpawner:
     the server hangs up mid-handshake, so ``wrap_client_stream`` would wait for the timeout
     on an event nobody sets. ``trio_websocket.open_websocket`` has the same quiet wait and,
     in 0.12, leaks the socket of a rejected handshake, which here is closed by
-    `WebSocketTransport._close_stream()`. This guard turns both endings into a prompt,
+    :meth:`WebSocketTransport._close_stream`. This guard turns both endings into a prompt,
     typed error. It relies on one fact about trio-websocket (checked for 0.12): the only
     thing ``wrap_client_stream`` does with its nursery is ``start_soon`` the reader; were
     that to change, every connection in the tests would fail.
@@ -179,7 +179,7 @@ def _target(url: str) -> tuple[str, int, str, str, bool]:
 
 class WebSocketTransport(Transport):
     """A connection to an MCP server over WebSocket. Open it with
-    [`WebSocketParameters.open_transport()`][trio_mcp.transports.WebSocketParameters.open_transport].
+    :meth:`WebSocketParameters.open_transport`.
     """
 
     needs_info = False
@@ -215,7 +215,7 @@ class WebSocketTransport(Transport):
 
     async def connect(self, nursery: trio.Nursery) -> None:
         """Open the connection; its reader and writer tasks run in ``nursery`` until
-        `aclose()`.
+        :meth:`aclose`.
 
         Args:
             nursery: Where the reader and writer tasks run.

@@ -197,7 +197,7 @@ class App:
     async def interruptible(self, operation: Any, *args: Any, **kwargs: Any) -> Any:
         """Run one request under ``--timeout``; Ctrl-C cancels it (the server is told).
 
-        The deadline is this scope's, not the session's, so that `person_answering()`
+        The deadline is this scope's, not the session's, so that :meth:`person_answering`
         can pause it while a person answers the server's question.
 
         Raises:

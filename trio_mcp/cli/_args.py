@@ -6,7 +6,7 @@ one JSON object (``'{"a": 1}'``) and a whole JSON object from a file (``@args.js
 ``@-`` for stdin in one-shot commands).
 
 Schemas are read with their local ``$ref`` (``#/$defs/...``, ``#/definitions/...``)
-inlined first (`inline_refs()`), bounded in depth and size so cyclic or exploding
+inlined first (:func:`inline_refs`), bounded in depth and size so cyclic or exploding
 references end as "any value".
 """
 
@@ -65,7 +65,7 @@ class UsageError(Exception):
 class UnknownName(UsageError):
     """The server has no tool (or prompt) of that name (exit status 1, like a server error).
 
-    A subclass of `UsageError` so the interactive mode reports it and goes on; the
+    A subclass of :class:`UsageError` so the interactive mode reports it and goes on; the
     exit status follows the server's answer: the same call sent to the server fails with an
     error answer (status 1), so the check made before sending it must not say otherwise.
     """
@@ -268,11 +268,11 @@ def parse_arguments(items: Sequence[str], schema: Mapping[str, Any] | None) -> d
     Args:
         items: ``key=value``, ``key:=json``, ``key=@file`` words, JSON objects, or
             ``@file`` (a file holding a JSON object; ``@-`` is stdin, read beforehand by
-            `load_argument_files()`).
+            :func:`load_argument_files`).
         schema: The tool's ``inputSchema`` (``None``: unknown; values read as JSON or text).
 
     Returns:
-        The arguments, coerced (not yet checked: see `check_arguments()`).
+        The arguments, coerced (not yet checked: see :func:`check_arguments`).
 
     Raises:
         UsageError: A word has none of the forms, a file cannot be read or holds no JSON

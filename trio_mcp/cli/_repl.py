@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = ["COMMANDS", "RECONNECT", "Host", "Repl"]
 
-#: What `Repl.run()` returns when the user asks for a new connection.
+#: What :meth:`Repl.run` returns when the user asks for a new connection.
 RECONNECT = -1
 
 COMMANDS = {
@@ -57,7 +57,7 @@ def history_path() -> Path:
 class Host(Protocol):
     """What the interactive mode uses of the run it belongs to (``cli._app.App``).
 
-    A protocol, so that the dependency points one way: ``_app`` starts a `Repl`
+    A protocol, so that the dependency points one way: ``_app`` starts a :class:`Repl`
     and ``_repl`` knows only this much of it.
     """
 
@@ -159,7 +159,7 @@ class Repl:
 
         Returns:
             The exit status: 0, or 3 when the connection died and the user left without
-            reconnecting; `RECONNECT` when the user typed ``reconnect``.
+            reconnecting; :data:`RECONNECT` when the user typed ``reconnect``.
         """
         from prompt_toolkit import PromptSession
         from prompt_toolkit.history import FileHistory, InMemoryHistory

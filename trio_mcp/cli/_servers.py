@@ -5,8 +5,7 @@ A config file in the folder you stand in belongs to whoever wrote the project (a
 repository, a downloaded archive): a name there must not silently run a command. The first
 run of each project entry, and every run after the entry changed, shows what would run and
 asks (on a terminal), or needs ``--yes``; approvals are kept by the library's consent store
-([`trio_mcp.config.FileConsentStore`][trio_mcp.config.FileConsentStore], pinned to the entry's
-fingerprint).
+(:class:`trio_mcp.config.FileConsentStore`, pinned to the entry's fingerprint).
 """
 
 from __future__ import annotations

@@ -103,7 +103,7 @@ class WireLog(Transport):
 
 
 class WiretapFactory:
-    """Open the inner factory's transport and wrap it in a `WireLog`."""
+    """Open the inner factory's transport and wrap it in a :class:`WireLog`."""
 
     def __init__(self, inner: TransportFactory | Transport, sink: WireSink) -> None:
         self._inner = inner

@@ -1,4 +1,4 @@
-"""One client connection to a [`MockServer`][trio_mcp.testing.MockServer]: both protocol eras.
+"""One client connection to a :class:`~trio_mcp.testing.MockServer`: both protocol eras.
 
 The engine reads whole JSON-RPC messages from a server stream and answers them:
 
@@ -130,8 +130,7 @@ async def serve_connection(server: MockServerBase, stream: ServerStream) -> None
 
 
 class Connection:
-    """The protocol engine for one connection (one stream) of a
-    [`MockServer`][trio_mcp.testing.MockServer]."""
+    """The protocol engine for one connection (one stream) of a :class:`MockServer`."""
 
     def __init__(self, server: MockServerBase, state: ServerState, stream: ServerStream) -> None:
         self.server = server

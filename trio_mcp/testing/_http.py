@@ -1,16 +1,14 @@
-"""Serve a [`MockServer`][trio_mcp.testing.MockServer] over Streamable HTTP in-process, through
-``httpx.MockTransport``.
+"""Serve a :class:`MockServer` over Streamable HTTP in-process, through ``httpx.MockTransport``.
 
-[`MockHTTPServer`][trio_mcp.testing.MockHTTPServer] answers the HTTP requests of trio_mcp's real
-`StreamableHTTPTransport` (or any httpx code of yours) without a socket: a
+:class:`MockHTTPServer` answers the HTTP requests of trio_mcp's real
+:class:`~trio_mcp.StreamableHTTPTransport` (or any httpx code of yours) without a socket: a
 legacy session gets an ``Mcp-Session-Id`` at ``initialize``, a GET stream for
 server-initiated messages and ends with DELETE; modern requests are stateless POSTs. Each
 request is answered with a Server-Sent Events stream (or a JSON body, ``json_responses=True``)
 carrying the messages sent on its behalf and then its response. The server's
-[`Faults`][trio_mcp.testing.Faults] apply as they do in memory, plus the HTTP-only ones:
-[`Faults.expire_session()`][trio_mcp.testing.Faults.expire_session] (the next request naming the
-session gets ``404``) and a crash, after which the "process" is down (every request fails to
-connect) until [`restart()`][trio_mcp.testing.MockHTTPServer.restart].
+:class:`~trio_mcp.testing.Faults` apply as they do in memory, plus the HTTP-only ones:
+:meth:`Faults.expire_session` (the next request naming the session gets ``404``) and a crash,
+after which the "process" is down (every request fails to connect) until :meth:`restart`.
 """
 
 from __future__ import annotations
@@ -143,24 +141,22 @@ class _Session:
 
 
 class MockHTTPServer:
-    """A [`MockServer`][trio_mcp.testing.MockServer] served over Streamable HTTP through
-    ``httpx.MockTransport``.
+    """A :class:`MockServer` served over Streamable HTTP through ``httpx.MockTransport``.
 
-    Open it with [`MockServer.open_http()`][trio_mcp.testing.MockServer.open_http]; pass its
-    `client` to [`open_mcp_session()`][trio_mcp.open_mcp_session] (``client=``) or to your own HTTP
-    code. Any URL is served; `url` reads well.
+    Open it with :meth:`MockServer.open_http`; pass its :attr:`client` to
+    :func:`~trio_mcp.open_mcp_session` (``client=``) or to your own HTTP code. Any URL is
+    served; :attr:`url` reads well.
 
     Attributes:
         url: ``"http://mock.test/mcp"``.
         client: An ``httpx.AsyncClient`` whose transport is this server.
-        server: The [`MockServer`][trio_mcp.testing.MockServer] answering.
+        server: The :class:`MockServer` answering.
         json_responses: Answer requests with a JSON body instead of an SSE stream
             (messages sent on a request's behalf are then lost).
         get_stream: Offer the legacy GET stream (False: answer GET with ``405``).
         requests: Every HTTP request seen, as ``(method, headers)`` in order.
-        down: True after an injected crash, until
-            [`restart()`][trio_mcp.testing.MockHTTPServer.restart]: every request fails to connect
-            (``httpx.ConnectError``).
+        down: True after an injected crash, until :meth:`restart`: every request fails
+            to connect (``httpx.ConnectError``).
     """
 
     url = "http://mock.test/mcp"
@@ -168,8 +164,7 @@ class MockHTTPServer:
     def __init__(self, server: MockServerBase, nursery: trio.Nursery) -> None:
         """Serve ``server``; each HTTP connection's server loop runs in ``nursery``.
 
-        Prefer [`MockServer.open_http()`][trio_mcp.testing.MockServer.open_http], which also closes
-        the client.
+        Prefer :meth:`MockServer.open_http`, which also closes the client.
 
         Args:
             server: The server to serve.
@@ -213,7 +208,7 @@ class MockHTTPServer:
                 self._stateless = None
 
     async def aclose(self) -> None:
-        """End every session (their server loops return) and close `client`."""
+        """End every session (their server loops return) and close :attr:`client`."""
         self._close_all()
         await self.client.aclose()
 

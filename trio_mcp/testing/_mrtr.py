@@ -1,13 +1,13 @@
 """Multi round-trip requests (MRTR, 2026-07-28): the server side of input requests.
 
 One job. A modern handler that asks for an input the request's ``inputResponses`` does
-not hold is unwound (`InputRequired`); the server then answers ``input_required``
+not hold is unwound (:class:`InputRequired`); the server then answers ``input_required``
 with the missing ``inputRequests`` and a ``requestState`` it issued
-(`input_required_result()`), and on the retry checks that the client echoed that
-state for the same request (`check_round()`) before re-executing the handler from the
+(:func:`input_required_result`), and on the retry checks that the client echoed that
+state for the same request (:func:`check_round`) before re-executing the handler from the
 start with one more round. The answers of earlier rounds travel with the state the server
 issued (the client sends only the latest round's ``inputResponses``), so a handler that asks
-for one input after another gets them all. `Inputs` is the bookkeeping of one
+for one input after another gets them all. :class:`Inputs` is the bookkeeping of one
 execution.
 """
 

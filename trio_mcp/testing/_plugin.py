@@ -3,13 +3,13 @@
 Fixtures:
 
 * ``mcp_era``: ``"both"``, or ``"legacy"``/``"modern"`` under ``@pytest.mark.mcp_eras``;
-* ``mcp_server``: a fresh [`MockServer`][trio_mcp.testing.MockServer] for that era (override it in
+* ``mcp_server``: a fresh :class:`~trio_mcp.testing.MockServer` for that era (override it in
   your ``conftest.py`` to serve your tools);
 * ``mcp_session_options``: keyword arguments for ``open_mcp_session`` (from
   ``@pytest.mark.mcp_session_options(...)``; override it for defaults);
-* ``mcp_session``: a [`ClientSession`][trio_mcp.ClientSession] connected in memory to
-  ``mcp_server``, in the era of ``mcp_era``;
-* ``mcp_clock``: a `trio.testing.MockClock` that autojumps (pytest-trio runs the test
+* ``mcp_session``: a :class:`~trio_mcp.ClientSession` connected in memory to ``mcp_server``,
+  in the era of ``mcp_era``;
+* ``mcp_clock``: a :class:`trio.testing.MockClock` that autojumps (pytest-trio runs the test
   on it).
 
 Markers: ``@pytest.mark.mcp_eras()`` runs a test once per era (``mcp_eras("legacy")`` only

@@ -1,4 +1,4 @@
-"""What a [`MockServer`][trio_mcp.testing.MockServer] serves: tools, resources, templates, prompts.
+"""What a :class:`~trio_mcp.testing.MockServer` serves: tools, resources, templates, prompts.
 
 Plain records plus the two bits of logic they need: inferring a tool's JSON Schema from its
 Python signature, and matching a URI against a (level 1, ``{name}``) URI template.
@@ -109,8 +109,7 @@ class OpenConnection(Protocol):
 
 
 class ServerState:
-    """Everything a [`MockServer`][trio_mcp.testing.MockServer] serves, plus bookkeeping its
-    connections share."""
+    """Everything a :class:`MockServer` serves, plus bookkeeping its connections share."""
 
     def __init__(self) -> None:
         self.tools: dict[str, ToolEntry] = {}
@@ -138,11 +137,11 @@ class ServerState:
         return capabilities
 
     def wake(self) -> None:
-        """Wake every task waiting in `wait()`."""
+        """Wake every task waiting in :meth:`wait`."""
         self._lot.unpark_all()
 
     async def wait(self) -> None:
-        """Wait until the next `wake()`."""
+        """Wait until the next :meth:`wake`."""
         await self._lot.park()
 
 

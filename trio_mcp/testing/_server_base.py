@@ -1,10 +1,10 @@
-"""What a [`MockServer`][trio_mcp.testing.MockServer] serves and records, and how it is scripted.
+"""What a :class:`~trio_mcp.testing.MockServer` serves and records, and how it is scripted.
 
 One job: the server as its connections see it: the scripting and inspection attributes,
 registration (tools, resources, templates, prompts, methods, completion) and what a test
 makes it do to its clients (notifications, crashes, requests). Connecting it (in memory,
 over HTTP, over stdio) is ``_server``'s job; the protocol engine (``_connection``) and
-[`ToolContext`][trio_mcp.testing.ToolContext] depend on this module only, so the kit's imports
+:class:`~trio_mcp.testing.ToolContext` depend on this module only, so the kit's imports
 point one way.
 """
 
@@ -53,7 +53,7 @@ MODERN_VERSIONS = ("2026-07-28",)
 
 
 class MockServerBase:
-    """Everything of a [`MockServer`][trio_mcp.testing.MockServer] but connecting it.
+    """Everything of a :class:`~trio_mcp.testing.MockServer` but connecting it.
 
     A handler's ``ctx.server`` and ``MockHTTPServer.server`` are typed as this class; at
     run time they are the ``MockServer`` itself. See ``MockServer`` for the attributes.
@@ -148,11 +148,11 @@ class MockServerBase:
         return a ``str`` (one text content block), a list of content blocks, a dict with
         ``content`` (the whole ``CallToolResult``), another dict (sent as
         ``structuredContent`` plus its JSON as text) or ``None``. Raising
-        [`trio_mcp.ToolError`][trio_mcp.ToolError] gives an ``isError`` result (its ``result`` dict,
-        if it has ``content``, is sent as is); raising [`ServerCrash`][trio_mcp.testing.ServerCrash]
-        kills the connection; raising [`trio_mcp.ServerError`][trio_mcp.ServerError] ``(code,
-        message, data)`` sends that JSON-RPC error as it is (``-32042`` with URL elicitations, say);
-        any other exception becomes a JSON-RPC ``-32603`` error.
+        :class:`trio_mcp.ToolError` gives an ``isError`` result (its ``result`` dict, if it
+        has ``content``, is sent as is); raising :class:`ServerCrash` kills the connection;
+        raising :class:`trio_mcp.ServerError` ``(code, message, data)`` sends that JSON-RPC
+        error as it is (``-32042`` with URL elicitations, say); any other exception becomes
+        a JSON-RPC ``-32603`` error.
 
         Args:
             function: The tool function, when used without parentheses.
@@ -224,7 +224,7 @@ class MockServerBase:
 
         The handler (sync or async) gets the params dict and returns the result dict; a
         modern result gets ``resultType: "complete"`` unless it names its own (to test
-        [`ClientSession.claim_result_type()`][trio_mcp.ClientSession.claim_result_type]).
+        :meth:`ClientSession.claim_result_type`).
 
         Args:
             method: The request method.
@@ -233,7 +233,7 @@ class MockServerBase:
         self.methods[method] = handler
 
     def remove_tool(self, name: str) -> None:
-        """Unregister a tool (then call `notify_tools_changed()` to tell clients).
+        """Unregister a tool (then call :meth:`notify_tools_changed` to tell clients).
 
         Args:
             name: The tool's name.
@@ -434,12 +434,12 @@ class MockServerBase:
             await connection.notify_list_changed("tools")
 
     async def notify_prompts_changed(self) -> None:
-        """Send ``notifications/prompts/list_changed`` (see `notify_tools_changed()`)."""
+        """Send ``notifications/prompts/list_changed`` (see :meth:`notify_tools_changed`)."""
         for connection in list(self._state.connections):
             await connection.notify_list_changed("prompts")
 
     async def notify_resources_changed(self) -> None:
-        """Send ``notifications/resources/list_changed`` (see `notify_tools_changed()`)."""
+        """Send ``notifications/resources/list_changed`` (see :meth:`notify_tools_changed`)."""
         for connection in list(self._state.connections):
             await connection.notify_list_changed("resources")
 

@@ -25,8 +25,7 @@ class ResourceTemplateReference(_Wire, kw_only=True, tag_field="type", tag="ref/
 
 
 ResourceReference: TypeAlias = ResourceTemplateReference
-"""The 2024-11-05/2025-03-26 name of
-[`ResourceTemplateReference`][trio_mcp.types.ResourceTemplateReference]."""
+"""The 2024-11-05/2025-03-26 name of :class:`ResourceTemplateReference`."""
 
 
 class CompletionArgument(_Wire, kw_only=True):
