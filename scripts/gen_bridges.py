@@ -1,10 +1,10 @@
-"""Write the public API of the blocking and asyncio sessions from :class:`ClientSession`'s.
+"""Write the public API of the blocking and asyncio sessions from ``ClientSession``'s.
 
 ``python scripts/gen_bridges.py`` reads ``ClientSession`` (``trio_mcp/_session.py``) and
 the mixins of the package it inherits from (``ToolsAPI`` in ``_session_tools.py``, ...), in
 method resolution order, and writes each bridge split the same way: one module per class
 that defines public members. ClientSession's own go to ``trio_mcp/_blocking_api.py``
-(:class:`BlockingSession`) and ``trio_mcp/_asyncio_api.py`` (:class:`AsyncioSession`); a
+(``BlockingSession``) and ``trio_mcp/_asyncio_api.py`` (``AsyncioSession``); a
 mixin ``XAPI`` of ``_session_x.py`` gets ``_blocking_api_x.py`` (``BlockingXAPI``) and
 ``_asyncio_api_x.py`` (``AsyncioXAPI``), bases of those two classes in the same order as the
 mixins are ClientSession's. ``python scripts/gen_bridges.py --check`` only says whether
@@ -23,23 +23,23 @@ signatures, overloads and docstrings, and a reviewer sees each API change as a d
 bridges too. The cost, a regeneration step, is guarded by a test.
 
 The description of the bridges is the tables below; ``ClientSession`` and its mixins are
-read with :mod:`ast` (no import of trio_mcp, so a broken generated file can always be
+read with ``ast`` (no import of trio_mcp, so a broken generated file can always be
 regenerated; a base class is found through the ``from .module import Name`` of the module
 defining the class, and a public member belongs to the first class of the MRO defining it):
 
 * the kind of each public ``ClientSession`` member, from its definition: an ``async def``
   is a *call* (blocking: ``Runner.call``, which blocks the calling thread; asyncio:
   ``Bridge.call``, awaited from asyncio), an ``@asynccontextmanager`` is *held* (a
-  context manager, ``with`` or ``async with``, whose value :data:`YIELDS` wraps), a plain
+  context manager, ``with`` or ``async with``, whose value ``YIELDS`` wraps), a plain
   ``def`` is *sync* (blocking: run on the Trio thread, a returned remover made callable
   from any thread; asyncio: called at once) and a ``@property`` is read through;
   ``@overload`` variants are kept; ``-> NoReturn`` stays NoReturn;
 * how each argument is passed, from its parameter's annotation: callbacks the session
-  awaits (:data:`CALLBACKS`) and notification listeners (:data:`LISTENER`) are wrapped so
+  awaits (``CALLBACKS``) and notification listeners (``LISTENER``) are wrapped so
   that plain functions work (blocking: in a worker thread; asyncio: awaited by asyncio),
-  iterables (:data:`ITERABLE`) become tuples, Trio-only callbacks (:data:`TRIO_CALLBACKS`)
+  iterables (``ITERABLE``) become tuples, Trio-only callbacks (``TRIO_CALLBACKS``)
   and anything else are passed as they are; a callable no rule covers stops the generator;
-* the prose each bridge adds to the session's docstrings (:class:`Bridge`; :data:`ARGS`
+* the prose each bridge adds to the session's docstrings (``Bridge``; ``ARGS``
   for parameters the session's docstring leaves out);
 * members the hand-written base class of a bridge defines (``closed``, ``close`` for
   ``aclose``, ``aclose``) are left to it: that is where special cases live.
@@ -115,30 +115,38 @@ BLOCKING = Bridge(
     base_module="_blocking",
     base="BlockingSessionBase",
     docstring="""\
-A :class:`ClientSession` for code that does not run Trio: scripts, notebooks, threads.
+A [`ClientSession`][trio_mcp.ClientSession] for code that does not run Trio: scripts,
+notebooks, threads. Open it with [`open_blocking_session()`][trio_mcp.open_blocking_session].
 
-Open it with :func:`open_blocking_session`. Every method of :class:`ClientSession` is
-here with the same parameters and return type, without ``await``; the async context
-managers :meth:`notifications` and :meth:`listen` are plain context managers yielding a
-blocking iterator (:class:`BlockingNotifications`), and ``aclose()`` is :meth:`close`.
+**The same methods as [`ClientSession`][trio_mcp.ClientSession], blocking**: each one has
+the same parameters, return type and documentation, without ``await``. The async context
+managers ``notifications()`` and ``listen()`` are plain context managers yielding a
+blocking iterator ([`BlockingNotifications`][trio_mcp.BlockingNotifications]),
+``start_tool_task()`` returns a [`BlockingToolTask`][trio_mcp.BlockingToolTask], and
+``aclose()`` is [`close()`][trio_mcp.BlockingSession.close].
 
 Any thread may call any method, also many threads at once. A method called from inside
-a Trio task raises :class:`RuntimeError` at once (it would block the Trio run); after
-:meth:`close` every method raises :class:`trio.ClosedResourceError`. Errors are those of
-the async API: a server that dies mid-call fails the call with :class:`ConnectionClosed`.""",
+a Trio task raises `RuntimeError` at once (it would block the Trio run); after
+[`close()`][trio_mcp.BlockingSession.close] every method raises
+`trio.ClosedResourceError`. Errors are those of the async API: a server that dies
+mid-call fails the call with [`ConnectionClosed`][trio_mcp.ConnectionClosed]. Ctrl-C
+cancels the call in progress (the server is told) and raises `KeyboardInterrupt`.""",
     renamed={"aclose": "close"},
     call_note=(
-        "Blocking twin of :meth:`ClientSession.{name}`: blocks the calling thread while the "
+        "Blocking twin of [`ClientSession.{name}()`][trio_mcp.ClientSession.{name}]:"
+        " blocks the calling thread while the "
         "session's Trio thread makes the call; Ctrl-C cancels it (the server is told) and "
-        "re-raises :class:`KeyboardInterrupt`."
+        "re-raises `KeyboardInterrupt`."
     ),
     hold_note=(
-        "Blocking twin of :meth:`ClientSession.{name}`: a plain context manager (``with``); "
+        "Blocking twin of [`ClientSession.{name}()`][trio_mcp.ClientSession.{name}]:"
+        " a plain context manager (``with``); "
         "entering it blocks the calling thread until the async one has been entered on the "
         "session's Trio thread, and leaving the block leaves that one."
     ),
     sync_note=(
-        "Blocking twin of :meth:`ClientSession.{name}`: runs on the session's Trio thread "
+        "Blocking twin of [`ClientSession.{name}()`][trio_mcp.ClientSession.{name}]:"
+        " runs on the session's Trio thread "
         "and blocks the calling thread only for that."
     ),
     callback_note=(
@@ -151,7 +159,8 @@ the async API: a server that dies mid-call fails the call with :class:`Connectio
     ),
     remover_note="The function returned may be called from any thread.",
     property_note=(
-        "The same as :attr:`ClientSession.{name}`, read from the calling thread (the session "
+        "The same as [`ClientSession.{name}`][trio_mcp.ClientSession.{name}],"
+        " read from the calling thread (the session "
         "itself is driven by its Trio thread)."
     ),
     context_manager="AbstractContextManager",
@@ -164,25 +173,33 @@ ASYNCIO = Bridge(
     base_module="_asyncio",
     base="AsyncioSessionBase",
     docstring="""\
-A :class:`ClientSession` for asyncio code. Open it with :func:`open_asyncio_session`.
+A [`ClientSession`][trio_mcp.ClientSession] for asyncio code. Open it with
+[`open_asyncio_session()`][trio_mcp.open_asyncio_session]; Trio runs as a guest of the
+asyncio loop, on the same thread.
 
-Every method of :class:`ClientSession` is here with the same parameters and return type,
-awaited from asyncio; :meth:`notifications` and :meth:`listen` are async context managers
-yielding an :class:`AsyncioNotifications`, and :meth:`aclose` closes. Callbacks
-(``on_progress``, notification callbacks, handlers) may be plain functions or asyncio
-coroutine functions.""",
+**The same methods as [`ClientSession`][trio_mcp.ClientSession], awaited from asyncio**:
+each one has the same parameters, return type and documentation. ``notifications()`` and
+``listen()`` are async context managers yielding an
+[`AsyncioNotifications`][trio_mcp.AsyncioNotifications], ``start_tool_task()`` returns an
+[`AsyncioToolTask`][trio_mcp.AsyncioToolTask], and [`aclose()`][trio_mcp.AsyncioSession.aclose]
+closes. Cancelling the asyncio task that awaits a call cancels the call (the server is
+told). Callbacks (``on_progress``, notification callbacks, handlers) may be plain functions
+or asyncio coroutine functions.""",
     renamed={},
     call_note=(
-        "Asyncio twin of :meth:`ClientSession.{name}`: returns an asyncio awaitable; the call "
+        "Asyncio twin of [`ClientSession.{name}()`][trio_mcp.ClientSession.{name}]:"
+        " returns an asyncio awaitable; the call "
         "runs in the guest Trio run, and cancelling the awaiting asyncio task cancels it (the "
         "server is told)."
     ),
     hold_note=(
-        "Asyncio twin of :meth:`ClientSession.{name}`: an async context manager for asyncio "
+        "Asyncio twin of [`ClientSession.{name}()`][trio_mcp.ClientSession.{name}]:"
+        " an async context manager for asyncio "
         "code (``async with``); the Trio one is entered and left in the guest Trio run."
     ),
     sync_note=(
-        "Asyncio twin of :meth:`ClientSession.{name}`: a plain (not async) method, run at "
+        "Asyncio twin of [`ClientSession.{name}()`][trio_mcp.ClientSession.{name}]:"
+        " a plain (not async) method, run at "
         "once on the asyncio thread, which also runs the guest Trio run."
     ),
     callback_note=(
@@ -194,7 +211,10 @@ coroutine functions.""",
         "them quick) or asyncio coroutine functions (run as asyncio tasks)."
     ),
     remover_note="",
-    property_note="The same as :attr:`ClientSession.{name}` (driven by the guest Trio run).",
+    property_note=(
+        "The same as [`ClientSession.{name}`][trio_mcp.ClientSession.{name}] (driven by the "
+        "guest Trio run)."
+    ),
     context_manager="AbstractAsyncContextManager",
     context_manager_doc="An async context manager (``async with``) yielding {what}.",
 )
@@ -587,7 +607,7 @@ def _body(bridge: Bridge, member: Member) -> list[str]:
 
 #: What an ``Args:`` entry says when ClientSession's docstring leaves a parameter out.
 ARGS: dict[str, str] = {
-    "timeout": "Seconds before :class:`trio.TooSlowError`.",
+    "timeout": "Seconds before `trio.TooSlowError`.",
     "cache": "Use a cached result while the server's ``ttlMs`` hint says it is fresh.",
 }
 
@@ -617,7 +637,11 @@ def _docstring(bridge: Bridge, member: Member) -> list[str]:
             notes += " " + note.format(names=", ".join(names))
     if member.signature.returns == "Callable[[], None]" and bridge.remover_note:
         notes += " " + bridge.remover_note
-    out = [*summary, "", *textwrap.wrap(notes, WIDTH - 12 - 8)]
+    out = [
+        *summary,
+        "",
+        *textwrap.wrap(notes, WIDTH - 12 - 8, break_long_words=False, break_on_hyphens=False),
+    ]
     documented = {
         line.split(":")[0].strip().lstrip("*")
         for line in lines
@@ -639,8 +663,17 @@ def _docstring(bridge: Bridge, member: Member) -> list[str]:
             missing = []
         if section[0] == "Yields:":
             what = _yields(bridge, member.signature.returns)[0]
-            what = f"the :class:`{what}`" if re.fullmatch(r"\w+", what) else f"``{what}``"
-            section = ["Returns:", "    " + bridge.context_manager_doc.format(what=what)]
+            what = (
+                f"the [`{what}`][trio_mcp.{what}]" if re.fullmatch(r"\w+", what) else f"``{what}``"
+            )
+            doc = bridge.context_manager_doc.format(what=what)
+            section = [
+                "Returns:",
+                *(
+                    "    " + line
+                    for line in textwrap.wrap(doc, WIDTH - 12 - 4, break_long_words=False)
+                ),
+            ]
         out += ["", *section]
     indent = "        "
     text = [f'{indent}"""{out[0]}']
@@ -764,19 +797,19 @@ def _render_area(bridge: Bridge, area: Area, mixins: list[Area], base_members: s
     cls = area_class(bridge, area)
     if main:
         about = [
-            f'"""The public methods of :class:`{cls}`, written from ClientSession\'s.',
+            f'"""The public methods of ``{cls}``, written from ClientSession\'s.',
             "",
-            f"The hand-written parts (the class's base, :class:`{bridge.base}`, and how calls",
+            f"The hand-written parts (the class's base, ``{bridge.base}``, and how calls",
             f"cross into Trio) are in ``trio_mcp/{bridge.base_module}.py``; the twins of the",
             "methods of ClientSession's mixins are in the generated modules named after them.",
             '"""',
         ]
     else:
         about = [
-            f'"""The twins of :class:`{area.name}`\'s methods (``trio_mcp/{area.module}.py``) in',
-            f":class:`{bridge.prefix}Session`, written from them.",
+            f'"""The twins of ``{area.name}``\'s methods (``trio_mcp/{area.module}.py``) in',
+            f"``{bridge.prefix}Session``, written from them.",
             "",
-            f"The hand-written parts (the base, :class:`{bridge.base}`, and how calls cross into",
+            f"The hand-written parts (the base, ``{bridge.base}``, and how calls cross into",
             f"Trio) are in ``trio_mcp/{bridge.base_module}.py``.",
             '"""',
         ]
@@ -811,8 +844,8 @@ def _render_area(bridge: Bridge, area: Area, mixins: list[Area], base_members: s
     else:
         bases = bridge.base
         docstring = (
-            f'"""The twins of :class:`{area.name}`\'s methods: a base of '
-            f':class:`{bridge.prefix}Session`."""'
+            f'"""The twins of ``{area.name}``\'s methods: a base of\n'
+            f'[`{bridge.prefix}Session`][trio_mcp.{bridge.prefix}Session].\n"""'
         )
     head += [
         "",

@@ -6,7 +6,6 @@ import ast
 import importlib.util
 import inspect
 import sys
-import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -97,7 +96,7 @@ NEW_METHODS = '''
         Args:
             target: What to frobnicate.
             level: How hard.
-            timeout: Seconds before :class:`trio.TooSlowError`.
+            timeout: Seconds before `trio.TooSlowError`.
 
         Returns:
             The server's answer.
@@ -211,8 +210,9 @@ def test_a_method_added_to_client_session_reaches_both_bridges(
 
     for text in (blocking, asyncio_):
         assert "do not edit" in text.splitlines()[0]
-    assert "Blocking twin of :meth:`ClientSession.frobnicate`" in blocking
-    assert "Asyncio twin of :meth:`ClientSession.frobnicate`" in asyncio_
+    link = "[`ClientSession.frobnicate()`][trio_mcp.ClientSession.frobnicate]"
+    assert f"Blocking twin of\n        {link}" in blocking
+    assert f"Asyncio twin of\n        {link}" in asyncio_
 
 
 def public_methods(cls: type) -> dict[str, Callable[..., Any]]:
@@ -244,7 +244,8 @@ def test_generated_methods_have_real_signatures_and_docstrings(
             continue
         doc = inspect.getdoc(method)
         assert doc is not None, name
-        assert f"{note} of :meth:`ClientSession.{name}`" in doc, name
+        link = f"[`ClientSession.{name}()`][trio_mcp.ClientSession.{name}]"
+        assert f"{note} of {link}" in " ".join(doc.split()), name
         assert doc.splitlines()[0] == inspect.getdoc(session_methods[name]).splitlines()[0]  # type: ignore[union-attr]
         params = [p for p in inspect.signature(method).parameters if p != "self"]
         if params:
@@ -253,10 +254,12 @@ def test_generated_methods_have_real_signatures_and_docstrings(
             assert f"    {param}:" in doc or f"    *{param}:" in doc, (name, param)
         if inspect.iscoroutinefunction(session_methods[name]):
             assert inspect.iscoroutinefunction(method) is awaitable, name
-    assert "blocks the calling thread" in textwrap.dedent(
-        inspect.getdoc(BlockingSession.list_tools) or ""
+    assert "blocks the calling thread" in " ".join(
+        (inspect.getdoc(BlockingSession.list_tools) or "").split()
     )
-    assert "returns an asyncio awaitable" in (inspect.getdoc(AsyncioSession.list_tools) or "")
+    assert "returns an asyncio awaitable" in " ".join(
+        (inspect.getdoc(AsyncioSession.list_tools) or "").split()
+    )
 
 
 def test_check_mode_fails_on_a_stale_file_and_a_run_fixes_it(
@@ -330,7 +333,7 @@ class GadgetsAPI(RequestPath):
         """List the gadgets.
 
         Args:
-            timeout: Seconds before :class:`trio.TooSlowError`.
+            timeout: Seconds before `trio.TooSlowError`.
         """
         raise NotImplementedError
 '''

@@ -105,13 +105,22 @@ SamplingHandler: TypeAlias = Callable[
     [t.CreateMessageRequestParams, RequestContext],
     Awaitable[t.CreateMessageResult | Mapping[str, Any]],
 ]
+"""The ``sampling=`` handler: awaited with the server's ``sampling/createMessage`` params and
+the [`RequestContext`][trio_mcp.handlers.RequestContext]; returns the model's
+[`CreateMessageResult`][trio_mcp.types.CreateMessageResult] (or its dict)."""
 ElicitationHandler: TypeAlias = Callable[
     [t.ElicitRequestFormParams | t.ElicitRequestURLParams, RequestContext],
     Awaitable[t.ElicitResult | Mapping[str, Any]],
 ]
+"""The ``elicitation=`` handler: awaited with the server's ``elicitation/create`` params
+(form or URL mode) and the [`RequestContext`][trio_mcp.handlers.RequestContext]; returns the
+user's [`ElicitResult`][trio_mcp.types.ElicitResult] (or its dict)."""
 RootsHandler: TypeAlias = (
     Callable[[RequestContext], Awaitable[RootsValue]] | Sequence[t.Root | str] | Roots
 )
+"""The ``roots=`` option: a fixed list of roots (URIs or
+[`Root`][trio_mcp.types.Root]s), a [`Roots`][trio_mcp.handlers.Roots] that can change, or an
+async function of the [`RequestContext`][trio_mcp.handlers.RequestContext] returning them."""
 
 
 class SessionView:
