@@ -174,8 +174,11 @@ class _Connection:
             try:
                 data: bytes | bytearray | None = self._read_now()
                 if data is None:
-                    with _deadline(timeout):
+                    if timeout is None:  # (the usual case: no context manager to make)
                         data = await self.stream.receive_some(READ_SIZE)
+                    else:
+                        with trio.fail_after(timeout):
+                            data = await self.stream.receive_some(READ_SIZE)
             except trio.TooSlowError as exc:
                 raise httpx.ReadTimeout("timed out reading the response") from exc
             except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
@@ -354,12 +357,13 @@ class H11Transport(httpx.AsyncBaseTransport):
         timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
         pool_timeout = timeouts.get("pool")
         await trio.lowlevel.checkpoint_if_cancelled()
-        try:
-            self._slots.acquire_nowait()  # a free slot (the usual case): no scheduler trip
-        except trio.WouldBlock:
+        slots = self._slots
+        if slots.value:  # a free slot (then nobody waits): taken with no scheduler trip
+            slots.acquire_nowait()
+        else:  # (not from an `except WouldBlock`: its traceback would live as long as the wait)
             try:
                 with _deadline(pool_timeout):
-                    await self._slots.acquire()
+                    await slots.acquire()
             except trio.TooSlowError as exc:
                 raise httpx.PoolTimeout("timed out waiting for a connection") from exc
         connection: _Connection | None = None
