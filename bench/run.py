@@ -1,4 +1,4 @@
-"""Benchmark trio_mcp against the hand-written floors and the official MCP SDK.
+"""Benchmark trio_mcp against the hand-written floors and the official MCP SDKs (Python, TypeScript).
 
 Usage::
 
