@@ -556,7 +556,7 @@ async def test_a_body_the_socket_cannot_take_at_once_is_written_whole() -> None:
 
 
 class Gated:
-    """A keep-alive server whose answers wait for :attr:`gate` (so requests overlap).
+    """A keep-alive server whose answers wait for ``gate`` (so requests overlap).
 
     Counts the connections the client closed (the handler sees their end).
     """

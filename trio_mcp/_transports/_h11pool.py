@@ -500,9 +500,9 @@ class H11Transport(httpx.AsyncBaseTransport):
 
         It is closed when the server sent anything past the end of the response (an answer
         nobody asked for is never taken as the next request's), or when it is not
-        reusable. Kept, it may be closed later: when idle for :attr:`keepalive_expiry`, or
-        for :attr:`surplus_expiry` while more than :attr:`max_keepalive_connections` are
-        idle (the oldest first; see :meth:`_close_expired`).
+        reusable. Kept, it may be closed later: when idle for ``keepalive_expiry``, or for
+        ``surplus_expiry`` while more than ``max_keepalive_connections`` are idle (the
+        oldest first; see ``_close_expired``).
         """
         self._slots.release()
         conn = connection.h11
@@ -530,9 +530,9 @@ class H11Transport(httpx.AsyncBaseTransport):
     async def _close_expired(self) -> None:
         """Close the idle connections whose keep-alive expired (the oldest of each origin).
 
-        Expired: idle for :attr:`keepalive_expiry`, or for :attr:`surplus_expiry` while
-        more than :attr:`max_keepalive_connections` are idle. Costs one comparison until
-        the first idle connection can expire.
+        Expired: idle for ``keepalive_expiry``, or for ``surplus_expiry`` while more than
+        ``max_keepalive_connections`` are idle. Costs one comparison until the first idle
+        connection can expire.
         """
         now = trio.current_time()
         if now < self._sweep_at:
