@@ -566,12 +566,14 @@ class Gated:
         self.closed = 0
 
     async def __call__(self, stream: trio.SocketStream) -> None:
-        conn = h11.Connection(h11.SERVER)
-        while await read_request(stream, conn) is not None:
-            await self.gate.wait()
-            await stream.send_all(OK)
+        try:
             conn = h11.Connection(h11.SERVER)
-        self.closed += 1
+            while await read_request(stream, conn) is not None:
+                await self.gate.wait()
+                await stream.send_all(OK)
+                conn = h11.Connection(h11.SERVER)
+        finally:  # (the client closed it: cleanly, or resetting a request it gave up)
+            self.closed += 1
 
 
 async def burst(client: httpx.AsyncClient, server: Server, gated: Gated, n: int) -> None:
