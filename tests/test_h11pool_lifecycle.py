@@ -8,6 +8,7 @@ trio listener on 127.0.0.1 (see tests/test_h11pool.py).
 from __future__ import annotations
 
 import ssl
+from functools import partial
 from typing import Any
 
 import h11
@@ -26,7 +27,7 @@ from trio_mcp._transports._http_errors import answer_in_body
 from trio_mcp._transports._http_sender import close_response
 
 from .h11peer import read_request
-from .test_h11pool import OK, PLAIN, keep_alive, serving
+from .test_h11pool import OK, PLAIN, Gated, burst, keep_alive, serving
 
 TOO_LARGE = b'{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"request body too large"}}'
 
@@ -135,10 +136,12 @@ async def test_idle_connections_expire_on_trios_clock(
             assert sum(len(idle) for idle in pool._idle.values()) == 1
 
 
-async def test_at_most_max_keepalive_connections_stay_idle() -> None:
+async def test_at_most_max_keepalive_connections_stay_idle(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Past ``surplus_expiry`` (1 s) idle, the surplus is closed at the next request."""
     counted = Counted()
     release = trio.Event()
-    three_closed = trio.Event()
 
     async def slow(stream: trio.SocketStream) -> None:
         conn = h11.Connection(h11.SERVER)
@@ -147,8 +150,6 @@ async def test_at_most_max_keepalive_connections_stay_idle() -> None:
             await stream.send_all(OK)
             conn = h11.Connection(h11.SERVER)
         counted.closed += 1
-        if counted.closed == 3:
-            three_closed.set()
 
     async with (
         serving(slow) as server,
@@ -161,11 +162,12 @@ async def test_at_most_max_keepalive_connections_stay_idle() -> None:
             await trio.testing.wait_all_tasks_blocked()
             assert server.connections == 5
             release.set()
-        with trio.fail_after(5):
-            await three_closed.wait()
-        await trio.sleep(0.05)  # (no further close comes)
+        assert pool._idle_count == 5  # (a burst's connections stay for the next burst)
+        await trio.sleep(1.0)
+        await client.post(server.url, content=b"{}")
+        await trio.testing.wait_all_tasks_blocked()
         assert sum(len(idle) for idle in pool._idle.values()) == 2
-        assert counted.closed == 3
+        assert counted.closed == 3 and server.connections == 5
 
 
 def tls_server(cert: trustme.LeafCert) -> object:
@@ -520,3 +522,37 @@ async def test_closing_the_pool_while_expired_connections_close_leaves_none_open
             while counted.closed < server.connections:  # noqa: ASYNC110
                 await trio.sleep(0.01)
         assert pool._idle == {}
+
+
+@pytest.mark.parametrize("checkpoints", range(12))
+async def test_requests_cancelled_while_the_surplus_closes_leave_the_pool_true(
+    checkpoints: int, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Race: two requests at once, one cancelled after ``checkpoints`` checkpoints of
+    another task, while four surplus idle connections close: the idle count stays true,
+    every slot is freed, and every connection not idle is closed."""
+    gated = Gated()
+    async with (
+        serving(gated) as server,
+        H11Transport(ssl_context=PLAIN, max_keepalive_connections=1) as pool,
+        httpx.AsyncClient(transport=pool, timeout=None) as client,
+    ):
+        await burst(client, server, gated, 5)
+        assert pool._idle_count == 5
+        await trio.sleep(1.0)  # four of them are surplus now
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(partial(client.post, server.url, content=b"{}"))
+            nursery.start_soon(
+                _cancelled_after, checkpoints, lambda: client.post(server.url, content=b"{}")
+            )
+        _consistent_counts(pool)
+        await trio.testing.wait_all_tasks_blocked()
+        assert gated.closed == server.connections - pool._idle_count
+        assert pool._slots.value == pool.max_connections
+        with trio.fail_after(5):
+            assert (await client.post(server.url, content=b"{}")).json() == {}
+        _consistent_counts(pool)
+
+
+def _consistent_counts(pool: H11Transport) -> None:
+    assert pool._idle_count == sum(len(idle) for idle in pool._idle.values())

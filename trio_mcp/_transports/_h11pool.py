@@ -17,8 +17,14 @@ because httpcore's, on loopback, costs more than the MCP work above it:
   (:func:`plain_body`) instead of through httpx's chain of generators and decoders.
 
 What it keeps of httpx's behaviour: at most ``max_keepalive_connections`` (20) idle
-connections, each closed once idle for ``keepalive_expiry`` (5 s, on trio's clock: the
-expired ones are closed at the pool's next request or when it closes); a response the
+connections outlive a burst, each closed once idle for ``keepalive_expiry`` (5 s, on trio's
+clock); the ones beyond that number (the oldest first) are closed once idle for
+``surplus_expiry`` (1 s), not the instant they are given back, so that a burst of more
+requests than that (1,000 concurrent calls on 100 connections) and the burst after it
+reuse their connections instead of reconnecting most of them (httpx's pool hands a
+connection given back to a waiting request before it applies the limit; here the waiting
+requests run a moment later). Both are closed at the pool's next request or when it
+closes, never by a task of their own; a response the
 server sends before the request's body was written (a 413, say, then closing) is the
 response, not a write error; a connection on which anything arrives that no request asked
 for (bytes past the end of a response, or on an idle connection) is closed, never read as
@@ -38,6 +44,7 @@ wait behind each other on one connection.
 
 from __future__ import annotations
 
+import math
 import os
 import ssl
 import sys
@@ -76,7 +83,7 @@ def _stream_socket(stream: trio.abc.Stream) -> trio.socket.SocketType | None:
 class _Connection:
     """One HTTP/1.1 connection: a stream and its h11 state machine."""
 
-    __slots__ = ("_credit", "_fd", "expires", "h11", "origin", "stream")
+    __slots__ = ("_credit", "_fd", "expires", "h11", "origin", "stream", "surplus_expires")
 
     def __init__(self, origin: Origin, stream: trio.abc.Stream) -> None:
         self.origin = origin
@@ -84,6 +91,8 @@ class _Connection:
         self.h11 = h11.Connection(h11.CLIENT)
         #: When this connection, idle in the pool, is no longer reused (trio's clock).
         self.expires = 0.0
+        #: When it is closed if more than ``max_keepalive_connections`` are idle by then.
+        self.surplus_expires = 0.0
         # a plain TCP socket's fd: what is already there is read or written at once, with
         # no trip through the scheduler (trio's socket calls always take one); TLS streams
         # and other platforms use the stream
@@ -165,8 +174,11 @@ class _Connection:
             try:
                 data: bytes | bytearray | None = self._read_now()
                 if data is None:
-                    with _deadline(timeout):
+                    if timeout is None:  # (the usual case: no context manager to make)
                         data = await self.stream.receive_some(READ_SIZE)
+                    else:
+                        with trio.fail_after(timeout):
+                            data = await self.stream.receive_some(READ_SIZE)
             except trio.TooSlowError as exc:
                 raise httpx.ReadTimeout("timed out reading the response") from exc
             except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
@@ -287,10 +299,14 @@ class H11Transport(httpx.AsyncBaseTransport):
         ssl_context: The TLS context of ``https://`` connections.
         max_connections: The most connections in use at once; more requests wait, first
             come, first served.
-        max_keepalive_connections: The most idle connections kept alive (over all
-            origins); a connection given back beyond that is closed.
+        max_keepalive_connections: The most idle connections (over all origins) kept
+            alive longer than ``surplus_expiry``.
         keepalive_expiry: Seconds an idle connection may wait for its next request (on
             trio's clock); an older one is closed, never reused.
+        surplus_expiry: Seconds an idle connection beyond ``max_keepalive_connections``
+            may wait for its next request (on trio's clock; at most ``keepalive_expiry``):
+            the oldest idle connections are closed once idle that long while more than
+            ``max_keepalive_connections`` are idle.
     """
 
     def __init__(
@@ -300,15 +316,22 @@ class H11Transport(httpx.AsyncBaseTransport):
         max_connections: int = 100,
         max_keepalive_connections: int = 20,
         keepalive_expiry: float = 5.0,
+        surplus_expiry: float = 1.0,
     ) -> None:
         if max_connections < 1:
             raise ValueError(f"max_connections must be at least 1, not {max_connections}")
-        if max_keepalive_connections < 0 or keepalive_expiry < 0:
-            raise ValueError("max_keepalive_connections and keepalive_expiry must not be negative")
+        if max_keepalive_connections < 0 or keepalive_expiry < 0 or surplus_expiry < 0:
+            raise ValueError(
+                "max_keepalive_connections, keepalive_expiry and surplus_expiry must not be "
+                "negative"
+            )
         self._ssl_context = ssl_context
         self.max_connections = max_connections
         self.max_keepalive_connections = max_keepalive_connections
         self.keepalive_expiry = keepalive_expiry
+        self.surplus_expiry = min(surplus_expiry, keepalive_expiry)
+        # no idle connection needs closing before this time (trio's clock)
+        self._sweep_at = math.inf
         self._slots = trio.Semaphore(max_connections)
         # idle connections of each origin, oldest first; how many over all origins
         self._idle: dict[Origin, list[_Connection]] = {}
@@ -334,12 +357,13 @@ class H11Transport(httpx.AsyncBaseTransport):
         timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
         pool_timeout = timeouts.get("pool")
         await trio.lowlevel.checkpoint_if_cancelled()
-        try:
-            self._slots.acquire_nowait()  # a free slot (the usual case): no scheduler trip
-        except trio.WouldBlock:
+        slots = self._slots
+        if slots.value:  # a free slot (then nobody waits): taken with no scheduler trip
+            slots.acquire_nowait()
+        else:  # (not from an `except WouldBlock`: its traceback would live as long as the wait)
             try:
                 with _deadline(pool_timeout):
-                    await self._slots.acquire()
+                    await slots.acquire()
             except trio.TooSlowError as exc:
                 raise httpx.PoolTimeout("timed out waiting for a connection") from exc
         connection: _Connection | None = None
@@ -475,8 +499,10 @@ class H11Transport(httpx.AsyncBaseTransport):
         """Give a connection back after a whole exchange: kept alive, or closed.
 
         It is closed when the server sent anything past the end of the response (an answer
-        nobody asked for is never taken as the next request's), when it is not reusable,
-        or when :attr:`max_keepalive_connections` are idle already.
+        nobody asked for is never taken as the next request's), or when it is not
+        reusable. Kept, it may be closed later: when idle for ``keepalive_expiry``, or for
+        ``surplus_expiry`` while more than ``max_keepalive_connections`` are idle (the
+        oldest first; see ``_close_expired``).
         """
         self._slots.release()
         conn = connection.h11
@@ -485,27 +511,56 @@ class H11Transport(httpx.AsyncBaseTransport):
             and conn.our_state is h11.DONE
             and conn.their_state is h11.DONE
             and not conn.trailing_data[0]
-            and self._idle_count < self.max_keepalive_connections
         ):
             conn.start_next_cycle()
-            connection.expires = trio.current_time() + self.keepalive_expiry
+            now = trio.current_time()
+            connection.expires = now + self.keepalive_expiry
+            connection.surplus_expires = now + self.surplus_expiry
             self._idle.setdefault(connection.origin, []).append(connection)
             self._idle_count += 1
+            if self._idle_count == self.max_keepalive_connections + 1:
+                self._sweep_at = self._next_sweep()  # the oldest become surplus
+            elif connection.expires < self._sweep_at:  # (the first idle one, say)
+                self._sweep_at = connection.expires
             # (the exchange did its I/O: a cancellation point is enough, no yield)
             await trio.lowlevel.checkpoint_if_cancelled()
             return
         await connection.aclose()
 
     async def _close_expired(self) -> None:
-        """Close the idle connections whose keep-alive expired (the oldest of each origin)."""
+        """Close the idle connections whose keep-alive expired (the oldest of each origin).
+
+        Expired: idle for ``keepalive_expiry``, or for ``surplus_expiry`` while more than
+        ``max_keepalive_connections`` are idle. Costs one comparison until the first idle
+        connection can expire.
+        """
         now = trio.current_time()
+        if now < self._sweep_at:
+            return
         for origin, idle in list(self._idle.items()):
-            while idle and idle[0].expires <= now and self._idle.get(origin) is idle:
+            while (
+                idle
+                and (
+                    idle[0].expires <= now
+                    or (
+                        idle[0].surplus_expires <= now
+                        and self._idle_count > self.max_keepalive_connections
+                    )
+                )
+                and self._idle.get(origin) is idle
+            ):
                 connection = idle.pop(0)
                 self._idle_count -= 1
                 await connection.aclose()
             if not idle and self._idle.get(origin) is idle:
                 del self._idle[origin]
+        self._sweep_at = self._next_sweep()
+
+    def _next_sweep(self) -> float:
+        """The first time an idle connection can expire (the oldest of an origin first)."""
+        if self._idle_count > self.max_keepalive_connections:
+            return min(idle[0].surplus_expires for idle in self._idle.values() if idle)
+        return min((idle[0].expires for idle in self._idle.values() if idle), default=math.inf)
 
     async def discard(self, connection: _Connection) -> None:
         """Close a connection that cannot be reused and free its slot."""

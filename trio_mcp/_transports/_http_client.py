@@ -11,7 +11,7 @@ them into the client its requests go through:
 * Their connection layer is trio_mcp's own lean HTTP/1.1 pool
   (:class:`~trio_mcp._transports._h11pool.H11Transport`, under httpx's API): at most
   :data:`POOL_CONNECTIONS` connections in use, more requests waiting their turn first
-  come, first served, up to 20 idle ones kept alive for 5 s.
+  come, first served, up to 20 idle ones kept alive for 5 s (more for 1 s after a burst).
 * The proxies of the environment (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``,
   ``NO_PROXY``, read by httpx's own rules) are honoured: the URLs a proxy takes go through
   httpx's proxy transports, mounted on the client; the others through the pool.
