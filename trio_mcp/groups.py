@@ -2,7 +2,7 @@
 
 :func:`open_server_group` (also ``trio_mcp.open_server_group``) opens a
 :class:`ServerGroup`; each server restarts by its :class:`RestartPolicy` and reports a
-:class:`ServerStatus` (:class:`ServerState`); notifications arrive as
+:class:`ServerStatus` (:class:`ServerState`, the last :class:`ServerFailure`); notifications arrive as
 :class:`GroupNotification`. A call to a server that is not running raises
 :class:`ServerUnavailableError`; two servers offering one name raise
 :class:`NameCollisionError`.
@@ -14,6 +14,7 @@ from ._exceptions import NameCollisionError as NameCollisionError
 from ._exceptions import ServerUnavailableError as ServerUnavailableError
 from ._group import GroupNotification as GroupNotification
 from ._group import RestartPolicy as RestartPolicy
+from ._group import ServerFailure as ServerFailure
 from ._group import ServerGroup as ServerGroup
 from ._group import ServerState as ServerState
 from ._group import ServerStatus as ServerStatus
@@ -24,6 +25,7 @@ __all__ = [
     "GroupNotification",
     "NameCollisionError",
     "RestartPolicy",
+    "ServerFailure",
     "ServerGroup",
     "ServerState",
     "ServerStatus",

@@ -21,6 +21,7 @@ The parts, each with one job:
 from __future__ import annotations
 
 from ._members import RestartPolicy as RestartPolicy
+from ._members import ServerFailure as ServerFailure
 from ._members import ServerState as ServerState
 from ._members import ServerStatus as ServerStatus
 from ._names import CollisionPolicy as CollisionPolicy
@@ -35,6 +36,7 @@ __all__ = [
     "GroupNotification",
     "GroupServers",
     "RestartPolicy",
+    "ServerFailure",
     "ServerGroup",
     "ServerState",
     "ServerStatus",
