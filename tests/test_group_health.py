@@ -133,6 +133,7 @@ async def test_a_successful_routed_call_ends_reconnecting_at_once(
         await mock.crash()
         with pytest.raises(TransportError):
             await group.call_tool("echo", {"text": "x"})
+        assert group.status("h").state is ServerState.RECONNECTING
         http.restart()
         start = trio.current_time()
         await group.call_tool("echo", {"text": "again"})  # before any recovery ping
