@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import sys
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -24,6 +25,9 @@ from trio_mcp import (
 from trio_mcp._transports._base import Transport
 from trio_mcp.groups import RestartPolicy, ServerFailure, ServerState, ServerStatus
 from trio_mcp.testing import MockServer, ToolContext
+
+if sys.version_info < (3, 11):  # pragma: no cover
+    from exceptiongroup import BaseExceptionGroup
 
 POLICY = RestartPolicy(
     backoff=Backoff(initial=1.0, multiplier=2.0, maximum=60.0, jitter=0),
@@ -329,3 +333,66 @@ async def test_a_crash_loop_still_uses_the_budget_up(
     assert loop.attempts == [0.0, 1.5, 4.0, 104.5]
     assert (final.restarts, final.recent_restarts) == (3, 3)
     assert final.exit_code == 1
+
+
+async def test_concurrent_failed_calls_make_one_transition(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    mock = server("h", eras="legacy")
+    async with http_group(mock) as (group, http):
+        await mock.crash()
+        failed: list[BaseException] = []
+
+        async def call() -> None:
+            try:
+                await group.call_tool("echo", {"text": "x"})
+            except TransportError as exc:
+                failed.append(exc)
+
+        async with group.events() as events:
+            async with trio.open_nursery() as nursery:
+                for _ in range(20):
+                    nursery.start_soon(call)
+            group.session("h").transport.link.failed(TransportError("and the link says so"))
+            assert len(failed) == 20
+            assert (await events.receive()).state is ServerState.RECONNECTING
+            http.restart()
+            assert (await events.receive()).state is ServerState.RUNNING
+            with pytest.raises(trio.WouldBlock):  # one transition each way, no more
+                events.receive_nowait()
+        assert group.status("h").error in failed  # the first caller's error
+
+
+@pytest.mark.parametrize(
+    ("error", "down"),
+    [
+        (TransportError("refused"), False),
+        (trio_mcp.HTTPStatusError(503, "deploying"), True),
+        (trio_mcp.HTTPStatusError(502, "bad gateway"), True),
+        (trio_mcp.HTTPStatusError(400, "no session"), False),
+        (ConnectionClosed("crashed", exit_code=1), False),
+        (ValueError("not a transport error"), False),
+    ],
+)
+def test_what_counts_as_a_server_that_is_down(error: BaseException, down: bool) -> None:
+    from trio_mcp._group._members import server_down
+
+    assert server_down(error) is down
+
+
+def test_a_refusal_deep_in_the_cause_chain_is_a_server_that_is_down() -> None:
+    from trio_mcp._group._members import server_down
+
+    for cause in (
+        ConnectionRefusedError(errno.ECONNREFUSED, "refused"),
+        OSError(errno.EHOSTUNREACH, "no route"),
+        BaseExceptionGroup("attempts", [OSError(errno.ECONNREFUSED, "refused")]),
+    ):
+        outer = OSError("could not connect to host:80")
+        outer.__cause__ = cause
+        error = TransportError("could not connect")
+        error.__cause__ = outer
+        assert server_down(error)
+    looped = TransportError("loop")
+    looped.__context__ = looped  # a cycle ends
+    assert not server_down(looped)

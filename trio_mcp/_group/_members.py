@@ -37,6 +37,7 @@ from .._exceptions import (
 )
 from .._resilience import Backoff, CircuitBreaker, CircuitState
 from .._session import ClientSession, Notification
+from .._terminal import for_terminal
 from .._transports._link import LinkState
 
 if sys.version_info < (3, 11):  # pragma: no cover
@@ -343,7 +344,7 @@ class Supervisor:
             member.pid(),
         )
         self.set(member, ServerState.RECONNECTING, error=error)
-        logger.warning("MCP server %r is not answering: %s", member.name, error)
+        logger.warning("MCP server %r is not answering: %s", member.name, for_terminal(error))
 
     def answered(self, member: Member, session: ClientSession) -> None:
         """``session`` answered (a call or a ping): a ``RECONNECTING`` member runs again."""
@@ -412,7 +413,9 @@ class Supervisor:
             )
             if permanent or not member.restartable or not policy.enabled or exhausted:
                 self.set(member, ServerState.FAILED, session=None)
-                logger.warning("MCP server %r is down for good: %s", member.name, error)
+                logger.warning(
+                    "MCP server %r is down for good: %s", member.name, for_terminal(error)
+                )
                 return
             if breaker.state is CircuitState.OPEN:
                 continue  # the guard refuses, and we wait for the recovery time
@@ -422,7 +425,7 @@ class Supervisor:
             )
             logger.warning(
                 "MCP server %r %s (%s); restarting in %.1f s",
-                member.name, "is down" if down else "stopped", error, delay,
+                member.name, "is down" if down else "stopped", for_terminal(error), delay,
             )  # fmt: skip
             await trio.sleep(delay)
             member.restarts += 1
