@@ -57,7 +57,9 @@ class ServerGroup:
     named by the collision policy; :meth:`call_tool`, :meth:`get_prompt` and
     :meth:`read_resource` route to the server that offers the item. A server that is down
     answers :class:`~trio_mcp.groups.ServerUnavailableError` (with the reason and stderr tail)
-    while the others keep working.
+    while the others keep working. What a routed call shows about a server's link is its
+    state at that instant: a transport error makes it ``RECONNECTING`` before the caller
+    sees the exception, an answer makes it ``RUNNING`` again.
     """
 
     def __init__(
