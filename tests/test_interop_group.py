@@ -79,6 +79,7 @@ async def run(group: trio_mcp.ServerGroup, servers: dict[str, StdioParameters]) 
         with trio.fail_after(STEP):
             transport = group.session("sdk").transport
             assert isinstance(transport, StdioTransport)
+            assert transport.pid is not None and transport.pid == group.status("sdk").pid
             os.kill(transport.pid, signal.SIGKILL)
             status = await events.receive()
             while status.server != "sdk" or status.state is not ServerState.RESTARTING:
