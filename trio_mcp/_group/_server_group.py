@@ -487,6 +487,8 @@ def _unavailable(member: Member) -> ServerUnavailableError:
         ServerState.REJECTED: "was not approved to start",
         ServerState.STOPPED: "was stopped (the group is closed)",
     }.get(member.state, "is not running")
+    if member.state is ServerState.RESTARTING and member.retry_at is not None:
+        reason += f" (in {max(0.0, member.retry_at - trio.current_time()):.1f} s)"
     if member.error is not None and member.state is not ServerState.REJECTED:
         reason += f": {member.error}"
     return ServerUnavailableError(
