@@ -131,7 +131,7 @@ async def test_http_member_whose_server_goes_down_is_reconnecting_then_running()
     try:
         url = f"http://{LOOPBACK}:{port}/mcp"
         with trio.fail_after(6 * STEP):
-            async with open_server_group({"sdk": url}, restart=FAST, keep_alive=0.5) as group:
+            async with open_server_group({"sdk": url}, restart=FAST, keep_alive=1) as group:
                 assert group.status("sdk").state is ServerState.RUNNING
                 assert echoed(await group.call_tool("echo", {"text": "before"})) == "before"
                 seen = group.status("sdk").seq
