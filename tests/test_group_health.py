@@ -165,6 +165,30 @@ async def test_keep_alive_finds_a_server_that_died_while_idle(
             assert trio.current_time() - start == 22.0
 
 
+async def test_a_keep_alive_ping_that_times_out_and_a_server_of_its_own(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    slow, other = server("slow", eras="legacy"), server("other")
+    slow.faults.drop("ping")  # the first keep-alive ping is never answered
+    async with open_server_group(
+        {"slow": slow, "other": other},
+        restart=POLICY,
+        server_options={"slow": {"keep_alive": 3}},
+    ) as group:
+        start = trio.current_time()
+        down = await group.wait_for("slow", ServerState.RECONNECTING)
+        assert trio.current_time() - start == 3 + 3  # the interval, then the ping's timeout
+        assert "did not answer a ping within 3 s" in str(down.error)
+        back = await group.wait_for("slow", ServerState.RUNNING)
+        assert trio.current_time() - start == 3 + 3 + 1  # the first recovery ping answers
+        assert back.seq == down.seq + 1
+        # the other server has no keep-alive: nothing ever pinged it
+        assert [s.state for s in group.history("other")] == [
+            ServerState.STARTING,
+            ServerState.RUNNING,
+        ]
+
+
 async def test_keep_alive_per_server_and_bad_values() -> None:
     with pytest.raises(ValueError, match="keep_alive"):
         open_server_group([server("a")], keep_alive=0)
