@@ -130,6 +130,7 @@ async def test_crash_restart_after_backoff_refreshes_catalogue(
                     with pytest.raises(ServerUnavailableError) as down:
                         await group.call_tool("only_a")
                     assert down.value.server == "a"
+                    assert "waiting to restart (in 1.0 s)" in str(down.value)
                     assert down.value.retry_at == pytest.approx(start + 1.0)
                 if status.state is ServerState.RUNNING:
                     break

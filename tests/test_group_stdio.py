@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 import warnings
 from pathlib import Path
@@ -45,6 +47,36 @@ async def test_killed_server_is_restarted_while_the_other_keeps_working() -> Non
             assert back.restarts == 1
             again = await group.session("edge").call_tool("echo", {"text": "back"})
             assert "back" in str(again.content[0])
+
+
+async def test_sigkilled_server_pid_exit_code_and_stderr_are_kept_after_restart() -> None:
+    with trio.fail_after(60):
+        async with open_server_group({"edge": EDGE}, restart=FAST) as group:
+            first = group.status("edge")
+            transport = group.session("edge").transport
+            assert first.pid is not None and first.pid == getattr(transport, "pid", None)
+            # the edge server's crash tool writes to stderr and exits 3
+            seen = first.seq
+            with pytest.raises(Exception):  # noqa: B017 - the server dies answering
+                await group.session("edge").call_tool("crash")  # edge lists no tools
+            died = await group.wait_for("edge", ServerState.RESTARTING, since=seen)
+            assert died.pid is None
+            assert died.last_failure is not None and died.last_failure.pid == first.pid
+            second = await group.wait_for("edge", ServerState.RUNNING, since=died.seq)
+            assert second.pid is not None and second.pid != first.pid
+            # now SIGKILL the new process: its pid, exit code and the stderr tail of the
+            # last death stay readable once the server runs again
+            os.kill(second.pid, signal.SIGKILL)
+            killed = await group.wait_for("edge", ServerState.RESTARTING, since=second.seq)
+            assert killed.exit_code == -signal.SIGKILL
+            third = await group.wait_for("edge", ServerState.RUNNING, since=killed.seq)
+            assert third.restarts == 2
+            assert third.exit_code == -signal.SIGKILL
+            assert third.last_failure is not None
+            assert third.last_failure.pid == second.pid
+            assert third.last_failure.exit_code == -signal.SIGKILL
+            assert died.stderr_tail and "crashed on purpose" in died.stderr_tail
+            assert third.pid is not None and third.pid not in (first.pid, second.pid)
 
 
 async def test_demo_server_crash_tool_is_reported_per_server() -> None:

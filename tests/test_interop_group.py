@@ -22,14 +22,18 @@ from trio_mcp.groups import RestartPolicy, ServerState
 from trio_mcp.types import ToolResultContent
 
 from .interop_peers import (
+    LOOPBACK,
     everything_argv,
     everything_env,
+    free_loopback_port,
     sdk_server_argv,
     sdk_server_env,
     skip_unless_peers,
     skip_unless_sdk,
+    terminate_process,
 )
 from .test_agent import answer, use
+from .test_interop_http import start_sdk
 
 pytestmark = pytest.mark.interop
 
@@ -75,6 +79,7 @@ async def run(group: trio_mcp.ServerGroup, servers: dict[str, StdioParameters]) 
         with trio.fail_after(STEP):
             transport = group.session("sdk").transport
             assert isinstance(transport, StdioTransport)
+            assert transport.pid is not None and transport.pid == group.status("sdk").pid
             os.kill(transport.pid, signal.SIGKILL)
             status = await events.receive()
             while status.server != "sdk" or status.state is not ServerState.RESTARTING:
@@ -115,3 +120,35 @@ async def run(group: trio_mcp.ServerGroup, servers: dict[str, StdioParameters]) 
     with trio.fail_after(STEP):
         result = await trio_mcp.run_agent(model, group, ["echo everywhere"])
     assert result.text == "all echoed" and result.tool_calls == 3
+
+
+async def test_http_member_whose_server_goes_down_is_reconnecting_then_running() -> None:
+    # the official Python SDK's server over Streamable HTTP (a legacy session), stopped
+    # while the application is idle and started again on the same port
+    skip_unless_sdk()
+    port = free_loopback_port()
+    process, output = await start_sdk(port, "legacy")
+    try:
+        url = f"http://{LOOPBACK}:{port}/mcp"
+        with trio.fail_after(6 * STEP):
+            async with open_server_group({"sdk": url}, restart=FAST, keep_alive=1) as group:
+                assert group.status("sdk").state is ServerState.RUNNING
+                assert echoed(await group.call_tool("echo", {"text": "before"})) == "before"
+                seen = group.status("sdk").seq
+                await terminate_process(process)
+                output.file.close()
+                # nobody calls: the keep-alive notices
+                down = await group.wait_for("sdk", ServerState.RECONNECTING, since=seen)
+                assert isinstance(down.error, trio_mcp.TransportError)
+                with pytest.raises(trio_mcp.TransportError):  # routed, and fails fast
+                    await group.call_tool("echo", {"text": "down"})
+                assert group.status("sdk").state is ServerState.RECONNECTING
+                process, output = await start_sdk(port, "legacy")
+                back = await group.wait_for("sdk", ServerState.RUNNING, since=down.seq)
+                assert back.restarts == 0  # the same session, renewed: not a restart
+                assert back.last_failure is not None
+                assert back.last_failure.error is down.error
+                assert echoed(await group.call_tool("echo", {"text": "after"})) == "after"
+    finally:
+        await terminate_process(process)
+        output.file.close()

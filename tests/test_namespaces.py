@@ -90,6 +90,7 @@ def test_names_show_their_namespace() -> None:
     assert trio_mcp.StreamableHTTPParameters.__module__ == "trio_mcp.transports"
     assert trio_mcp.StdioParameters.__module__ == "trio_mcp.transports"
     assert trio_mcp.groups.ServerState.__module__ == "trio_mcp.groups"
+    assert trio_mcp.groups.ServerFailure.__module__ == "trio_mcp.groups"
     assert trio_mcp.testing.CassetteError.__module__ == "trio_mcp.testing"
     assert trio_mcp.MCPError.__module__ == "trio_mcp"
     assert trio_mcp.ClientSession.__module__ == "trio_mcp"

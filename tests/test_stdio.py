@@ -553,3 +553,18 @@ async def test_send_fails_when_the_nursery_is_cancelled_before_any_line_waited()
             assert transport.try_send_now(b"{}") is False
             assert transport.queue_nowait(b"{}") is False
         assert transport.returncode is not None
+
+
+async def test_pid_while_running_and_none_once_exited() -> None:
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            async with trio_mcp.open_mcp_session(nursery, EDGE) as session:
+                transport = session.transport
+                assert isinstance(transport, StdioTransport)
+                pid = transport.pid
+                assert pid is not None and os.getpgid(pid) == pid
+                with pytest.raises(ConnectionClosed) as died:
+                    await session.call_tool("crash", {})
+                assert died.value.exit_code == 3  # the exit was collected before this
+                assert transport.pid is None
+                assert transport.returncode == 3

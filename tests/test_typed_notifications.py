@@ -133,6 +133,34 @@ async def test_keep_alive_threshold(autojump_clock: trio.testing.MockClock) -> N
             await session.keep_alive(0)
 
 
+async def test_keep_alive_counts_refused_pings_then_raises_connection_closed(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # a remote server that is down refuses the connection: each refused ping is one
+    # failure, as a timed-out one is; only max_failures in a row end the keep-alive
+    mock = MockServer(name="down", eras="legacy")
+    async with trio.open_nursery() as nursery, mock.open_http(nursery) as http:
+        params = trio_mcp.StreamableHTTPParameters(http.url, client=http.client)
+        async with trio_mcp.open_mcp_session(params) as session:
+            await mock.crash()
+            start = trio.current_time()
+            with pytest.raises(trio_mcp.ConnectionClosed, match="3 keep-alive pings") as info:
+                await session.keep_alive(10, max_failures=3)
+            assert trio.current_time() - start == 30.0
+            assert isinstance(info.value.__cause__, trio_mcp.TransportError)
+            # one refused ping between answered ones does not end it
+            http.restart()
+            with trio.move_on_after(35):
+                async with trio.open_nursery() as inner:
+                    inner.start_soon(session.keep_alive, 10)
+                    await trio.sleep(12)
+                    await mock.crash()  # the ping at 20 s is refused
+                    await trio.sleep(5)
+                    http.restart()  # the one at 30 s is answered
+            assert session.failure is None
+        nursery.cancel_scope.cancel()
+
+
 async def test_keep_alive_resets_after_success(autojump_clock: trio.testing.MockClock) -> None:
     pattern = iter([False, True, False, False, True, False, False, False])
 

@@ -214,7 +214,9 @@ class BlockingSession(BlockingToolsAPI, BlockingFeaturesAPI, BlockingNotificatio
 
         Raises:
             ConnectionClosed: ``max_failures`` pings in a row failed (the last failure is
-                the cause), or the session stopped working.
+                the cause), or the session stopped working (at once; its failure is the
+                cause).
+            trio.ClosedResourceError: The session was closed.
             ValueError: ``interval``, ``timeout`` or ``max_failures`` is not positive.
         """
         self._runner.call(

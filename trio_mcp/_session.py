@@ -47,7 +47,7 @@ import trio
 from . import types as t
 from ._construction import NoPublicConstructor
 from ._eras import Era, era_cache
-from ._exceptions import ConnectionClosed, HTTPStatusError, MCPError, ProtocolError, ServerError
+from ._exceptions import ConnectionClosed, MCPError
 from ._handlers import Roots, RootsValue, ServerRequestHandlers, listen_to_roots
 from ._jsonrpc import RequestId, decode_json, decode_payload
 from ._options import _Options
@@ -421,7 +421,10 @@ class ClientSession(ToolsAPI, FeaturesAPI, NotificationsAPI, metaclass=NoPublicC
 
         Run it in a nursery of yours (``nursery.start_soon(session.keep_alive, 30)``) and
         cancel that when done. Each ping waits ``timeout`` seconds (default: ``interval``);
-        a success resets the count of failures. Time is trio's clock.
+        a success resets the count of failures. A ping fails when it times out, the server
+        answers it with an error, or it cannot reach the server (connection refused or
+        broken, an HTTP error status: a remote server that is down or restarting), while
+        the session itself still works. Time is trio's clock.
 
         Args:
             interval: Seconds between pings (from the end of one to the start of the next).
@@ -430,7 +433,9 @@ class ClientSession(ToolsAPI, FeaturesAPI, NotificationsAPI, metaclass=NoPublicC
 
         Raises:
             ConnectionClosed: ``max_failures`` pings in a row failed (the last failure is
-                the cause), or the session stopped working.
+                the cause), or the session stopped working (at once; its failure is the
+                cause).
+            trio.ClosedResourceError: The session was closed.
             ValueError: ``interval``, ``timeout`` or ``max_failures`` is not positive.
         """
         if not interval > 0 or (timeout is not None and not timeout > 0) or max_failures < 1:
@@ -440,7 +445,11 @@ class ClientSession(ToolsAPI, FeaturesAPI, NotificationsAPI, metaclass=NoPublicC
             await trio.sleep(interval)
             try:
                 await self.ping(timeout=timeout if timeout is not None else interval)
-            except (trio.TooSlowError, ServerError, ProtocolError, HTTPStatusError) as exc:
+            except (trio.TooSlowError, MCPError) as exc:
+                if self.failure is not None:  # the session itself ended: no ping can help
+                    raise ConnectionClosed(
+                        f"keep-alive: the MCP session stopped working: {self.failure}"
+                    ) from exc
                 failures += 1
                 logger.warning("keep-alive ping %d/%d failed: %r", failures, max_failures, exc)
                 if failures >= max_failures:

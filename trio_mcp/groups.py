@@ -1,11 +1,14 @@
 """Server groups: several servers as one, with restarts and one merged catalogue.
 
-:func:`open_server_group` (also ``trio_mcp.open_server_group``) opens a
-:class:`ServerGroup`; each server restarts by its :class:`RestartPolicy` and reports a
-:class:`ServerStatus` (:class:`ServerState`); notifications arrive as
-:class:`GroupNotification`. A call to a server that is not running raises
-:class:`ServerUnavailableError`; two servers offering one name raise
-:class:`NameCollisionError`.
+[`open_server_group`][trio_mcp.groups.open_server_group] (also
+``trio_mcp.open_server_group``) opens a [`ServerGroup`][trio_mcp.groups.ServerGroup]; each
+server restarts by its [`RestartPolicy`][trio_mcp.groups.RestartPolicy] and reports a
+[`ServerStatus`][trio_mcp.groups.ServerStatus] (its
+[`ServerState`][trio_mcp.groups.ServerState], its last
+[`ServerFailure`][trio_mcp.groups.ServerFailure]); notifications arrive as
+[`GroupNotification`][trio_mcp.groups.GroupNotification]. A call to a server that is not
+running raises [`ServerUnavailableError`][trio_mcp.groups.ServerUnavailableError]; two
+servers offering one name raise [`NameCollisionError`][trio_mcp.groups.NameCollisionError].
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from ._exceptions import NameCollisionError as NameCollisionError
 from ._exceptions import ServerUnavailableError as ServerUnavailableError
 from ._group import GroupNotification as GroupNotification
 from ._group import RestartPolicy as RestartPolicy
+from ._group import ServerFailure as ServerFailure
 from ._group import ServerGroup as ServerGroup
 from ._group import ServerState as ServerState
 from ._group import ServerStatus as ServerStatus
@@ -24,6 +28,7 @@ __all__ = [
     "GroupNotification",
     "NameCollisionError",
     "RestartPolicy",
+    "ServerFailure",
     "ServerGroup",
     "ServerState",
     "ServerStatus",

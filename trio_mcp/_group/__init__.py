@@ -2,9 +2,11 @@
 
 Each server runs in a supervisor task of its own, in the nursery you give (or one the
 group owns). A server that fails to start or dies is reported (a :class:`ServerStatus`
-with its error and stderr tail) while the others keep working; servers started from a
-factory (a stdio command, a URL, a ``MockServer``) are restarted with exponential backoff
-and a circuit breaker on trio's clock, and their catalogue is fetched again.
+with its error and stderr tail, kept after it runs again) while the others keep working; a
+server that stops answering (its link, a routed call, a keep-alive ping) is
+``RECONNECTING`` until it answers again; servers started from a factory (a stdio command,
+a URL, a ``MockServer``) are restarted with exponential backoff and a circuit breaker on
+trio's clock, and their catalogue is fetched again.
 
 The parts, each with one job:
 
@@ -21,6 +23,7 @@ The parts, each with one job:
 from __future__ import annotations
 
 from ._members import RestartPolicy as RestartPolicy
+from ._members import ServerFailure as ServerFailure
 from ._members import ServerState as ServerState
 from ._members import ServerStatus as ServerStatus
 from ._names import CollisionPolicy as CollisionPolicy
@@ -35,6 +38,7 @@ __all__ = [
     "GroupNotification",
     "GroupServers",
     "RestartPolicy",
+    "ServerFailure",
     "ServerGroup",
     "ServerState",
     "ServerStatus",

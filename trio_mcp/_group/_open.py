@@ -54,6 +54,7 @@ def open_server_group(
     roots: RootsHandler | None = None,
     auth: httpx.Auth | None = None,
     notification_buffer: int = 1000,
+    keep_alive: float | None = None,
     **session_options: Any,
 ) -> AbstractAsyncContextManager[ServerGroup]: ...
 @overload
@@ -72,6 +73,7 @@ def open_server_group(
     roots: RootsHandler | None = None,
     auth: httpx.Auth | None = None,
     notification_buffer: int = 1000,
+    keep_alive: float | None = None,
     **session_options: Any,
 ) -> AbstractAsyncContextManager[ServerGroup]: ...
 def open_server_group(
@@ -90,6 +92,7 @@ def open_server_group(
     roots: RootsHandler | None = None,
     auth: httpx.Auth | None = None,
     notification_buffer: int = 1000,
+    keep_alive: float | None = None,
     **session_options: Any,
 ) -> AbstractAsyncContextManager[ServerGroup]:
     """Start several MCP servers, each supervised, and yield them as one :class:`ServerGroup`.
@@ -136,6 +139,13 @@ def open_server_group(
             ``OAuth`` serves them all, each server with its own tokens.
         notification_buffer: The buffer of each server's notification forwarding and of
             :meth:`ServerGroup.notifications` channels.
+        keep_alive: Seconds between keep-alive pings of each running server (from the end
+            of one to the start of the next; each may take as long): a ping that fails
+            makes the server ``RECONNECTING`` until it answers again, so a server that died
+            while the application was idle shows at once. None (the default): no pings
+            (a stdio server's exit shows anyway; a remote server's failure shows when a
+            call fails or its transport notices). One server's own:
+            ``server_options={"name": {"keep_alive": 10}}``.
         **session_options: More :func:`~trio_mcp.open_mcp_session` options for every
             server (``default_timeout``, ``init_timeout``, ``protocol``, ...). Transport
             options (``env=``, ``headers=``, ``ssl_context=``...), here or in
@@ -149,7 +159,8 @@ def open_server_group(
 
     Raises:
         TypeError: ``servers`` is not one of the accepted forms.
-        ValueError: ``server_options`` names a server that is not in the group.
+        ValueError: ``server_options`` names a server that is not in the group, or
+            ``keep_alive`` is not a positive number.
     """
     nursery: trio.Nursery | None
     if isinstance(nursery_or_servers, trio.Nursery):
@@ -163,6 +174,7 @@ def open_server_group(
             "open_server_group() takes (nursery, servers) or (servers); "
             f"{nursery_or_servers!r} is not a trio.Nursery"
         )
+    _check_keep_alive(keep_alive)
     if collisions not in ("prefix", "error") and not callable(collisions):
         raise ValueError(f"collisions must be 'prefix', 'error' or a callable, not {collisions!r}")
     handlers = {
@@ -170,7 +182,7 @@ def open_server_group(
         for key, value in (("sampling", sampling), ("elicitation", elicitation), ("roots", roots))
         if value is not None
     }
-    members = _members(servers, session_options, server_options or {}, handlers, auth)
+    members = _members(servers, session_options, server_options or {}, handlers, auth, keep_alive)
     given = [*session_options, *(key for per in (server_options or {}).values() for key in per)]
     warn_transport_options(  # deprecated: they belong on each server's parameters object
         "open_server_group", given, [member.target for member in members], stacklevel=2
@@ -200,6 +212,13 @@ def _with_auth(
     if isinstance(target, HTTPOptions) and target.auth is None:
         return dataclasses.replace(target, auth=auth), options
     return target, options
+
+
+def _check_keep_alive(keep_alive: object) -> None:
+    if keep_alive is not None and not (
+        isinstance(keep_alive, (int, float)) and 0 < keep_alive < float("inf")
+    ):
+        raise ValueError(f"keep_alive must be a positive number of seconds, not {keep_alive!r}")
 
 
 def _configs(servers: Any) -> dict[str, ServerConfig]:
@@ -237,6 +256,7 @@ def _members(
     server_options: Mapping[str, Mapping[str, Any]],
     handlers: dict[str, Any],
     auth: httpx.Auth | None = None,
+    keep_alive: float | None = None,
 ) -> list[Member]:
     entries: list[tuple[str, Any]]
     if isinstance(servers, MCPConfig):
@@ -271,6 +291,8 @@ def _members(
         options.update(session_options)
         options.update(handlers)
         options.update(server_options.get(name, {}))
+        member_keep_alive = options.pop("keep_alive", keep_alive)
+        _check_keep_alive(member_keep_alive)
         for key in ("sampling", "elicitation"):
             if options.get(key) is not None:
                 options[key] = _named_handler(options[key], name)
@@ -279,7 +301,9 @@ def _members(
         if auth is not None and "auth" not in options:
             target, options = _with_auth(target, options, auth)
         restartable = not isinstance(target, Transport)
-        members.append(Member(name, target, options, restartable, redact=redact))
+        members.append(
+            Member(name, target, options, restartable, redact=redact, keep_alive=member_keep_alive)
+        )
     return members
 
 

@@ -8,9 +8,9 @@ server offering the item, and fans state changes and notifications out to subscr
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Final, TypeVar
 
 import msgspec
 import trio
@@ -22,6 +22,7 @@ from .._exceptions import (
     ResourceNotFoundError,
     ServerError,
     ServerUnavailableError,
+    TransportError,
 )
 from .._session import ClientSession, Notification
 from ._members import Member, RestartPolicy, ServerState, ServerStatus, Supervisor
@@ -30,6 +31,11 @@ from ._names import Catalogue, CollisionPolicy, template_matches
 __all__ = ["GroupNotification", "ServerGroup"]
 
 logger = logging.getLogger("trio_mcp")
+
+T = TypeVar("T")
+
+#: The states in which calls are routed to a member's session.
+_ROUTED: Final = frozenset({ServerState.RUNNING, ServerState.RECONNECTING})
 
 
 class GroupNotification(msgspec.Struct, frozen=True):
@@ -51,7 +57,9 @@ class ServerGroup:
     named by the collision policy; :meth:`call_tool`, :meth:`get_prompt` and
     :meth:`read_resource` route to the server that offers the item. A server that is down
     answers :class:`~trio_mcp.groups.ServerUnavailableError` (with the reason and stderr tail)
-    while the others keep working.
+    while the others keep working. What a routed call shows about a server's link is its
+    state at that instant: a transport error makes it ``RECONNECTING`` before the caller
+    sees the exception, an answer makes it ``RUNNING`` again.
     """
 
     def __init__(
@@ -103,7 +111,11 @@ class ServerGroup:
         return {name: member.status() for name, member in self._members.items()}
 
     def session(self, server: str) -> ClientSession:
-        """The session of a running server, for anything the group does not route.
+        """The session of a running (or reconnecting) server, for anything the group does
+        not route.
+
+        Calls made on it directly are not watched by the group: a transport error there
+        does not change the server's state (the transport's link and the keep-alive do).
 
         Args:
             server: The server's name.
@@ -114,22 +126,55 @@ class ServerGroup:
         """
         return self._live(self._member(server))
 
-    async def wait_for(self, server: str, *states: ServerState) -> ServerStatus:
+    def history(self, server: str) -> list[ServerStatus]:
+        """The server's most recent statuses (up to 64), oldest first.
+
+        Args:
+            server: The server's name.
+
+        Raises:
+            KeyError: No server has that name.
+        """
+        return list(self._member(server).history)
+
+    async def wait_for(
+        self, server: str, *states: ServerState, since: int | None = None
+    ) -> ServerStatus:
         """Wait until a server is in one of ``states`` (default: ``RUNNING``).
+
+        Without ``since``: return its status at once if it is in one of ``states`` now,
+        else wait for the next change into one of them.
+
+        With ``since`` (a [`ServerStatus.seq`][trio_mcp.groups.ServerStatus] you saw, e.g.
+        ``group.status(name).seq`` taken before you act): return the first change after it
+        into one of ``states``, even one that already happened and passed (the server was
+        ``RESTARTING`` and is ``RUNNING`` again); wait only if there was none. The returned
+        status is the snapshot taken at that change. Never misses one: each server keeps
+        its last 64 changes, and beyond them the latest change into each state.
 
         Args:
             server: The server's name.
             *states: The states to wait for.
+            since: Only changes with a larger ``seq`` count.
 
         Returns:
             Its status once it got there.
+
+        Raises:
+            KeyError: No server has that name.
         """
         member = self._member(server)
-        wanted = states or (ServerState.RUNNING,)
+        wanted = frozenset(states or (ServerState.RUNNING,))
         await trio.lowlevel.checkpoint()
-        while member.state not in wanted:
+        if since is None:
+            if member.state in wanted:
+                return member.status()
+            since = member.seq
+        while True:
+            found = member.since(since, wanted)
+            if found is not None:
+                return found
             await member.changed.wait()
-        return member.status()
 
     def _member(self, server: str) -> Member:
         try:
@@ -138,9 +183,22 @@ class ServerGroup:
             raise KeyError(f"no server named {server!r} in the group ({self.servers})") from None
 
     def _live(self, member: Member) -> ClientSession:
-        if member.state is not ServerState.RUNNING or member.session is None:
+        if member.state not in _ROUTED or member.session is None:
             raise _unavailable(member)
         return member.session
+
+    async def _routed(self, member: Member, call: Callable[[ClientSession], Awaitable[T]]) -> T:
+        """Make one call on the member's session; what it shows about the link is its
+        status at that instant (a transport error: ``RECONNECTING``; an answer:
+        ``RUNNING``)."""
+        session = self._live(member)
+        try:
+            result = await call(session)
+        except TransportError as exc:
+            self._supervisor.suspect(member, session, exc)
+            raise
+        self._supervisor.answered(member, session)
+        return result
 
     # -- what the supervisor reports -------------------------------------------------------
 
@@ -263,7 +321,9 @@ class ServerGroup:
                 -32602, f"unknown tool {name!r}: no server of the group offers it",
                 method="tools/call",
             ) from None  # fmt: skip
-        return await self._live(member).call_tool(item.name, arguments, **kwargs)
+        return await self._routed(
+            member, lambda session: session.call_tool(item.name, arguments, **kwargs)
+        )
 
     async def get_prompt(
         self, name: str, arguments: Mapping[str, str] | None = None, **kwargs: Any
@@ -287,7 +347,9 @@ class ServerGroup:
                 -32602, f"unknown prompt {name!r}: no server of the group offers it",
                 method="prompts/get",
             ) from None  # fmt: skip
-        return await self._live(member).get_prompt(item.name, arguments, **kwargs)
+        return await self._routed(
+            member, lambda session: session.get_prompt(item.name, arguments, **kwargs)
+        )
 
     async def read_resource(
         self, uri: str, *, server: str | None = None, **kwargs: Any
@@ -305,7 +367,9 @@ class ServerGroup:
             ServerUnavailableError: Its server is not running.
         """
         if server is not None:
-            return await self._live(self._member(server)).read_resource(uri, **kwargs)
+            return await self._routed(
+                self._member(server), lambda session: session.read_resource(uri, **kwargs)
+            )
         owners = [m for m, item in self._every("resource", "uri") if item.uri == uri]
         if not owners:
             owners = [
@@ -322,7 +386,7 @@ class ServerGroup:
         if len(names) > 1:
             await trio.lowlevel.checkpoint()
             raise NameCollisionError("resource", uri, names)
-        return await self._live(owners[0]).read_resource(uri, **kwargs)
+        return await self._routed(owners[0], lambda session: session.read_resource(uri, **kwargs))
 
     # -- streams ---------------------------------------------------------------------------
 
@@ -423,6 +487,8 @@ def _unavailable(member: Member) -> ServerUnavailableError:
         ServerState.REJECTED: "was not approved to start",
         ServerState.STOPPED: "was stopped (the group is closed)",
     }.get(member.state, "is not running")
+    if member.state is ServerState.RESTARTING and member.retry_at is not None:
+        reason += f" (in {max(0.0, member.retry_at - trio.current_time()):.1f} s)"
     if member.error is not None and member.state is not ServerState.REJECTED:
         reason += f": {member.error}"
     return ServerUnavailableError(

@@ -226,9 +226,11 @@ class StdioTransport(Transport):
         self._closed = False
 
     @property
-    def pid(self) -> int:
-        """The process id (and process group id) of the server."""
-        return self._process.pid
+    def pid(self) -> int | None:
+        """The process id (and process group id) of the server; None once it has exited
+        (then ``returncode`` is its exit code)."""
+        process = self._process
+        return process.pid if process.returncode is None else None
 
     @property
     def returncode(self) -> int | None:
