@@ -59,7 +59,13 @@ from .._jsonrpc import Envelope
 from .._redact import redacted_repr
 from ._base import MessageInfo, Transport
 from ._eventstream import ServerSentEvent, SSEDecoder
-from ._headers import NAME_PARAMS, encode_header_value, is_plain_header_value, request_name
+from ._headers import (
+    NAME_PARAMS,
+    echo_problem,
+    encode_header_value,
+    is_plain_header_value,
+    request_name,
+)
 from ._http_base import (
     ACCEPT_BOTH,
     ACCEPT_SSE,
@@ -101,6 +107,19 @@ RequestId: TypeAlias = "int | str"
 GET_STREAM_WAIT: Final = 1.0
 
 _INITIALIZED: Final = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
+
+
+def _check_resumable(request_id: RequestId, state: StreamState, cause: MCPError | None) -> None:
+    """Fail the request at once when its ended stream cannot be resumed (legacy era).
+
+    Raises:
+        TransportError: The server's last event id cannot be sent back as ``Last-Event-ID``.
+    """
+    if state.unsendable_id is not None:
+        raise TransportError(
+            f"the response stream of request {request_id!r} ended before the response and "
+            f"cannot be resumed: {state.unsendable_id}"
+        ) from cause
 
 
 class _WithParams(msgspec.Struct):
@@ -422,9 +441,12 @@ class StreamableHTTPTransport(Transport):
         session_id: str | None = response.headers.get("mcp-session-id")
         if session_id is None:
             return None
-        if not session_id or not all(0x21 <= ord(c) <= 0x7E for c in session_id):
-            logger.warning("ignoring a malformed Mcp-Session-Id from %s", self._url)
-            return None
+        problem = echo_problem(session_id)
+        if problem is not None:
+            raise TransportError(
+                f"{self._url} answered initialize with an Mcp-Session-Id that cannot be sent "
+                f"back: the id {session_id[:40]!r} {problem}"
+            )
         return session_id
 
     async def _read_answer(
@@ -474,6 +496,8 @@ class StreamableHTTPTransport(Transport):
         except ConnectionClosed as exc:
             broken = exc
         await close_response(response)
+        if not self.modern:
+            _check_resumable(request_id, state, broken)
         if not self.modern and state.last_event_id is not None:
             await self._resume(request_id, state, sink, broken)
             return
@@ -541,6 +565,7 @@ class StreamableHTTPTransport(Transport):
                 last_error = exc
             finally:
                 await close_response(response)
+            _check_resumable(request_id, state, last_error)
             if state.progress > progress:
                 attempt = 0
 
