@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import httpx
 import trio
 
-from .._exceptions import AuthDiscoveryError, AuthorizationDeniedError
+from .._exceptions import AuthDiscoveryError, AuthorizationDeniedError, ClientRegistrationError
 from . import _grants, _metadata
 from ._browser import UserAgent, check_browser_url
 from ._policy import check_endpoint
@@ -64,7 +64,10 @@ class Flow:
 async def client_credentials(flow: Flow) -> Token:
     """The client credentials grant (machine to machine; a pre-registered client)."""
     client = await flow.identity(None, register=False)
-    assert client is not None  # OAuth requires client_id for this grant
+    if client is None:  # (OAuth requires client_id for this grant: the identity checks it)
+        raise ClientRegistrationError(
+            f"no client identity for authorization server {flow.context.issuer}"
+        )
     form = {"grant_type": "client_credentials", "resource": flow.context.resource}
     if flow.scope:
         form["scope"] = flow.scope
@@ -90,7 +93,10 @@ async def authorization_code(flow: Flow, user_agent: UserAgent) -> Token:
     try:
         async with user_agent.redirect() as redirect:
             client = await flow.identity(redirect.redirect_uri, register=True)
-            assert client is not None
+            if client is None:  # (with register=True the identity returns one or raises)
+                raise ClientRegistrationError(
+                    f"no client identity for authorization server {context.issuer}"
+                )
             verifier, challenge = _grants.pkce_pair()
             state = _grants.random_state()
             query = {
