@@ -70,6 +70,8 @@ from typing import Any, TypeVar, cast
 import msgspec
 import trio
 
+from ._redact import display_url
+
 _E = TypeVar("_E", bound=BaseException)
 
 __all__ = [
@@ -246,7 +248,8 @@ class HTTPStatusError(TransportError):
         self.url = url
         self.retry_after = retry_after
         shown = body if len(body) <= 500 else body[:500] + "..."
-        super().__init__(f"HTTP {status_code} from {url or 'server'}: {shown}")
+        where = display_url(url) if url else "server"
+        super().__init__(f"HTTP {status_code} from {where}: {shown}")
 
 
 class InputRequestError(MCPError):

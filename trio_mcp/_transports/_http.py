@@ -56,7 +56,7 @@ from .._exceptions import (
     TransportError,
 )
 from .._jsonrpc import Envelope
-from .._redact import redacted_repr
+from .._redact import display_url, redacted_repr
 from ._base import MessageInfo, Transport
 from ._eventstream import ServerSentEvent, SSEDecoder
 from ._headers import (
@@ -444,8 +444,8 @@ class StreamableHTTPTransport(Transport):
         problem = echo_problem(session_id)
         if problem is not None:
             raise TransportError(
-                f"{self._url} answered initialize with an Mcp-Session-Id that cannot be sent "
-                f"back: the id {session_id[:40]!r} {problem}"
+                f"{display_url(self._url)} answered initialize with an Mcp-Session-Id that "
+                f"cannot be sent back: the id {session_id[:40]!r} {problem}"
             )
         return session_id
 
@@ -593,7 +593,7 @@ class StreamableHTTPTransport(Transport):
                     self._get_stream_ready.set()
             except HTTPStatusError as exc:
                 if exc.status_code == 405:
-                    logger.debug("%s offers no GET stream (HTTP 405)", self._url)
+                    logger.debug("%s offers no GET stream (HTTP 405)", display_url(self._url))
                     return
                 if exc.status_code == 404 and session_id is not None:
                     await self._reinitialize(session_id)
@@ -606,7 +606,7 @@ class StreamableHTTPTransport(Transport):
                     if content_type(response) != "text/event-stream":
                         logger.info(
                             "%s answered the GET for server messages with %s; not listening",
-                            self._url,
+                            display_url(self._url),
                             content_type(response) or "no content type",
                         )
                         return
@@ -623,7 +623,7 @@ class StreamableHTTPTransport(Transport):
                 logger.warning(
                     "the stream for server-initiated messages from %s closed and is not "
                     "re-opened after %d attempt(s)%s",
-                    self._url,
+                    display_url(self._url),
                     attempt,
                     f": {error}" if error is not None else "",
                 )
@@ -652,7 +652,7 @@ class StreamableHTTPTransport(Transport):
         try:
             logger.warning(
                 "the server at %s ended MCP session %r (HTTP 404); starting a new session",
-                self._url,
+                display_url(self._url),
                 expired,
             )
             data, info = self._initialize
@@ -744,9 +744,11 @@ class StreamableHTTPTransport(Transport):
         try:
             await connection.connect()
         except MCPError as exc:
-            logger.info("%s does not speak the HTTP+SSE transport either: %s", self._url, exc)
+            logger.info(
+                "%s does not speak the HTTP+SSE transport either: %s", display_url(self._url), exc
+            )
             return False
-        logger.info("%s speaks the deprecated HTTP+SSE transport; using it", self._url)
+        logger.info("%s speaks the deprecated HTTP+SSE transport; using it", display_url(self._url))
         self._sse = connection
         self.modern = False
         return True

@@ -43,6 +43,7 @@ from .._exceptions import (
     fresh_copy,
 )
 from .._jsonrpc import Envelope
+from .._redact import display_url
 from .._resilience import Backoff, CircuitBreaker, RetryPolicy
 from ._base import RequestFailure
 from ._eventstream import ServerSentEvent, SSEDecoder
@@ -524,7 +525,7 @@ def core_for(options: HTTPOptions, nursery: trio.Nursery) -> HTTPCore:
     try:
         origin_of(options.url)
     except ValueError as exc:
-        raise TransportError(f"invalid MCP server URL {options.url!r}: {exc}") from exc
+        raise TransportError(f"invalid MCP server URL {display_url(options.url)!r}: {exc}") from exc
     client, own, direct = make_client(options)
     return HTTPCore(
         client=client,

@@ -32,6 +32,7 @@ from .._exceptions import (
     TransportError,
 )
 from .._jsonrpc import decode_envelope, server_error_from_wire
+from .._redact import display_url
 
 if TYPE_CHECKING:
     import httpx
@@ -156,6 +157,7 @@ def convert_httpx_error(exc: Exception, url: str, doing: str) -> MCPError:
         url: The URL of the request.
         doing: What was being done, e.g. ``"sending POST to"``.
     """
+    url = display_url(url)
     if isinstance(exc, _kinds("TimeoutException")):
         return TransportError(f"timed out {doing} {url}: {type(exc).__name__}")
     if isinstance(exc, _kinds("ProxyError")):

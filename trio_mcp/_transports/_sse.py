@@ -24,7 +24,7 @@ import trio
 
 from .._exceptions import ConnectionClosed, MCPError, ProtocolError, TransportError
 from .._jsonrpc import Envelope
-from .._redact import redacted_repr
+from .._redact import display_url, redacted_repr
 from ._base import MessageInfo, Transport
 from ._eventstream import ServerSentEvent
 from ._http_base import (
@@ -76,7 +76,9 @@ class LegacySSEConnection:
         with trio.move_on_after(self._core.timeout):
             result = await self._core.start(self._read_events)
         if result is None:
-            raise TransportError(f"{self._url} sent no endpoint event within {self._core.timeout}s")
+            raise TransportError(
+                f"{display_url(self._url)} sent no endpoint event within {self._core.timeout}s"
+            )
         if isinstance(result, MCPError):
             raise result
         self.endpoint = result
@@ -89,11 +91,12 @@ class LegacySSEConnection:
             same_origin = origin_of(endpoint) == origin_of(self._url)
         except ValueError as exc:
             return ProtocolError(
-                f"the server at {self._url} named a malformed endpoint {named!r}: {exc}"
+                f"the server at {display_url(self._url)} named a malformed endpoint "
+                f"{named!r}: {exc}"
             )
         if not same_origin:
             return TransportError(
-                f"the server at {self._url} named an endpoint on another origin "
+                f"the server at {display_url(self._url)} named an endpoint on another origin "
                 f"({endpoint}); refusing to send messages there"
             )
         return endpoint
@@ -131,7 +134,7 @@ class LegacySSEConnection:
             kind = content_type(response)
             if kind != ACCEPT_SSE:
                 error = TransportError(
-                    f"{self._url} answered the GET with {kind or 'no content type'}, "
+                    f"{display_url(self._url)} answered the GET with {kind or 'no content type'}, "
                     "not an event stream"
                 )
             else:
@@ -144,17 +147,21 @@ class LegacySSEConnection:
             task_status.started(
                 error
                 or TransportError(
-                    f"the event stream of {self._url} ended before the endpoint event"
+                    f"the event stream of {display_url(self._url)} ended before the endpoint event"
                 )
             )
             return
         if refused:
             return
         if error is None:
-            logger.info("the server ended the HTTP+SSE event stream of %s", self._url)
+            logger.info("the server ended the HTTP+SSE event stream of %s", display_url(self._url))
             core.end(None)
         else:
-            core.end(ConnectionClosed(f"the HTTP+SSE event stream of {self._url} broke: {error}"))
+            core.end(
+                ConnectionClosed(
+                    f"the HTTP+SSE event stream of {display_url(self._url)} broke: {error}"
+                )
+            )
 
     async def send(self, data: bytes, info: MessageInfo) -> None:
         """POST one message to the endpoint; a request's POST runs as a task.

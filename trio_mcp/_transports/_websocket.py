@@ -36,7 +36,7 @@ from .._exceptions import (
     ProtocolError,
     TransportError,
 )
-from .._redact import redacted_repr
+from .._redact import display_url, redacted_repr
 from ._base import MessageInfo, Transport
 from ._http import DEFAULT_MAX_MESSAGE_SIZE, origin_of
 
@@ -165,10 +165,10 @@ def _target(url: str) -> tuple[str, int, str, str, bool]:
     """``(host, port, resource, Host header, use TLS)`` of a ``ws://`` / ``wss://`` URL."""
     parts = urlsplit(url)
     if parts.scheme not in ("ws", "wss"):
-        raise ValueError(f"a WebSocket URL starts with ws:// or wss://, not {url!r}")
+        raise ValueError(f"a WebSocket URL starts with ws:// or wss://, not {display_url(url)!r}")
     host = parts.hostname
     if not host:
-        raise ValueError(f"the WebSocket URL {url!r} has no host")
+        raise ValueError(f"the WebSocket URL {display_url(url)!r} has no host")
     secure = parts.scheme == "wss"
     port = parts.port or (443 if secure else 80)
     resource = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
@@ -238,7 +238,7 @@ class WebSocketTransport(Transport):
                 else:
                     self._stream = await trio.open_tcp_stream(host, port)
         except (OSError, trio.TooSlowError) as exc:
-            message = f"could not open a WebSocket to {params.url}: {exc!r}"
+            message = f"could not open a WebSocket to {display_url(params.url)}: {exc!r}"
             raise TransportError(message) from exc
         headers = [(k.encode(), v.encode()) for k, v in (params.headers or {}).items()]
         ws: trio_websocket.WebSocketConnection | None = None
@@ -255,7 +255,7 @@ class WebSocketTransport(Transport):
                 )
         except trio.TooSlowError as exc:
             await self._close_stream()
-            message = f"the WebSocket handshake with {params.url} timed out"
+            message = f"the WebSocket handshake with {display_url(params.url)} timed out"
             raise TransportError(message) from exc
         if ws is None:
             await self._close_stream()
@@ -263,7 +263,7 @@ class WebSocketTransport(Transport):
         self._ws = ws
         nursery.start_soon(self._write_loop, ws, name="trio_mcp WebSocket writer")
         if ws.subprotocol != SUBPROTOCOL:
-            logger.debug("%s accepted without the mcp subprotocol", params.url)
+            logger.debug("%s accepted without the mcp subprotocol", display_url(params.url))
 
     def _handshake_error(self) -> MCPError:
         import trio_websocket
@@ -274,9 +274,13 @@ class WebSocketTransport(Transport):
             body = (exc.body or b"")[:65536].decode("utf-8", "replace")
             error: MCPError = HTTPStatusError(exc.status_code, body, url)
         elif exc is None:
-            error = TransportError(f"{url} closed the connection during the WebSocket handshake")
+            error = TransportError(
+                f"{display_url(url)} closed the connection during the WebSocket handshake"
+            )
         else:
-            error = TransportError(f"the WebSocket handshake with {url} failed: {exc!r}")
+            error = TransportError(
+                f"the WebSocket handshake with {display_url(url)} failed: {exc!r}"
+            )
         error.__cause__ = exc
         return error
 
@@ -284,7 +288,9 @@ class WebSocketTransport(Transport):
         if self._ws is None:
             self._reader_error = exc
         else:  # pragma: no cover - trio-websocket handles errors after the handshake
-            logger.warning("the WebSocket reader for %s failed: %r", self._params.url, exc)
+            logger.warning(
+                "the WebSocket reader for %s failed: %r", display_url(self._params.url), exc
+            )
 
     def _reader_ended(self) -> None:
         self._handshake.cancel()  # if still waiting for the handshake, it will never end
@@ -356,13 +362,15 @@ class WebSocketTransport(Transport):
         failure = self._write_failure
         if self._writer_cancelled:
             return ConnectionClosed(
-                f"the WebSocket transport to {self._params.url} stopped: the nursery it was "
-                "opened with was cancelled, so nothing more can be sent"
+                f"the WebSocket transport to {display_url(self._params.url)} stopped: the "
+                "nursery it was opened with was cancelled, so nothing more can be sent"
             )
         if isinstance(failure, trio_websocket.ConnectionClosed):
             return self._closed_error_from(failure.reason, failure)
         if failure is not None:  # pragma: no cover - see _write_loop
-            error = ConnectionClosed(f"sending to the WebSocket {self._params.url} failed")
+            error = ConnectionClosed(
+                f"sending to the WebSocket {display_url(self._params.url)} failed"
+            )
             error.__cause__ = failure
             return error
         assert self._ws is not None
@@ -403,11 +411,11 @@ class WebSocketTransport(Transport):
         """The error for a connection closed for ``reason``, with ``__cause__`` set."""
         url = self._params.url
         if reason is None:
-            closed = ConnectionClosed(f"the WebSocket to {url} closed")
+            closed = ConnectionClosed(f"the WebSocket to {display_url(url)} closed")
         elif reason.code == _MESSAGE_TOO_BIG:
             limit = self._params.max_message_size
             closed = ConnectionClosed(
-                f"the WebSocket to {url} closed (code 1009): a message was "
+                f"the WebSocket to {display_url(url)} closed (code 1009): a message was "
                 f"larger than max_message_size={limit} bytes"
             )
             too_large = MessageTooLargeError(limit + 1, limit)
@@ -417,7 +425,8 @@ class WebSocketTransport(Transport):
         else:
             detail = f": {reason.reason}" if reason.reason else ""
             closed = ConnectionClosed(
-                f"the WebSocket to {url} closed with code {reason.code} ({reason.name}){detail}"
+                f"the WebSocket to {display_url(url)} closed with code {reason.code} "
+                f"({reason.name}){detail}"
             )
         closed.__cause__ = cause
         return closed
@@ -428,7 +437,7 @@ class WebSocketTransport(Transport):
             return self._error
         if self._writer_cancelled:
             return self._send_error()
-        return ConnectionClosed(f"the WebSocket to {self._params.url} closed")
+        return ConnectionClosed(f"the WebSocket to {display_url(self._params.url)} closed")
 
     # -- closing -------------------------------------------------------------------------
 
