@@ -286,6 +286,37 @@ async def test_connection_time_and_size_limits(autojump_clock: trio.abc.Clock) -
     assert got == [f"{redirect.redirect_uri}?code=c&state=s"]
 
 
+async def test_idle_connections_do_not_keep_the_redirect_out(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """200 idle connections (a port scanner, preconnects, a local process) took every slot
+    for CONNECTION_TIMEOUT each, delaying the redirect by minutes; now, with every slot
+    taken, the one idle longest (past IDLE_GRACE) is dropped to make room: the redirect is
+    served IDLE_GRACE after the flood, exactly."""
+    browser = trio_mcp.auth.LoopbackBrowser(open_browser=False)
+    async with browser.redirect() as redirect:
+        port = urlsplit(redirect.redirect_uri).port or 0
+        got: list[str] = []
+        served: list[float] = []
+
+        async def user() -> None:
+            idle = [await trio.open_tcp_stream("127.0.0.1", port) for _ in range(200)]
+            start = trio.current_time()
+            good = await trio.open_tcp_stream("127.0.0.1", port)
+            await good.send_all(b"GET /callback?code=c&state=s HTTP/1.1\r\n\r\n")
+            assert (await good.receive_some()).startswith(b"HTTP/1.1 200 OK")
+            served.append(trio.current_time() - start)
+            await good.aclose()
+            for stream in idle:
+                await stream.aclose()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(user)
+            got.append(await redirect.authorize("https://auth.example.com/a?state=s"))
+    assert got == [f"{redirect.redirect_uri}?code=c&state=s"]
+    assert served == [_browser.IDLE_GRACE]
+
+
 # ---------------------------------------------------------------- what may be opened
 
 
