@@ -440,7 +440,24 @@ async def test_printed_url_shows_escapes(capsys: pytest.CaptureFixture[str]) -> 
     err = capsys.readouterr().err
     assert "\x1b" not in err and "\x07" not in err and "\u202e" not in err
     assert "Open this URL in a browser to authorize:" in err
-    assert f"{AS}/authorize/\\x1b]0;pwned\\x07\\u202e?state=s" in err
+    # the URL a browser would be given (percent-encoded), not a different-looking one
+    assert f"{AS}/authorize/%1B]0;pwned%07%E2%80%AE?state=s" in err
+
+
+@pytest.mark.parametrize(
+    "endpoint",
+    ["http://as.example\\@127.0.0.1/authorize", "https://as.example@evil.example/authorize"],
+)
+async def test_an_authorization_url_that_misleads_a_person_is_refused(
+    endpoint: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``http://as.example\\@127.0.0.1/`` reads as as.example to a person and opens
+    127.0.0.1: refused before it is printed or opened."""
+    browser = trio_mcp.auth.LoopbackBrowser(open_browser=False)
+    async with browser.redirect() as redirect:
+        with pytest.raises(trio_mcp.auth.AuthDiscoveryError, match="user name part"):
+            await redirect.authorize(f"{endpoint}?state=s")
+    assert "Open this URL" not in capsys.readouterr().err
 
 
 async def test_port_in_use_is_an_auth_error() -> None:

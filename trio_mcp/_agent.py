@@ -32,8 +32,8 @@ if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup
 
 from . import types as t
-from ._connect import _raise_bare  # pyright: ignore[reportPrivateUsage]
 from ._exceptions import AgentDeadlineError, AgentIterationLimitError, MCPError, ModelError
+from ._exceptions import raise_bare as _raise_bare
 from ._redact import display_url
 
 if TYPE_CHECKING:

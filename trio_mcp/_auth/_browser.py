@@ -80,7 +80,8 @@ def check_browser_url(url: str, what: str = "the authorization URL") -> None:
     The authorization endpoint (and a device flow's verification URI) comes from a server:
     opened as given, a ``file:`` URL or a custom scheme would reach the operating system's
     URL handler and could start a program. Only ``http://`` and ``https://`` URLs with a
-    host pass.
+    host pass, and none with a user name part or a backslash before the host
+    (``http://as.example\\@127.0.0.1/`` reads as ``as.example`` to a person).
 
     Args:
         url: The URL to open or show.
@@ -105,6 +106,11 @@ def check_browser_url(url: str, what: str = "the authorization URL") -> None:
             f"refusing to open {what} {shown}: only http(s) URLs are opened in a browser "
             "or shown as a link (the authorization server named another scheme)"
         )
+    if "@" in parts.netloc or "\\" in parts.netloc:
+        raise AuthDiscoveryError(
+            f"refusing to open {what} {shown}: it has a user name part or a backslash "
+            "before its host, so a person would read another host than the one it opens"
+        )
 
 
 def _for_browser(url: str) -> str:
@@ -114,8 +120,10 @@ def _for_browser(url: str) -> str:
 
 
 def _print_url(url: str) -> None:
+    """Print the URL exactly as a browser is given it (``_for_browser``), safe on a terminal."""
+    shown = for_terminal(_for_browser(url), newlines=False)
     print(
-        f"Open this URL in a browser to authorize:\n\n    {for_terminal(url, newlines=False)}\n",
+        f"Open this URL in a browser to authorize:\n\n    {shown}\n",
         file=sys.stderr,
         flush=True,
     )

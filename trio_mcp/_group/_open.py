@@ -19,7 +19,8 @@ import trio
 
 from .._config import ApprovalCallback, ConsentStore, MCPConfig, ServerConfig, check_consent
 from .._config._model import target_parts
-from .._connect import Target, _only_error, _raise_bare, warn_transport_options
+from .._connect import Target, _only_error, warn_transport_options
+from .._exceptions import raise_bare as _raise_bare
 from .._session import ElicitationHandler, RequestContext, RootsHandler, SamplingHandler
 from .._transports._base import Transport
 from ._members import Member, RestartPolicy
