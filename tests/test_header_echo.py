@@ -16,7 +16,9 @@ from hypothesis import strategies as st
 from trio_mcp._auth._grants import decode_token_response
 from trio_mcp._exceptions import TokenRequestError, TransportError
 from trio_mcp._transports._base import MessageInfo
+from trio_mcp._transports._eventstream import SSEDecoder
 from trio_mcp._transports._headers import ECHO_LIMIT, echo_problem
+from trio_mcp._transports._http_base import StreamState
 
 from .test_http_transport import (
     event,
@@ -47,6 +49,24 @@ def test_echo_check_over_any_bytes(raw: bytes) -> None:
     else:
         assert problem
         assert not value or not value.isascii() or not value.isprintable() or value != value.strip()
+
+
+@given(st.binary(max_size=64))
+def test_a_stream_never_keeps_an_event_id_it_cannot_send_back(raw: bytes) -> None:
+    """Any bytes as an SSE ``id``: the resumption state keeps only an id that builds a
+    ``Last-Event-ID`` header, or says why it cannot (never both, never a crash)."""
+    decoder = SSEDecoder()
+    decoder.feed(b"id: " + raw.replace(b"\n", b"").replace(b"\r", b"") + b"\n\n")
+    state = StreamState()
+    state.saw_id(decoder.last_event_id or None)
+    if state.last_event_id is not None:
+        assert state.unsendable_id is None
+        sent = httpx.Request(
+            "GET", "http://mcp.test/", headers={"Last-Event-ID": state.last_event_id}
+        )
+        assert sent.headers["last-event-id"] == state.last_event_id
+    else:
+        assert (state.unsendable_id is None) == (not decoder.last_event_id)
 
 
 def test_echo_limit() -> None:
