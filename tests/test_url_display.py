@@ -82,3 +82,11 @@ async def test_a_connection_error_does_not_show_the_password(
     assert PASSWORD not in str(caught.value)
     assert "127.0.0.1:" in str(caught.value)
     assert PASSWORD not in caplog.text
+
+
+def test_the_oauth_server_key_has_no_userinfo() -> None:
+    """The server URL tokens are kept for (and that auth messages and the resource indicator
+    quote) never holds the URL's password."""
+    from trio_mcp._auth._challenges import canonical
+
+    assert canonical(f"HTTPS://alice:{PASSWORD}@MCP.example/mcp?x=1") == "https://mcp.example/mcp"
