@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import stat
+import traceback
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -631,3 +632,31 @@ def test_undecodable_documents_are_auth_errors(body: bytes) -> None:
         _grants.decode_token_response(body, "u")
     response = httpx.Response(400)
     assert _grants.oauth_error(response, body, "x").error == "invalid_response"
+
+
+class NurseryAgent(Agent):
+    """A user agent whose redirect block runs inside a nursery of its own."""
+
+    @asynccontextmanager
+    async def redirect(self) -> AsyncGenerator[Agent]:
+        async with trio.open_nursery():
+            yield self
+
+
+async def test_a_user_agents_nursery_error_arrives_bare_with_its_context() -> None:
+    """The error inside a user agent's nursery reaches the caller bare, as itself, with its
+    traceback and context (it was ``raise ... from None``, which hid them)."""
+    world = World()
+    transport = httpx.MockTransport(world.handler)
+    async with httpx.AsyncClient(transport=transport) as as_client:
+        agent = NurseryAgent(as_client, {"state": "forged"})
+        oauth = trio_mcp.OAuth(http_client=as_client, user_agent=agent)
+        async with httpx.AsyncClient(transport=transport, auth=oauth) as client:
+            with pytest.raises(
+                trio_mcp.auth.AuthorizationDeniedError, match="wrong state"
+            ) as caught:
+                await call(client)
+    error = caught.value
+    assert not error.__suppress_context__
+    frames = [frame.f_code.co_name for frame, _ in traceback.walk_tb(error.__traceback__)]
+    assert "check_callback" in frames  # where it was raised, not only where it was re-raised

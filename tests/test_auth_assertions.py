@@ -9,6 +9,7 @@ an ID-JAG at the IdP, then the jwt-bearer grant), their wire parameters, and the
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -28,6 +29,18 @@ PRM_URL = "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 ID_JAG = "urn:ietf:params:oauth:token-type:id-jag"
+
+
+def workload_jwt(label: str = "w", aud: Any = AS) -> str:
+    """An (unsigned) JWT whose ``aud`` is ``aud``: the client reads it, never verifies it."""
+
+    def part(value: Any) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
+
+    return f"{part({'alg': 'ES256'})}.{part({'aud': aud, 'sub': label})}.sig"
+
+
+WORKLOAD = workload_jwt()
 
 
 def form_of(request: httpx.Request) -> dict[str, str]:
@@ -137,7 +150,7 @@ async def call(client: httpx.AsyncClient) -> httpx.Response:
 
 async def test_workload_jwt_is_the_assertion() -> None:
     world = World(scopes_supported=["mcp:read"])
-    grant = trio_mcp.auth.JWTBearerGrant("workload.jwt.value")
+    grant = trio_mcp.auth.JWTBearerGrant(WORKLOAD)
     async with setup(world, grant=grant, client_id="workload") as client:
         assert (await call(client)).status_code == 200
         assert (await call(client)).status_code == 200  # the token is reused
@@ -145,7 +158,7 @@ async def test_workload_jwt_is_the_assertion() -> None:
     form, basic = world.token_requests[0]
     assert form == {
         "grant_type": JWT_BEARER,
-        "assertion": "workload.jwt.value",
+        "assertion": WORKLOAD,
         "resource": SERVER,
         "scope": "mcp:read",
         "client_id": "workload",
@@ -155,16 +168,16 @@ async def test_workload_jwt_is_the_assertion() -> None:
 
 async def test_workload_without_client_id_sends_no_client_auth() -> None:
     world = World()
-    async with setup(world, grant=trio_mcp.auth.JWTBearerGrant("jwt")) as client:
+    async with setup(world, grant=trio_mcp.auth.JWTBearerGrant(WORKLOAD)) as client:
         assert (await call(client)).status_code == 200
     form, basic = world.token_requests[0]
     assert "client_id" not in form and basic is None
-    assert form["assertion"] == "jwt"
+    assert form["assertion"] == WORKLOAD
 
 
 async def test_workload_secret_basic_when_advertised() -> None:
     world = World(auth_methods=["client_secret_basic"])
-    grant = trio_mcp.auth.JWTBearerGrant("jwt")
+    grant = trio_mcp.auth.JWTBearerGrant(WORKLOAD)
     async with setup(world, grant=grant, client_id="w", client_secret="s") as client:
         assert (await call(client)).status_code == 200
     form, basic = world.token_requests[0]
@@ -180,30 +193,31 @@ async def test_workload_assertion_function_called_per_grant(
 
     async def current() -> str:
         calls.append(trio.current_time())
-        return f"jwt-{len(calls)}\n"  # stripped
+        return workload_jwt(f"jwt-{len(calls)}") + "\n"  # stripped
 
     async with setup(world, grant=trio_mcp.auth.JWTBearerGrant(current), client_id="w") as client:
         assert (await call(client)).status_code == 200
         await trio.sleep(100)  # past expiry: no refresh token, the grant runs again
         world.valid.clear()
         assert (await call(client)).status_code == 200
-    assert [form["assertion"] for form, _ in world.token_requests] == ["jwt-1", "jwt-2"]
+    assertions = [form["assertion"] for form, _ in world.token_requests]
+    assert assertions == [workload_jwt("jwt-1"), workload_jwt("jwt-2")]
     assert calls == [0.0, 100.0]
 
 
 async def test_workload_assertion_from_file(tmp_path: Any) -> None:
     path = tmp_path / "token"
-    path.write_text("file.jwt\n")
+    path.write_text(workload_jwt("file") + "\n")
     world = World()
     async with setup(world, grant=trio_mcp.auth.JWTBearerGrant.from_file(path)) as client:
         assert (await call(client)).status_code == 200
-    assert world.token_requests[0][0]["assertion"] == "file.jwt"
+    assert world.token_requests[0][0]["assertion"] == workload_jwt("file")
 
 
 @pytest.mark.parametrize("error", ["invalid_grant", "invalid_scope", "unauthorized_client"])
 async def test_workload_failure_is_not_retried(error: str) -> None:
     world = World(as_error=error)
-    async with setup(world, grant=trio_mcp.auth.JWTBearerGrant("jwt"), client_id="w") as client:
+    async with setup(world, grant=trio_mcp.auth.JWTBearerGrant(WORKLOAD), client_id="w") as client:
         with pytest.raises(trio_mcp.auth.TokenRequestError, match=error) as info:
             await call(client)
     assert info.value.error == error

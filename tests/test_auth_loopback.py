@@ -286,6 +286,37 @@ async def test_connection_time_and_size_limits(autojump_clock: trio.abc.Clock) -
     assert got == [f"{redirect.redirect_uri}?code=c&state=s"]
 
 
+async def test_idle_connections_do_not_keep_the_redirect_out(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """200 idle connections (a port scanner, preconnects, a local process) took every slot
+    for CONNECTION_TIMEOUT each, delaying the redirect by minutes; now, with every slot
+    taken, the one idle longest (past IDLE_GRACE) is dropped to make room: the redirect is
+    served IDLE_GRACE after the flood, exactly."""
+    browser = trio_mcp.auth.LoopbackBrowser(open_browser=False)
+    async with browser.redirect() as redirect:
+        port = urlsplit(redirect.redirect_uri).port or 0
+        got: list[str] = []
+        served: list[float] = []
+
+        async def user() -> None:
+            idle = [await trio.open_tcp_stream("127.0.0.1", port) for _ in range(200)]
+            start = trio.current_time()
+            good = await trio.open_tcp_stream("127.0.0.1", port)
+            await good.send_all(b"GET /callback?code=c&state=s HTTP/1.1\r\n\r\n")
+            assert (await good.receive_some()).startswith(b"HTTP/1.1 200 OK")
+            served.append(trio.current_time() - start)
+            await good.aclose()
+            for stream in idle:
+                await stream.aclose()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(user)
+            got.append(await redirect.authorize("https://auth.example.com/a?state=s"))
+    assert got == [f"{redirect.redirect_uri}?code=c&state=s"]
+    assert served == [_browser.IDLE_GRACE]
+
+
 # ---------------------------------------------------------------- what may be opened
 
 
@@ -409,7 +440,24 @@ async def test_printed_url_shows_escapes(capsys: pytest.CaptureFixture[str]) -> 
     err = capsys.readouterr().err
     assert "\x1b" not in err and "\x07" not in err and "\u202e" not in err
     assert "Open this URL in a browser to authorize:" in err
-    assert f"{AS}/authorize/\\x1b]0;pwned\\x07\\u202e?state=s" in err
+    # the URL a browser would be given (percent-encoded), not a different-looking one
+    assert f"{AS}/authorize/%1B]0;pwned%07%E2%80%AE?state=s" in err
+
+
+@pytest.mark.parametrize(
+    "endpoint",
+    ["http://as.example\\@127.0.0.1/authorize", "https://as.example@evil.example/authorize"],
+)
+async def test_an_authorization_url_that_misleads_a_person_is_refused(
+    endpoint: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``http://as.example\\@127.0.0.1/`` reads as as.example to a person and opens
+    127.0.0.1: refused before it is printed or opened."""
+    browser = trio_mcp.auth.LoopbackBrowser(open_browser=False)
+    async with browser.redirect() as redirect:
+        with pytest.raises(trio_mcp.auth.AuthDiscoveryError, match="user name part"):
+            await redirect.authorize(f"{endpoint}?state=s")
+    assert "Open this URL" not in capsys.readouterr().err
 
 
 async def test_port_in_use_is_an_auth_error() -> None:

@@ -404,3 +404,36 @@ def test_the_cli_trace_is_safe_for_a_terminal() -> None:
     line = _TerminalFormatter().format(record)
     assert line.startswith("auth: issuer https://x/")
     assert "\x1b" not in line and "\x07" not in line
+
+
+# ------------------------------------------------------------- whole-request deadline
+
+
+class Dripping(httpx.AsyncByteStream):
+    """A body that sends one byte every 29 seconds, forever (under every read timeout)."""
+
+    async def __aiter__(self) -> Any:
+        while True:
+            await trio.sleep(29)
+            yield b" "
+
+    async def aclose(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    "error", [trio_mcp.auth.AuthDiscoveryError, trio_mcp.auth.TokenRequestError]
+)
+async def test_every_request_has_a_whole_request_deadline(
+    error: type[trio_mcp.AuthError], autojump_clock: trio.abc.Clock
+) -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"Content-Type": "application/json"}, stream=Dripping())
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as http:
+        start = trio.current_time()
+        with trio.fail_after(3600), pytest.raises(error, match="within 60 seconds") as caught:
+            await _bodies.send(http, "GET", "https://as.example/x", error=error, doing="x")
+        assert trio.current_time() - start == _bodies.REQUEST_DEADLINE
+    if isinstance(caught.value, trio_mcp.auth.TokenRequestError):
+        assert caught.value.error == "network_error"

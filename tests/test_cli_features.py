@@ -350,8 +350,13 @@ def test_servers_lists_each_name_with_its_file_and_kind(
     lines = proc.stdout.splitlines()
     assert lines[0].split() == ["NAME", "TRANSPORT", "TARGET", "FROM"]
     assert "project: " + str(project / ".mcp.json") + " (asked before it runs)" in lines[1]
-    assert "(shadowed by " + str(project / ".mcp.json") + ")" in lines[2]
-    assert lines[4].startswith("mine ") and "user: " in lines[4]
+    # under a project entry, what approving it pins (the same lines the prompt shows)
+    assert lines[2].strip() == "type = stdio" and lines[3].strip().startswith("command = ")
+    assert lines[4].strip() == f"env PYTHONPATH = {ROOT}"
+    assert "(shadowed by " + str(project / ".mcp.json") + ")" in lines[5]
+    assert lines[-1].startswith("mine ") and "user: " in lines[-1]
+    pins = json.loads(cli("--json", "servers", env=env, cwd=project).stdout)["servers"][0]["pins"]
+    assert pins["env PYTHONPATH"] == str(ROOT) and pins["type"] == "stdio"
     # --config lists that file only; a broken file is reported with the usage status.
     proc = cli("--json", "servers", "--config", str(user / "mcp.json"), env=env)
     assert [r["origin"] for r in json.loads(proc.stdout)["servers"]] == ["--config"]
@@ -377,6 +382,10 @@ def test_project_config_needs_consent_when_nobody_can_be_asked(
     proc = cli("--json", "--yes", "demo", "ping", env=home_env, cwd=project)
     assert proc.returncode == 0, proc.stderr
     assert "running it (--yes; not remembered)" in proc.stderr
+    # what it pins is shown before it runs (and when it is refused): env values that
+    # change what runs in full
+    assert f"trio-mcp:   env PYTHONPATH = {ROOT}" in proc.stderr
+    assert "trio-mcp:   command = " in proc.stderr
     assert cli("demo", "ping", env=home_env, cwd=project).returncode == 2
     # --config names the file: no question (you chose it).
     proc = cli("--config", str(project / ".mcp.json"), "demo", "ping", env=home_env)

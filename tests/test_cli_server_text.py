@@ -237,7 +237,8 @@ async def test_authorization_server_text_is_neutralised(capsys: pytest.CaptureFi
     _print_url(f"https://as.example/authorize?x={EVIL}")  # what the loopback browser prints
     err = capsys.readouterr().err.encode()
     assert_safe(err)
-    assert b"CODE<" in err and b"authorize?x=<" in err
+    # the login URL is printed exactly as the browser gets it: percent-encoded
+    assert b"CODE<" in err and b"authorize?x=%3C%1B]52;c;" in err
 
 
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")

@@ -63,6 +63,53 @@ async def test_editing_the_env_file_asks_again(tmp_path: Path) -> None:
     assert "/tmp/evil" not in json.dumps(store.approved)  # only hashes are stored
 
 
+async def test_the_request_shows_everything_the_fingerprint_pins(tmp_path: Path) -> None:
+    """A cloned repository's entry can run its own code through env, envFile and cwd: the
+    person asked sees all of it (values that change what runs in full, others masked), and
+    on a change, which parts changed."""
+    env_file = tmp_path / "server.env"
+    env_file.write_text("NODE_OPTIONS=--require ./payload.js\nAPI_TOKEN=tok-1\n")
+    entry = {
+        "command": "node",
+        "args": ["server.js"],
+        "cwd": str(tmp_path / "repo"),
+        "envFile": str(env_file),
+        "env": {"LD_PRELOAD": "./evil.so", "PYTHONPATH": ".", "PASSWORD": "pw-1"},
+    }
+    remote = {"url": "https://alice:pw-2@mcp.example/mcp", "headers": {"X-Key": "k-1"}}
+    config_path = tmp_path / "mcp.json"
+    config_path.write_text(json.dumps({"mcpServers": {"s": entry, "r": remote}}))
+    store = MemoryConsentStore()
+    asked: list[ConsentRequest] = []
+
+    async def approve(request: ConsentRequest) -> bool:
+        asked.append(request)
+        return True
+
+    await check_consent(await load_config(config_path), approve, store)
+    local, web = asked[0].details, asked[1].details
+    assert local == {
+        "type": "stdio",
+        "command": "node server.js",
+        "cwd": str(tmp_path / "repo"),
+        "envFile": str(env_file),
+        "env API_TOKEN": "***",
+        "env LD_PRELOAD": "./evil.so",
+        "env NODE_OPTIONS": "--require ./payload.js",
+        "env PASSWORD": "***",
+        "env PYTHONPATH": ".",
+    }
+    assert web == {"type": "http", "url": "https://mcp.example/mcp", "header X-Key": "***"}
+    assert asked[0].changes == ()
+    env_file.write_text("NODE_OPTIONS=--require ./other.js\nAPI_TOKEN=tok-1\n")
+    await check_consent(await load_config(config_path), approve, store)
+    assert len(asked) == 3 and asked[2].changed
+    assert asked[2].changes == ("env NODE_OPTIONS",)
+    stored = json.dumps(store.approved)
+    for value in ("payload", "tok-1", "pw-1", "pw-2", "k-1", "evil.so"):
+        assert value not in stored  # digests only
+
+
 # -- interpolated secrets stay out of reprs, errors and logs -------------------------------
 
 SECRET = "hunter2-s3cret-value"
@@ -278,7 +325,7 @@ async def test_consent_store_and_env_file_io_run_in_worker_threads(
         return True
 
     assert await check_consent(config, approve, store) == {"s": True}
-    assert len(store.threads) == 2
+    assert len(store.threads) == 3  # get; set the part digests, then the fingerprint
     assert threading.main_thread() not in store.threads
     file_store = FileConsentStore(tmp_path / "c.json")
     assert await check_consent(config, approve, file_store) == {"s": True}

@@ -792,3 +792,45 @@ async def test_a_buggy_transport_receive_is_recorded_not_raised(
                 await session.request("ping")
         nursery.cancel_scope.cancel()
     assert any(r.levelno == logging.ERROR for r in caplog.records)
+
+
+# -- a call made in an already-cancelled scope did not happen --------------------------------
+
+
+@pytest.mark.parametrize("protocol", ["legacy", MODERN])
+async def test_a_call_in_a_cancelled_scope_is_never_sent(protocol: str) -> None:
+    """trio's rule: a cancelled operation did not happen. The request is not written (so no
+    ``notifications/cancelled`` follows either), whether it would be written at once (a lone
+    call) or queued behind another pending one; a notification is not written either."""
+    handlers: dict[str, Any] = {"tools__call": hang}
+    if protocol == MODERN:
+        handlers["server__discover"] = discover_ok
+    async with connect(options={"protocol": protocol}, **handlers) as (session, peer):
+        await session.ping()  # everything the opening sent has arrived
+        start = len(peer.received)
+
+        async def call_cancelled() -> None:
+            with trio.CancelScope() as scope:
+                scope.cancel()
+                await session.call_tool("x", {})
+            assert scope.cancelled_caught
+
+        for _ in range(10):  # each alone: the path that writes at once
+            await call_cancelled()
+        async with trio.open_nursery() as nursery:  # behind a pending call: the queued path
+            nursery.start_soon(session.call_tool, "pending", {})
+            await trio.testing.wait_all_tasks_blocked()
+            for _ in range(10):
+                nursery.start_soon(call_cancelled)
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.cancel_scope.cancel()
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await session.notify("notifications/roots/list_changed")
+        assert scope.cancelled_caught
+        await session.ping()
+        sent = [m.get("method") for m in peer.received[start:]]
+        # (the last is the ping: ``server/discover`` in the modern era)
+        assert sent[:2] == ["tools/call", "notifications/cancelled"] and len(sent) == 3
+        assert peer.received[start]["params"]["name"] == "pending"
+        assert session._rpc.pending_count == 0

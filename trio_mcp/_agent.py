@@ -32,8 +32,9 @@ if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup
 
 from . import types as t
-from ._connect import _raise_bare  # pyright: ignore[reportPrivateUsage]
 from ._exceptions import AgentDeadlineError, AgentIterationLimitError, MCPError, ModelError
+from ._exceptions import raise_bare as _raise_bare
+from ._redact import display_url
 
 if TYPE_CHECKING:
     import httpx
@@ -489,7 +490,9 @@ class _HTTPModel:
                 async with httpx.AsyncClient(timeout=self._timeout) as client:
                     response = await client.post(url, json=body, headers=self._headers())
         except httpx.HTTPError as exc:
-            raise ModelError(f"the model API at {url} could not be reached: {exc}") from exc
+            raise ModelError(
+                f"the model API at {display_url(url)} could not be reached: {exc}"
+            ) from exc
         if response.status_code >= 400:
             raise ModelError(
                 f"the model API answered HTTP {response.status_code}: {response.text[:500]}",

@@ -17,12 +17,13 @@ from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import replace
 from types import TracebackType
-from typing import Any, Final, NoReturn, cast, overload
+from typing import Any, Final, cast, overload
 
 import trio
 
 from . import types as t
 from ._eras import EraCache
+from ._exceptions import raise_bare as _raise_bare
 from ._handlers import ServerRequestHandlers
 from ._negotiation import _ProbeCrashedError
 from ._options import _Options
@@ -491,23 +492,6 @@ async def _own_nursery_session(
         if error is None:
             raise
         _raise_bare(error)
-
-
-def _raise_bare(error: BaseException) -> NoReturn:
-    """Re-raise ``error`` out of the group being handled, its own chain untouched.
-
-    A plain ``raise error`` inside ``except`` would replace its ``__context__`` with the
-    group, and ``raise ... from ...`` would also hide the context; this is the pattern of
-    Trio's own ``raise_saving_context`` (trio/_util.py, private there): raise, then put back
-    the ``__context__`` the exception had. ``__cause__`` and ``__suppress_context__`` are
-    never touched.
-    """
-    context = error.__context__
-    try:
-        raise error
-    finally:
-        error.__context__ = context
-        del error, context
 
 
 def _only_error(

@@ -65,10 +65,12 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from typing import Any, TypeVar, cast
+from typing import Any, NoReturn, TypeVar, cast
 
 import msgspec
 import trio
+
+from ._redact import display_url
 
 _E = TypeVar("_E", bound=BaseException)
 
@@ -246,7 +248,8 @@ class HTTPStatusError(TransportError):
         self.url = url
         self.retry_after = retry_after
         shown = body if len(body) <= 500 else body[:500] + "..."
-        super().__init__(f"HTTP {status_code} from {url or 'server'}: {shown}")
+        where = display_url(url) if url else "server"
+        super().__init__(f"HTTP {status_code} from {where}: {shown}")
 
 
 class InputRequestError(MCPError):
@@ -706,3 +709,20 @@ def fresh_copy(error: _E) -> _E:
     copy.__cause__ = error.__cause__
     copy.__suppress_context__ = True
     return copy
+
+
+def raise_bare(error: BaseException) -> NoReturn:
+    """Re-raise ``error`` out of the exception group being handled, its own chain untouched.
+
+    A plain ``raise error`` inside ``except`` would replace its ``__context__`` with the
+    group, and ``raise ... from None`` would hide the context (and with it the traceback
+    of what led to it); this is the pattern of Trio's own ``raise_saving_context``
+    (trio/_util.py, private there): raise, then put back the ``__context__`` the exception
+    had. ``__cause__`` and ``__suppress_context__`` are never touched.
+    """
+    context = error.__context__
+    try:
+        raise error
+    finally:
+        error.__context__ = context
+        del error, context

@@ -88,6 +88,40 @@ _DROPS: Final = {
 }
 
 
+async def _guard(fn: Callable[..., Awaitable[object]], args: tuple[Any, ...], name: str) -> None:
+    """Run a background task of the engine: log an exception, never raise it."""
+    try:
+        await fn(*args)
+    except Exception as exc:
+        logger.error("%s failed (a bug in trio_mcp): %r", name, exc, exc_info=True)
+    else:
+        logger.debug("%s ended", name)
+
+
+def _cancelled() -> bool:
+    """Whether the calling task is in a cancelled scope (then its deadline is -inf)."""
+    return trio.current_effective_deadline() == -math.inf
+
+
+def _with_progress_token(params: Any, request_id: RequestId) -> dict[str, Any]:
+    """``params`` with ``_meta.progressToken`` set to ``request_id`` (copies, never edits)."""
+    copy: dict[str, Any] = dict(params) if params else {}
+    copy["_meta"] = {**(copy.get("_meta") or {}), "progressToken": request_id}
+    return copy
+
+
+def _cancelled_id(params: msgspec.Raw) -> RequestId | None:
+    """The request id a server's ``notifications/cancelled`` names, if it is a valid one."""
+    try:
+        decoded = decode_payload(params, dict[str, Any], "cancellation params")
+    except ProtocolError:
+        return None
+    cancelled: object = decoded.get("requestId")
+    if isinstance(cancelled, bool) or not isinstance(cancelled, (int, str)):
+        return None
+    return cancelled
+
+
 class RPCConnection:
     """JSON-RPC 2.0 over one transport, for the client side of MCP.
 
@@ -215,7 +249,7 @@ class RPCConnection:
         If the nursery no longer takes tasks, the connection fails (its owner is gone).
         """
         try:
-            self.nursery.start_soon(self._guard, fn, args, name, name=name)
+            self.nursery.start_soon(_guard, fn, args, name, name=name)
         except RuntimeError as exc:  # the nursery is closed to new tasks
             self._nursery_gone(exc)
             return False
@@ -228,16 +262,6 @@ class RPCConnection:
         )
         error.__cause__ = exc
         self.fail_all(error)
-
-    async def _guard(
-        self, fn: Callable[..., Awaitable[object]], args: tuple[Any, ...], name: str
-    ) -> None:
-        try:
-            await fn(*args)
-        except Exception as exc:
-            logger.error("%s failed (a bug in trio_mcp): %r", name, exc, exc_info=True)
-        else:
-            logger.debug("%s ended", name)
 
     # -- the request path ----------------------------------------------------------------
 
@@ -266,22 +290,22 @@ class RPCConnection:
         it is encoded, and unregistered if the send fails or is cancelled before the
         message was handed over.
 
+        Called in a cancelled scope it raises ``Cancelled`` and sends nothing: a cancelled
+        operation did not happen (trio's rule), so the server never sees it.
+
         Raises:
             TypeError: ``params`` cannot be encoded as JSON.
             trio.ClosedResourceError: The session was closed.
             ConnectionClosed: The connection is broken.
         """
-        if not self.usable:
-            await trio.lowlevel.checkpoint()
+        if not self.usable or _cancelled():
+            await trio.lowlevel.checkpoint()  # raises Cancelled when cancelled
             raise self.error_for_caller()
         if request_id is None:
             request_id = self._next_id
             self._next_id += 1
         if on_progress is not None:
-            params = dict(params) if params else {}
-            meta = dict(params.get("_meta") or {})
-            meta["progressToken"] = request_id
-            params["_meta"] = meta
+            params = _with_progress_token(params, request_id)
         data = encode_request(request_id, method, params)  # TypeError before any state
         pool = self._pool
         channels = pool.pop() if pool else open_channel(math.inf)
@@ -394,8 +418,8 @@ class RPCConnection:
             ConnectionClosed: The connection is broken.
         """
         data = encode_notification(method, params)
-        if not self.usable:
-            await trio.lowlevel.checkpoint()
+        if not self.usable or _cancelled():
+            await trio.lowlevel.checkpoint()  # raises Cancelled when cancelled
             raise self.error_for_caller()
         try:
             await self.transport.send(data, MessageInfo(method))
@@ -584,14 +608,8 @@ class RPCConnection:
         entry.send_nowait(progress)
 
     def _on_cancelled(self, params: msgspec.Raw) -> None:
-        try:
-            decoded = decode_payload(params, dict[str, Any], "cancellation params")
-        except ProtocolError:
-            return
-        cancelled: object = decoded.get("requestId")
-        if isinstance(cancelled, bool) or not isinstance(cancelled, (int, str)):
-            return
-        scope = self._incoming.get(cancelled)
+        request_id = _cancelled_id(params)
+        scope = None if request_id is None else self._incoming.get(request_id)
         if scope is not None:
             scope.cancel()
 

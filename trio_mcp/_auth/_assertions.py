@@ -21,7 +21,7 @@ import base64
 import logging
 from collections.abc import Awaitable, Callable
 from os import PathLike
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 from urllib.parse import quote
 
 import httpx
@@ -107,7 +107,57 @@ class JWTBearerGrant:
         return cls(_file_source(path))
 
     async def _assertion(self, flow: Flow) -> str:
-        return await _resolve(self.assertion, "workload JWT assertion")
+        assertion = await _resolve(self.assertion, "workload JWT assertion")
+        context = flow.context
+        check_audience(assertion, context.issuer, context.metadata.token_endpoint or "")
+        return assertion
+
+
+def _audiences(assertion: str) -> list[str] | None:
+    """The ``aud`` of a JWT, read without verifying it; None when it is not a JWT."""
+    parts = assertion.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        payload = base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4))
+        claims = msgspec.json.decode(payload)
+    except (ValueError, *UNDECODABLE):
+        return None
+    if not isinstance(claims, dict):
+        return None
+    aud = cast("dict[str, object]", claims).get("aud")
+    if isinstance(aud, str):
+        return [aud]
+    if isinstance(aud, list):
+        return [item for item in cast("list[object]", aud) if isinstance(item, str)]
+    return []
+
+
+def check_audience(assertion: str, issuer: str, token_endpoint: str) -> None:
+    """Refuse a workload JWT whose ``aud`` names neither ``issuer`` nor ``token_endpoint``.
+
+    RFC 7523 §3: the authorization server accepts only a JWT whose ``aud`` identifies it;
+    one meant for another server is a credential of that server, and is never sent here.
+    The JWT is not verified (the authorization server does that), only read.
+
+    Raises:
+        TokenRequestError: The assertion is not a JWT, or its ``aud`` is for another server
+            (``error`` is ``"invalid_grant"``; nothing was sent).
+    """
+    audiences = _audiences(assertion)
+    if audiences is None:
+        raise TokenRequestError(
+            "the workload assertion is not a JWT (three Base64url parts, a JSON claims set); "
+            "refusing to send it",
+            error="invalid_grant",
+        )
+    if issuer not in audiences and token_endpoint not in audiences:
+        raise TokenRequestError(
+            f"the workload JWT's aud {audiences!r} names neither authorization server "
+            f"{issuer} nor its token endpoint {token_endpoint}: it is meant for another "
+            "server, so it is not sent there",
+            error="invalid_grant",
+        )
 
 
 class IdentityAssertionGrant:

@@ -6,7 +6,9 @@ a larger (or endless) body fails with the caller's error class after at most the
 plus one network chunk has been read, so a hostile endpoint cannot grow this process.
 A compressed body is decompressed with the same bound (no decompression bomb); only
 ``identity``, ``gzip`` and ``deflate`` encodings are accepted (``identity`` is asked for).
-Redirects are never followed (even by a caller's client that follows them): a redirect's
+Each request, its answer read, must end within :data:`REQUEST_DEADLINE` (60 s): a server
+dripping a byte at a time cannot hold a flow. Redirects are never followed (even by a
+caller's client that follows them): a redirect's
 target would escape the endpoint policy. :func:`open_client` is the client those requests
 go through: the caller's ``http_client=``, or a short-lived one.
 """
@@ -27,6 +29,12 @@ __all__ = ["BODY_LIMIT", "Answer", "open_client", "send"]
 
 BODY_LIMIT = 1024 * 1024
 """The largest body read from an OAuth endpoint, in bytes."""
+
+REQUEST_DEADLINE = 60.0
+"""Seconds (on trio's clock) one whole request to an OAuth endpoint may take, answer read.
+
+Per-read timeouts alone let a server that sends a byte every 29 seconds hold a flow for
+days; this bounds the request, however its bytes arrive."""
 
 
 @dataclass(frozen=True)
@@ -92,10 +100,31 @@ async def send(
         limit: The largest body accepted.
 
     Raises:
-        AuthError: Of class ``error``: the request failed, or the body passed ``limit``
-            (or came in an encoding trio_mcp does not decode). ``TokenRequestError`` gets
+        AuthError: Of class ``error``: the request failed or took longer than
+            ``REQUEST_DEADLINE``, or the body passed ``limit`` (or came in an encoding
+            trio_mcp does not decode). ``TokenRequestError`` gets
             ``error="network_error"`` / ``"invalid_response"``.
     """
+    with trio.move_on_after(REQUEST_DEADLINE):
+        return await _send(http, method, url, error, doing, headers, content, limit)
+    raise _failed(
+        error,
+        f"{doing} did not complete within {REQUEST_DEADLINE:g} seconds; giving up "
+        "(the endpoint is too slow, or hostile)",
+        "network_error",
+    )
+
+
+async def _send(
+    http: httpx.AsyncClient,
+    method: str,
+    url: str,
+    error: type[AuthError],
+    doing: str,
+    headers: Mapping[str, str] | None,
+    content: bytes | str | None,
+    limit: int,
+) -> Answer:
     request_headers = {"Accept-Encoding": "identity", **(headers or {})}
     try:
         # never follow a redirect, whatever the client's setting: its target would escape

@@ -14,6 +14,11 @@ What the listener guarantees:
 * each connection is handled in its own task, with a size limit on the request head and a
   time limit on trio's clock; its errors (a reset, a half request, a port scanner) are
   logged and never end the flow;
+* idle connections never keep the redirect out: when every slot is taken, the connection
+  that has been waiting longest without sending a whole request (and for at least
+  ``IDLE_GRACE`` seconds) is dropped to make room, so a port scanner, a browser's
+  preconnects or a local process holding hundreds of connections delays the redirect by
+  at most ``IDLE_GRACE``, not by minutes;
 * only a redirect whose ``state`` matches the authorization request's ends the flow; any
   other request gets an error page and is ignored;
 * the wait is bounded only by the caller's cancel scope: wrap the call in
@@ -58,6 +63,9 @@ MAX_REQUEST = 16 * 1024
 CONNECTION_TIMEOUT = 10.0
 #: Connections handled at once; more wait in the listen backlog.
 MAX_CONNECTIONS = 16
+#: Seconds a connection may stay idle (no whole request yet) before, when every slot is
+#: taken, it is dropped to make room for the next one.
+IDLE_GRACE = 1.0
 # accept() failures that pass (trio.serve_listeners sleeps on the same ones)
 _TRANSIENT_ACCEPT = frozenset(
     getattr(errno, name)
@@ -72,7 +80,8 @@ def check_browser_url(url: str, what: str = "the authorization URL") -> None:
     The authorization endpoint (and a device flow's verification URI) comes from a server:
     opened as given, a ``file:`` URL or a custom scheme would reach the operating system's
     URL handler and could start a program. Only ``http://`` and ``https://`` URLs with a
-    host pass.
+    host pass, and none with a user name part or a backslash before the host
+    (``http://as.example\\@127.0.0.1/`` reads as ``as.example`` to a person).
 
     Args:
         url: The URL to open or show.
@@ -97,6 +106,11 @@ def check_browser_url(url: str, what: str = "the authorization URL") -> None:
             f"refusing to open {what} {shown}: only http(s) URLs are opened in a browser "
             "or shown as a link (the authorization server named another scheme)"
         )
+    if "@" in parts.netloc or "\\" in parts.netloc:
+        raise AuthDiscoveryError(
+            f"refusing to open {what} {shown}: it has a user name part or a backslash "
+            "before its host, so a person would read another host than the one it opens"
+        )
 
 
 def _for_browser(url: str) -> str:
@@ -106,8 +120,10 @@ def _for_browser(url: str) -> str:
 
 
 def _print_url(url: str) -> None:
+    """Print the URL exactly as a browser is given it (``_for_browser``), safe on a terminal."""
+    shown = for_terminal(_for_browser(url), newlines=False)
     print(
-        f"Open this URL in a browser to authorize:\n\n    {for_terminal(url, newlines=False)}\n",
+        f"Open this URL in a browser to authorize:\n\n    {shown}\n",
         file=sys.stderr,
         flush=True,
     )
@@ -166,6 +182,9 @@ class _LoopbackRedirect:
         self._done = trio.Event()
         self._callback: str | None = None
         self._failure: AuthError | None = None
+        # the connections without a whole request yet, oldest first: (start, their scope)
+        self._idle: dict[object, tuple[float, trio.CancelScope]] = {}
+        self._full_since: float | None = None  # since when every slot has been taken
 
     @property
     def redirect_uri(self) -> str:
@@ -216,7 +235,7 @@ class _LoopbackRedirect:
         expected: str | None,
     ) -> None:
         while True:
-            await limiter.acquire()
+            since = await self._slot(limiter)
             try:
                 stream = await listener.accept()
             except OSError as exc:
@@ -231,26 +250,74 @@ class _LoopbackRedirect:
                 limiter.release()
                 self._finish(None, AuthError("the redirect endpoint was closed before the flow"))
                 return
-            nursery.start_soon(self._connection, stream, limiter, expected)
+            nursery.start_soon(self._connection, stream, limiter, expected, since)
+
+    async def _slot(self, limiter: trio.Semaphore) -> float:
+        """Take a connection slot; when none is free, make room by dropping the connection
+        idle longest, once it has been idle ``IDLE_GRACE`` seconds (or wait for a slot).
+
+        Returns:
+            Since when every slot has been taken (now, if one was free): the next
+            connection may have waited in the listen backlog since then, so it counts as
+            idle from then on (a flood of idle connections in the backlog is dropped at
+            once, not ``IDLE_GRACE`` per ``MAX_CONNECTIONS`` of them).
+        """
+        while True:
+            try:
+                limiter.acquire_nowait()
+            except trio.WouldBlock:
+                if self._full_since is None:
+                    self._full_since = trio.current_time()
+            else:
+                self._full_since = None
+                await trio.lowlevel.checkpoint()
+                return trio.current_time()
+            since = self._full_since
+            if not self._idle:  # every slot is answering a whole request: soon free
+                await limiter.acquire()
+                return since
+            key, (started, scope) = next(iter(self._idle.items()))
+            wait = started + IDLE_GRACE - trio.current_time()
+            if wait <= 0:
+                del self._idle[key]
+                scope.cancel()  # its task ends and releases its slot
+                logger.debug("dropped an idle loopback connection to make room")
+                await limiter.acquire()
+                return since
+            with trio.move_on_after(wait):
+                await limiter.acquire()
+                return since
 
     async def _connection(
-        self, stream: trio.SocketStream, limiter: trio.Semaphore, expected: str | None
+        self,
+        stream: trio.SocketStream,
+        limiter: trio.Semaphore,
+        expected: str | None,
+        since: float,
     ) -> None:
         """Handle one connection; whatever happens to it stays here (logged, never raised)."""
+        key = object()
         try:
             with trio.move_on_after(CONNECTION_TIMEOUT) as scope:
+                self._idle[key] = (since, scope)
                 async with stream:
-                    await self._serve(stream, expected)
+                    await self._serve(stream, expected, lambda: self._idle.pop(key, None))
             if scope.cancelled_caught:
-                logger.debug("a loopback connection timed out (%s s); closed", CONNECTION_TIMEOUT)
+                logger.debug("a loopback connection timed out or was dropped; closed")
         except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             logger.debug("a loopback connection failed (%r); ignored", exc)
         except Exception:
             logger.exception("handling a loopback connection failed; ignored")
         finally:
+            self._idle.pop(key, None)
             limiter.release()
 
-    async def _serve(self, stream: trio.SocketStream, expected: str | None) -> None:
+    async def _serve(
+        self,
+        stream: trio.SocketStream,
+        expected: str | None,
+        busy: Callable[[], object] = lambda: None,
+    ) -> None:
         data = bytearray()
         while b"\r\n\r\n" not in data:
             if len(data) >= MAX_REQUEST:
@@ -260,6 +327,7 @@ class _LoopbackRedirect:
             if not chunk:
                 return  # closed before a whole request: nothing to answer
             data += chunk
+        busy()  # a whole request: no longer idle (never dropped to make room)
         line = bytes(data.split(b"\r\n", 1)[0]).decode("latin-1")
         parts = line.split(" ")
         if len(parts) != 3 or parts[0] != "GET" or not parts[2].startswith("HTTP/1."):

@@ -33,9 +33,12 @@ Recovery = Callable[[str, _metadata.Challenge, Token | None], Awaitable[Token]]
 
 
 def canonical(url: str) -> str:
-    """The server URL tokens are kept for: scheme and host lowercased, no query or fragment."""
+    """The server URL tokens are kept for: scheme and host lowercased, no query or fragment,
+    no userinfo (a password in the URL never reaches a token key, a resource indicator or
+    a message)."""
     parts = urlsplit(url)
-    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path, "", ""))
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme.lower(), host.lower(), parts.path, "", ""))
 
 
 def scope_union(*scopes: str | None) -> str | None:

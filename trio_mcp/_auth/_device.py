@@ -23,6 +23,7 @@ import trio
 from .._exceptions import (
     AuthDiscoveryError,
     AuthorizationDeniedError,
+    ClientRegistrationError,
     DeviceCodeExpiredError,
     TokenRequestError,
 )
@@ -162,9 +163,15 @@ async def authorize(flow: Flow, device: DeviceFlow) -> Token:
     """Run the device flow and keep the token (:func:`should_use` chose it)."""
     context, scope = flow.context, flow.scope
     endpoint = context.metadata.device_authorization_endpoint
-    assert endpoint is not None
+    if endpoint is None:  # (should_use checked it: no assert on a path the peer decides)
+        raise AuthDiscoveryError(
+            f"authorization server {context.issuer} has no device_authorization_endpoint"
+        )
     client = await flow.identity(None, register=True, grant_types=[DEVICE_CODE, "refresh_token"])
-    assert client is not None
+    if client is None:  # (with register=True the identity returns one or raises)
+        raise ClientRegistrationError(
+            f"no client identity for authorization server {context.issuer}"
+        )
     form = {"resource": context.resource}  # authenticate() adds client_id or Basic
     if scope:
         form["scope"] = scope

@@ -20,7 +20,12 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import httpx
 import trio
 
-from .._exceptions import AuthDiscoveryError, AuthorizationDeniedError
+from .._exceptions import (
+    AuthDiscoveryError,
+    AuthorizationDeniedError,
+    ClientRegistrationError,
+    raise_bare,
+)
 from . import _grants, _metadata
 from ._browser import UserAgent, check_browser_url
 from ._policy import check_endpoint
@@ -64,7 +69,10 @@ class Flow:
 async def client_credentials(flow: Flow) -> Token:
     """The client credentials grant (machine to machine; a pre-registered client)."""
     client = await flow.identity(None, register=False)
-    assert client is not None  # OAuth requires client_id for this grant
+    if client is None:  # (OAuth requires client_id for this grant: the identity checks it)
+        raise ClientRegistrationError(
+            f"no client identity for authorization server {flow.context.issuer}"
+        )
     form = {"grant_type": "client_credentials", "resource": flow.context.resource}
     if flow.scope:
         form["scope"] = flow.scope
@@ -90,7 +98,10 @@ async def authorization_code(flow: Flow, user_agent: UserAgent) -> Token:
     try:
         async with user_agent.redirect() as redirect:
             client = await flow.identity(redirect.redirect_uri, register=True)
-            assert client is not None
+            if client is None:  # (with register=True the identity returns one or raises)
+                raise ClientRegistrationError(
+                    f"no client identity for authorization server {context.issuer}"
+                )
             verifier, challenge = _grants.pkce_pair()
             state = _grants.random_state()
             query = {
@@ -121,13 +132,17 @@ async def authorization_code(flow: Flow, user_agent: UserAgent) -> Token:
             }
             response = await flow.token_request(client, form)
     except BaseExceptionGroup as group:
-        # a user agent's nursery wraps what failed inside its block: raise it bare
-        raise _only_error(group) from None
+        # a user agent's nursery wraps what failed inside its block: raise it bare, its
+        # own traceback and context kept (the session's helper, not ``from None``)
+        error = _only_error(group)
+        if error is None:
+            raise
+        raise_bare(error)
     return await flow.keep(client, response)
 
 
-def _only_error(group: BaseExceptionGroup[Any]) -> BaseException:
-    """The one exception (not a ``Cancelled``) in ``group``, else the group itself."""
+def _only_error(group: BaseExceptionGroup[Any]) -> BaseException | None:
+    """The one exception (not a ``Cancelled``) in ``group``, else None."""
     leaves: list[BaseException] = []
 
     def walk(exc: BaseException) -> None:
@@ -138,7 +153,7 @@ def _only_error(group: BaseExceptionGroup[Any]) -> BaseException:
             leaves.append(exc)
 
     walk(group)
-    return leaves[0] if len(leaves) == 1 else group
+    return leaves[0] if len(leaves) == 1 else None
 
 
 def check_callback(callback: str, state: str, context: _metadata.Discovery) -> str:

@@ -23,6 +23,7 @@ import msgspec
 from .._exceptions import AuthDiscoveryError, AuthError, TokenRequestError
 from .._jsonrpc import UNDECODABLE
 from .._redact import hidden
+from .._transports._headers import echo_problem
 from ._bodies import Answer, send
 
 __all__ = [
@@ -261,6 +262,13 @@ def decode_token_response(body: bytes, url: str) -> TokenResponse:
             f"the token endpoint {url} answered with a malformed token response ({exc})",
             error="invalid_response",
         ) from exc
+    problem = echo_problem(token.access_token)
+    if problem is not None:
+        raise TokenRequestError(
+            f"the token endpoint {url} issued an access token that cannot be sent in a "
+            f"header: it {problem}",
+            error="invalid_response",
+        )
     if token.token_type.lower() not in ("bearer", "dpop"):
         raise TokenRequestError(
             f"the token endpoint {url} issued an unsupported token_type {token.token_type!r}",

@@ -1,10 +1,12 @@
 """Client identity: which ``client_id`` this client is at an authorization server.
 
-Chosen in the MCP spec's order (:meth:`ClientIdentity.choose`): the pre-registered
+Chosen in the MCP spec's order (`ClientIdentity.choose`): the pre-registered
 ``client_id`` (for its ``issuer``, or any issuer), a Client ID Metadata Document (when the
 server supports them), a registration stored for the issuer (for a browser login: only
 one made for the same redirect URI), Dynamic Client Registration (:meth:`ClientIdentity.register`);
-else :class:`~trio_mcp.auth.ClientRegistrationError`.
+else [`ClientRegistrationError`][trio_mcp.auth.ClientRegistrationError].
+A confidential identity (a client secret, a private key, an assertion) is bound to one
+issuer (`ClientIdentity.check_issuer`): ``issuer=``, else the first one it is used with.
 
 Registrations are per redirect URI: an authorization server matches redirect URIs
 exactly, and ``LoopbackBrowser`` listens on a new port for each login, so a login whose
@@ -25,7 +27,7 @@ from ._metadata import Discovery
 from ._settings import Settings
 from ._storage import StoredClient, StoredServer
 
-__all__ = ["ClientIdentity", "client_slot"]
+__all__ = ["ClientIdentity", "client_slot", "confidential"]
 
 logger = logging.getLogger("trio_mcp.auth")
 
@@ -33,6 +35,24 @@ logger = logging.getLogger("trio_mcp.auth")
 def client_slot(issuer: str, client_id: str) -> str:
     """The store key of one registration among several at ``issuer``."""
     return f"{issuer} client_id={client_id}"
+
+
+def confidential(settings: Settings) -> str | None:
+    """What in ``settings`` is a credential bound to one issuer, or None when nothing is.
+
+    A client secret, a private key, an assertion grant and the client credentials grant
+    are sent to (or only valid at) one authorization server, so they are given to one
+    issuer only: ``issuer=``, else the first one they are used with.
+    """
+    if settings.client_secret is not None:
+        return "a client secret"
+    if settings.private_key is not None:
+        return "a private key"
+    if settings.assertion_grant is not None:
+        return "an assertion grant"
+    if settings.grant == "client_credentials":
+        return "the client credentials grant"
+    return None
 
 
 class ClientIdentity:
@@ -46,6 +66,35 @@ class ClientIdentity:
 
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
+        self._pinned: str | None = None  # the issuer a confidential identity was first used at
+
+    def check_issuer(self, issuer: str) -> None:
+        """Refuse ``issuer`` unless this provider's credentials may go there.
+
+        A confidential identity (`confidential`) is bound to ``issuer=``, or, when
+        that is ``None``, to the first issuer it is used with (validated discovery, or a
+        stored token's); any other issuer is refused before anything is sent to it.
+
+        Raises:
+            ClientRegistrationError: ``issuer`` is not the one the credentials are bound to
+                (the message names both).
+        """
+        settings = self._settings
+        what = confidential(settings)
+        if what is None:
+            return
+        expected = settings.issuer or self._pinned
+        if expected is None:
+            logger.info("client: credentials bound to the first issuer used, %s", issuer)
+            self._pinned = issuer
+            return
+        if issuer != expected:
+            why = "OAuth's issuer=" if settings.issuer else "the first issuer they were used with"
+            raise ClientRegistrationError(
+                f"authorization server {issuer} is not {expected}, the one issuer this "
+                f"client's credentials ({what}) are bound to ({why}); refusing to send them "
+                "there. Give each authorization server its own OAuth(..., issuer=...)"
+            )
 
     async def choose(
         self,
@@ -74,6 +123,7 @@ class ClientIdentity:
         """
         settings = self._settings
         metadata = context.metadata
+        self.check_issuer(context.issuer)
         if settings.client_id is not None and settings.issuer in (None, context.issuer):
             method = _grants.choose_auth_method(
                 metadata.token_endpoint_auth_methods_supported,
@@ -186,6 +236,10 @@ class ClientIdentity:
     async def bound(self, bound: StoredServer) -> _grants.ClientInfo | None:
         """This provider's identity at ``bound.issuer`` if it is the bound client, else None."""
         settings = self._settings
+        try:
+            self.check_issuer(bound.issuer)
+        except ClientRegistrationError:
+            return None  # a token of another issuer: never refreshed with these credentials
         if settings.client_id is not None:
             if settings.client_id != bound.client_id or settings.issuer not in (
                 None,

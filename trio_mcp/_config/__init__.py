@@ -40,6 +40,7 @@ from ._consent import FileConsentStore as FileConsentStore
 from ._consent import MemoryConsentStore as MemoryConsentStore
 from ._consent import check_consent as check_consent
 from ._consent import consent_key as consent_key
+from ._consent import pinned_parts as pinned_parts
 from ._jsonc import MAX_DEPTH as MAX_DEPTH
 from ._jsonc import strip_jsonc as strip_jsonc
 from ._loading import load_config as load_config
@@ -67,5 +68,6 @@ __all__ = [
     "consent_key",
     "load_config",
     "parse_config",
+    "pinned_parts",
     "strip_jsonc",
 ]

@@ -9,14 +9,17 @@ holds for it, and stores the approvals.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
+import re
+import shlex
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, cast
+from typing import Final, Protocol, cast
 
 import msgspec
 import trio
@@ -31,9 +34,14 @@ __all__ = [
     "MemoryConsentStore",
     "check_consent",
     "consent_key",
+    "pinned_parts",
+    "runs_code",
 ]
 
 logger = logging.getLogger("trio_mcp")
+
+#: The suffix of the store key under which an approval's part digests are kept.
+_PARTS: Final = "#parts"
 
 
 class ConsentStore(Protocol):
@@ -166,24 +174,137 @@ class FileConsentStore:
                 raise
 
 
+# Environment variables whose value changes what a program loads or runs (preloaded
+# libraries, interpreter options, search paths): their values are shown, others masked.
+_RUNS_CODE: Final = re.compile(
+    r"(?:LD_|DYLD_|PYTHON|NODE_|NPM_CONFIG_|BUN_|DENO_|RUBY|PERL|JAVA_|_JAVA_|GIT_|UV_|PIP_).*"
+    r"|.*(?:_OPTIONS|_OPTS|OPT|PATH|LIB|_HOME|RC)|BASH_ENV|ENV|SHELL|HOME|TMPDIR|EDITOR",
+    re.IGNORECASE,
+)
+_MASKED: Final = "***"
+
+
+def runs_code(name: str) -> bool:
+    """Whether an environment variable's value can change what a program loads or runs.
+
+    ``LD_*``, ``DYLD_*``, ``PYTHON*``, ``NODE_*``, ``*_OPTIONS``, ``*PATH``, ``*LIB`` and
+    the like: consent shows their values (others are masked).
+
+    Args:
+        name: The variable's name.
+    """
+    return _RUNS_CODE.fullmatch(name) is not None
+
+
+def pinned_parts(server: ServerConfig) -> dict[str, str]:
+    """Everything an entry's fingerprint pins, by part, as shown to the person asked.
+
+    The parts: ``type``, ``command`` (with its arguments), ``cwd``, ``url``, ``envFile``,
+    ``env NAME`` for every variable (the ``envFile``'s too), ``header NAME`` for every
+    header. An environment value is shown when the variable can change what runs
+    (``runs_code``), else masked; header values are always
+    masked; values put in by ``${...}`` show as their template. Shown on a terminal, each
+    value still goes through the terminal filter.
+
+    Args:
+        server: The entry.
+
+    Returns:
+        Part name to what is shown of it, in a stable order.
+    """
+    redact = server.redact
+    # Imported here for import cost: the URL display lives with the session's modules.
+    from .._redact import display_url
+
+    parts: dict[str, str] = {"type": server.transport}
+    if server.command is not None:
+        parts["command"] = redact(shlex.join([server.command, *server.args]))
+    if server.cwd is not None:
+        parts["cwd"] = redact(server.cwd)
+    if server.url is not None:
+        parts["url"] = redact(display_url(server.url))
+    if server.env_file is not None:
+        parts["envFile"] = redact(server.env_file)
+    for name in sorted(server.env):
+        parts[f"env {name}"] = redact(server.env[name]) if runs_code(name) else _MASKED
+    for name in sorted(server.headers):
+        parts[f"header {name}"] = _MASKED
+    return parts
+
+
+def _digests(server: ServerConfig) -> str:
+    """A short digest of each part as written into the store (to tell what changed).
+
+    Values themselves are never stored: 8 hex digits of the SHA-256 of each part's full
+    value, too short to recover a value from.
+    """
+    full: dict[str, str] = {"type": server.transport}
+    if server.command is not None:
+        full["command"] = shlex.join([server.command, *server.args])
+    for part, value in (("cwd", server.cwd), ("url", server.url), ("envFile", server.env_file)):
+        if value is not None:
+            full[part] = value
+    full.update({f"env {name}": value for name, value in server.env.items()})
+    full.update({f"header {name}": value for name, value in server.headers.items()})
+    return "\n".join(
+        f"{part}={hashlib.sha256(value.encode()).hexdigest()[:8]}"
+        for part, value in sorted(full.items())
+    )
+
+
+def _remember(store: ConsentStore, key: str, fingerprint: str, digests: str) -> None:
+    """Store an approval: its part digests first, then the fingerprint that counts."""
+    store.set(key + _PARTS, digests)
+    store.set(key, fingerprint)
+
+
+def _parse_digests(text: str) -> dict[str, str]:
+    pairs = (line.rpartition("=") for line in text.splitlines())
+    return {part: digest for part, _, digest in pairs}
+
+
+def _changes(before: str | None, after: str) -> tuple[str, ...]:
+    """The parts whose digest differs between two ``_digests`` (added, removed too)."""
+    if before is None:
+        return ()
+    old, new = _parse_digests(before), _parse_digests(after)
+    return tuple(sorted(part for part in old.keys() | new.keys() if old.get(part) != new.get(part)))
+
+
 @dataclass(frozen=True, slots=True)
 class ConsentRequest:
     """What the approval callback is asked about.
 
+    Show the person everything in [`details`][trio_mcp.config.ConsentRequest.details]
+    (what the approval pins), and on a change [`changes`][trio_mcp.config.ConsentRequest.changes].
+
     Attributes:
-        server: The entry (its ``repr`` hides secrets; show ``command``/``args``/``url``).
+        server: The entry (its ``repr`` hides secrets).
         key: The key it is pinned under (``file::name``).
         previous: The fingerprint approved before, or None for an entry never approved.
+        changes: The parts (names as in ``details``) that changed since the approval, when
+            the store knows (empty for a new entry or an approval stored without them).
     """
 
     server: ServerConfig
     key: str
     previous: str | None
+    changes: tuple[str, ...] = ()
 
     @property
     def changed(self) -> bool:
         """Whether an earlier version of the entry was approved (it changed since)."""
         return self.previous is not None
+
+    @property
+    def details(self) -> dict[str, str]:
+        """Everything the approval pins, by part: ``type``, ``command`` (with its arguments),
+        ``cwd``, ``url`` (without userinfo), ``envFile``, ``env NAME`` for every variable
+        (the ``envFile``'s too; the value shown when the variable can change what loads or
+        runs, such as ``LD_*``, ``DYLD_*``, ``PYTHON*``, ``NODE_*``, ``*_OPTIONS``,
+        ``*PATH``; else ``***``), ``header NAME`` (values ``***``). A value put in by
+        ``${...}`` shows as its template."""
+        return pinned_parts(self.server)
 
 
 ApprovalCallback = Callable[[ConsentRequest], Awaitable[bool]]
@@ -226,8 +347,13 @@ async def check_consent(
             await trio.lowlevel.checkpoint()
             verdict[name] = True
             continue
-        allowed = bool(await approve(ConsentRequest(server, key, previous)))
+        digests = _digests(server)
+        before = None
+        if previous is not None:
+            before = await trio.to_thread.run_sync(store.get, key + _PARTS, abandon_on_cancel=True)
+        request = ConsentRequest(server, key, previous, _changes(before, digests))
+        allowed = bool(await approve(request))
         if allowed:  # not abandoned on cancel: the approval is written or it fails
-            await trio.to_thread.run_sync(store.set, key, server.fingerprint)
+            await trio.to_thread.run_sync(_remember, store, key, server.fingerprint, digests)
         verdict[name] = allowed
     return verdict

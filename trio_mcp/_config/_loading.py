@@ -163,6 +163,7 @@ async def _server(
     header_values = strings(entry.headers, "headers")
     env: dict[str, str] = {}
     env_file_values: dict[str, str] | None = None
+    env_file: str | None = None
     resolver.secrets = {}
     if entry.env_file is not None:
         env_file = await resolver.expand(entry.env_file, f"{where}.envFile")
@@ -193,6 +194,7 @@ async def _server(
         cwd=await resolver.expand(entry.cwd, f"{where}.cwd") if entry.cwd else None,
         url=await resolver.expand(url, f"{where}.url") if url is not None else None,
         headers=headers,
+        env_file=env_file if entry.env_file is not None else None,
         fingerprint=_fingerprint(entry, kind, env_file_values),
         source=source,
         interpolated=tuple(resolver.secrets.items()),

@@ -75,6 +75,8 @@ class ServerConfig(msgspec.Struct, kw_only=True, frozen=True, weakref=True):
         cwd: The working directory of a stdio server.
         url: The URL of a remote server.
         headers: Extra HTTP headers for a remote server (e.g. ``Authorization``).
+        env_file: The ``envFile`` the entry names (resolved; its variables are in
+            ``env``), if any.
         fingerprint: The SHA-256 of the entry as written (before interpolation) and of
             the contents of its ``envFile``, for consent pinning.
         source: The file the entry came from.
@@ -91,6 +93,7 @@ class ServerConfig(msgspec.Struct, kw_only=True, frozen=True, weakref=True):
     cwd: str | None = None
     url: str | None = None
     headers: dict[str, str] = {}
+    env_file: str | None = None
     fingerprint: str = ""
     source: str = ""
     interpolated: tuple[tuple[str, str], ...] = ()

@@ -19,7 +19,8 @@ import trio
 
 from .._config import ApprovalCallback, ConsentStore, MCPConfig, ServerConfig, check_consent
 from .._config._model import target_parts
-from .._connect import Target, _only_error, _raise_bare, warn_transport_options
+from .._connect import Target, _only_error, warn_transport_options
+from .._exceptions import raise_bare as _raise_bare
 from .._session import ElicitationHandler, RequestContext, RootsHandler, SamplingHandler
 from .._transports._base import Transport
 from ._members import Member, RestartPolicy
@@ -283,6 +284,7 @@ def _members(
     if unknown:
         raise ValueError(f"open_server_group(): server_options names unknown servers {unknown}")
     members: list[Member] = []
+    shared: list[str] = []  # the servers given the group's auth
     for name, target in entries:
         options: dict[str, Any] = {}
         redact = target.redact if isinstance(target, ServerConfig) else None
@@ -300,11 +302,38 @@ def _members(
             options["roots"] = _named_roots(options["roots"], name)
         if auth is not None and "auth" not in options:
             target, options = _with_auth(target, options, auth)
+            if options.get("auth") is auth or getattr(target, "auth", None) is auth:
+                shared.append(name)
         restartable = not isinstance(target, Transport)
         members.append(
             Member(name, target, options, restartable, redact=redact, keep_alive=member_keep_alive)
         )
+    if len(shared) > 1:
+        _check_shared_auth(auth, shared)
     return members
+
+
+def _check_shared_auth(auth: Any, names: list[str]) -> None:
+    """Refuse one OAuth whose credentials bind to one issuer, shared without ``issuer=``.
+
+    Raises:
+        ValueError: ``auth`` carries a client secret, a private key or an assertion but
+            no ``issuer=``: the first server to connect would choose where they go.
+    """
+    # Imported here for import cost: the auth package loads only once an auth is given.
+    from .._auth._identity import confidential
+    from .._auth._provider import OAuth  # (the same: only once an auth is given)
+
+    if not isinstance(auth, OAuth) or auth.issuer is not None:
+        return
+    what = confidential(auth)
+    if what is not None:
+        raise ValueError(
+            f"open_server_group(auth=...): the shared OAuth carries {what} but no issuer=, "
+            f"so whichever of {names} connects first would choose the authorization server "
+            "that gets it. Pass OAuth(..., issuer=...) (servers of other authorization "
+            "servers are then refused), or give each server its own auth"
+        )
 
 
 @asynccontextmanager

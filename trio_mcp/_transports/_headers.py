@@ -27,7 +27,9 @@ __all__ = [
     "MAX_SAFE_INTEGER",
     "NAME_PARAMS",
     "PARAM_HEADER_PREFIX",
+    "ECHO_LIMIT",
     "decode_header_value",
+    "echo_problem",
     "encode_header_value",
     "header_parameters",
     "is_plain_header_value",
@@ -46,6 +48,9 @@ NAME_PARAMS: Final[Mapping[str, str]] = {
     "prompts/get": "name",
     "resources/read": "uri",
 }
+
+#: The longest value from a peer that is sent back in a header (``echo_problem``).
+ECHO_LIMIT: Final = 8192
 
 #: The largest integer an ``x-mcp-header`` argument may carry (2**53 - 1, JavaScript's
 #: ``Number.MAX_SAFE_INTEGER``); the smallest is its negation.
@@ -107,6 +112,34 @@ def is_plain_header_value(value: str) -> bool:
         value: The would-be header value.
     """
     return bool(value) and _PLAIN_SAFE.fullmatch(value) is not None and value == value.strip(" ")
+
+
+def echo_problem(value: str) -> str | None:
+    """Why a value a peer sent cannot go back to it in a header, or None when it can.
+
+    The one check of every value that comes from a peer's bytes and goes into a request
+    header: a legacy ``Mcp-Session-Id``, an SSE event id sent back as ``Last-Event-ID``,
+    an access token sent as ``Authorization``. It is made once, where the value is
+    received, and a value that fails it fails the request that brought it at once (a value
+    that cannot be sent would otherwise fail every later request, or every attempt to
+    resume a stream, until the caller's deadline).
+
+    The rule: 1 to ``ECHO_LIMIT`` (8192) characters of
+    visible ASCII and inner spaces (no control character, no leading or trailing space).
+
+    Args:
+        value: The value as received (bytes the peer sent, decoded with replacement).
+
+    Returns:
+        A short reason, e.g. ``"is empty"``, to put after the value's name in a message.
+    """
+    if not value:
+        return "is empty"
+    if len(value) > ECHO_LIMIT:
+        return f"is {len(value)} characters long (at most {ECHO_LIMIT} are sent back)"
+    if not is_plain_header_value(value):
+        return "holds characters a header cannot carry (only visible ASCII and inner spaces)"
+    return None
 
 
 def encode_header_value(value: str) -> str:

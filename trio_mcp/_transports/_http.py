@@ -57,10 +57,16 @@ from .._exceptions import (
     TransportError,
 )
 from .._jsonrpc import Envelope
-from .._redact import redacted_repr
+from .._redact import display_url, redacted_repr
 from ._base import MessageInfo, Transport
 from ._eventstream import ServerSentEvent, SSEDecoder
-from ._headers import NAME_PARAMS, encode_header_value, is_plain_header_value, request_name
+from ._headers import (
+    NAME_PARAMS,
+    echo_problem,
+    encode_header_value,
+    is_plain_header_value,
+    request_name,
+)
 from ._http_base import (
     ACCEPT_BOTH,
     ACCEPT_SSE,
@@ -164,6 +170,19 @@ class _Outage:
             trio.current_time() - self.since,
         )
         return session_id == self.session_id  # (a new session told the session already)
+
+
+def _check_resumable(request_id: RequestId, state: StreamState, cause: MCPError | None) -> None:
+    """Fail the request at once when its ended stream cannot be resumed (legacy era).
+
+    Raises:
+        TransportError: The server's last event id cannot be sent back as ``Last-Event-ID``.
+    """
+    if state.unsendable_id is not None:
+        raise TransportError(
+            f"the response stream of request {request_id!r} ended before the response and "
+            f"cannot be resumed: {state.unsendable_id}"
+        ) from cause
 
 
 class _WithParams(msgspec.Struct):
@@ -469,7 +488,8 @@ class StreamableHTTPTransport(Transport):
                 self._link_failed(again)
                 raise
             raise TransportError(
-                f"the server at {self._url} refused the new MCP session {renewed!r} right after "
+                f"the server at {display_url(self._url)} refused the new MCP session "
+                f"{renewed!r} right after "
                 f"it was started (HTTP {getattr(again, 'status_code', '?')}): it keeps losing "
                 "sessions, so the request is not retried again"
             ) from again
@@ -528,9 +548,12 @@ class StreamableHTTPTransport(Transport):
         session_id: str | None = response.headers.get("mcp-session-id")
         if session_id is None:
             return None
-        if not session_id or not all(0x21 <= ord(c) <= 0x7E for c in session_id):
-            logger.warning("ignoring a malformed Mcp-Session-Id from %s", self._url)
-            return None
+        problem = echo_problem(session_id)
+        if problem is not None:
+            raise TransportError(
+                f"{display_url(self._url)} answered initialize with an Mcp-Session-Id that "
+                f"cannot be sent back: the id {session_id[:40]!r} {problem}"
+            )
         return session_id
 
     async def _read_answer(
@@ -580,6 +603,8 @@ class StreamableHTTPTransport(Transport):
         except ConnectionClosed as exc:
             broken = exc
         await close_response(response)
+        if not self.modern:
+            _check_resumable(request_id, state, broken)
         if not self.modern and state.last_event_id is not None:
             await self._resume(request_id, state, sink, broken)
             return
@@ -647,6 +672,7 @@ class StreamableHTTPTransport(Transport):
                 last_error = exc
             finally:
                 await close_response(response)
+            _check_resumable(request_id, state, last_error)
             if state.progress > progress:
                 attempt = 0
 
@@ -684,14 +710,14 @@ class StreamableHTTPTransport(Transport):
                     self._get_stream_ready.set()
             except HTTPStatusError as exc:
                 if exc.status_code == 405:
-                    logger.debug("%s offers no GET stream (HTTP 405)", self._url)
+                    logger.debug("%s offers no GET stream (HTTP 405)", display_url(self._url))
                     return
                 if session_id is not None and session_lost(exc):
                     if session_id == renewed_here:
                         logger.warning(
                             "%s refused the GET stream of the MCP session it just started "
                             "(HTTP %d); not listening for server messages",
-                            self._url,
+                            display_url(self._url),
                             exc.status_code,
                         )
                         return
@@ -710,14 +736,14 @@ class StreamableHTTPTransport(Transport):
                 self._link_up()
                 renewed_here = None
                 if outage is not None:
-                    if outage.over(self._url, session_id):
+                    if outage.over(display_url(self._url), session_id):
                         self.notification_gap()
                     outage = None
                 try:
                     if content_type(response) != "text/event-stream":
                         logger.info(
                             "%s answered the GET for server messages with %s; not listening",
-                            self._url,
+                            display_url(self._url),
                             content_type(response) or "no content type",
                         )
                         return
@@ -733,7 +759,7 @@ class StreamableHTTPTransport(Transport):
                     attempt = 0
                 attempt += 1
                 delay = min(policy.backoff.delay(attempt), GET_STREAM_MAX_DELAY)
-                outage.log(self._url, error, delay)
+                outage.log(display_url(self._url), error, delay)
                 if outage.woken:  # once per outage: a server failing only GETs is no loop
                     await trio.sleep(delay)
                 else:
@@ -747,7 +773,7 @@ class StreamableHTTPTransport(Transport):
                 logger.warning(
                     "the stream for server-initiated messages from %s closed and is not "
                     "re-opened after %d attempt(s)%s",
-                    self._url,
+                    display_url(self._url),
                     attempt,
                     f": {error}" if error is not None else "",
                 )
@@ -785,7 +811,8 @@ class StreamableHTTPTransport(Transport):
             await self._renewal.wait()
             if self._session_id == expired:
                 raise TransportError(
-                    f"the server at {self._url} lost MCP session {expired!r} and starting a "
+                    f"the server at {display_url(self._url)} lost MCP session {expired!r} and "
+                    "starting a "
                     "new one failed"
                 ) from cause
             return
@@ -802,7 +829,7 @@ class StreamableHTTPTransport(Transport):
         try:
             logger.warning(
                 "the server at %s lost MCP session %r (HTTP %s); starting a new session",
-                self._url,
+                display_url(self._url),
                 expired,
                 status,
             )
@@ -810,7 +837,8 @@ class StreamableHTTPTransport(Transport):
                 await self._start_session()
             except MCPError as exc:
                 raise TransportError(
-                    f"the server at {self._url} lost MCP session {expired!r} (HTTP {status}) "
+                    f"the server at {display_url(self._url)} lost MCP session {expired!r} "
+                    f"(HTTP {status}) "
                     f"and starting a new one failed: {exc}"
                 ) from exc
         finally:
@@ -909,9 +937,11 @@ class StreamableHTTPTransport(Transport):
         try:
             await connection.connect()
         except MCPError as exc:
-            logger.info("%s does not speak the HTTP+SSE transport either: %s", self._url, exc)
+            logger.info(
+                "%s does not speak the HTTP+SSE transport either: %s", display_url(self._url), exc
+            )
             return False
-        logger.info("%s speaks the deprecated HTTP+SSE transport; using it", self._url)
+        logger.info("%s speaks the deprecated HTTP+SSE transport; using it", display_url(self._url))
         self._sse = connection
         self.modern = False
         return True

@@ -43,9 +43,11 @@ from .._exceptions import (
     fresh_copy,
 )
 from .._jsonrpc import Envelope
+from .._redact import display_url
 from .._resilience import Backoff, CircuitBreaker, RetryPolicy
 from ._base import RequestFailure
 from ._eventstream import ServerSentEvent, SSEDecoder
+from ._headers import echo_problem
 from ._http_client import HTTPOptions, make_client
 from ._http_errors import answer_in_body
 from ._http_sender import HTTPSender
@@ -99,11 +101,26 @@ _ANSWERED_MEMORY: Final = 1024
 
 @dataclass(slots=True)
 class StreamState:
-    """What a reader knows about an SSE stream, for resuming it."""
+    """What a reader knows about an SSE stream, for resuming it.
+
+    ``last_event_id`` is the server's last event id, checked once as it arrives: an id
+    that cannot be sent back as ``Last-Event-ID`` (``echo_problem``) is kept out of it
+    and ``unsendable_id`` says why, so the stream cannot be resumed.
+    """
 
     last_event_id: str | None = None
     retry_ms: int | None = None
     progress: int = 0
+    unsendable_id: str | None = None
+
+    def saw_id(self, event_id: str | None) -> None:
+        """Record the server's latest event id (``None``: the id was reset)."""
+        problem = None if event_id is None else echo_problem(event_id)
+        if problem is not None:
+            shown = event_id[:40] if event_id is not None else ""
+            self.last_event_id, self.unsendable_id = None, f"its event id {shown!r} {problem}"
+        else:
+            self.last_event_id, self.unsendable_id = event_id, None
 
 
 @dataclass(slots=True, eq=False)
@@ -422,11 +439,13 @@ class HTTPCore(HTTPSender):
             ConnectionClosed: The connection broke.
         """
         decoder = SSEDecoder(self.max_message_size, last_event_id=state.last_event_id)
+        seen_id = state.last_event_id
 
         async def on_chunk(chunk: bytes) -> bool:
             return await on_events(decoder.feed(chunk))
 
         async def on_events(events: list[ServerSentEvent]) -> bool:
+            nonlocal seen_id
             done = False
             try:
                 for event in events:
@@ -443,8 +462,9 @@ class HTTPCore(HTTPSender):
                                 done = True
             finally:
                 last_event_id = decoder.last_event_id or None
-                if last_event_id != state.last_event_id:
-                    state.last_event_id = last_event_id
+                if last_event_id != seen_id:
+                    seen_id = last_event_id
+                    state.saw_id(last_event_id)
                     state.progress += 1
                 if decoder.retry is not None:
                     state.retry_ms = decoder.retry
@@ -505,7 +525,7 @@ def core_for(options: HTTPOptions, nursery: trio.Nursery) -> HTTPCore:
     try:
         origin_of(options.url)
     except ValueError as exc:
-        raise TransportError(f"invalid MCP server URL {options.url!r}: {exc}") from exc
+        raise TransportError(f"invalid MCP server URL {display_url(options.url)!r}: {exc}") from exc
     client, own, direct = make_client(options)
     return HTTPCore(
         client=client,

@@ -33,6 +33,7 @@ from .._exceptions import (
     TransportError,
 )
 from .._jsonrpc import decode_envelope, decode_json, server_error_from_wire
+from .._redact import display_url
 
 if TYPE_CHECKING:
     import httpx
@@ -213,6 +214,7 @@ def convert_httpx_error(exc: Exception, url: str, doing: str) -> MCPError:
         url: The URL of the request.
         doing: What was being done, e.g. ``"sending POST to"``.
     """
+    url = display_url(url)
     if isinstance(exc, _kinds("TimeoutException")):
         return TransportError(f"timed out {doing} {url}: {type(exc).__name__}")
     if isinstance(exc, _kinds("ProxyError")):

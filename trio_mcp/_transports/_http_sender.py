@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Final
 import trio
 
 from .._exceptions import HTTPStatusError, MCPError, MessageTooLargeError, TransportError
+from .._redact import display_url
 from .._resilience import CircuitBreaker, RetryPolicy
 from ._http_client import auth_for
 from ._http_errors import convert_httpx_error, httpx_errors, not_delivered, status_error
@@ -61,7 +62,9 @@ async def close_response(response: httpx.Response) -> None:
     try:
         await response.aclose()
     except httpx_errors() as exc:
-        logger.debug("closing the response from %s failed: %r", response.request.url, exc)
+        logger.debug(
+            "closing the response from %s failed: %r", display_url(response.request.url), exc
+        )
 
 
 class HTTPSender:
@@ -179,7 +182,9 @@ class HTTPSender:
                     delay = policy.next_delay(attempt, exc)
                 if delay is None:
                     raise
-            logger.debug("retrying %s %s in %.3fs (attempt %d)", method, url, delay, attempt + 1)
+            logger.debug(
+                "retrying %s %s in %.3fs (attempt %d)", method, display_url(url), delay, attempt + 1
+            )
             await trio.sleep(delay)
 
     async def _open_once(
@@ -220,7 +225,8 @@ class HTTPSender:
             await close_response(response)
             target = redirect_target(method, target, status, location)
         raise TransportError(
-            f"{url} redirected {method} more than {MAX_REDIRECTS} times; use the final URL"
+            f"{display_url(url)} redirected {method} more than {MAX_REDIRECTS} times; "
+            "use the final URL"
         )
 
     async def _send_one(
@@ -245,7 +251,7 @@ class HTTPSender:
         except httpx_errors() as exc:
             raise convert_httpx_error(exc, url, f"sending {method} to") from exc
         except Exception as exc:  # a custom transport or auth flow failed
-            raise TransportError(f"sending {method} to {url} failed: {exc!r}") from exc
+            raise TransportError(f"sending {method} to {display_url(url)} failed: {exc!r}") from exc
 
     async def _send_direct(
         self,

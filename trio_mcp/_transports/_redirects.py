@@ -19,6 +19,7 @@ from typing import Final
 from urllib.parse import urlsplit
 
 from .._exceptions import TransportError
+from .._redact import display_url
 
 __all__ = ["MAX_REDIRECTS", "REDIRECT_STATUSES", "origin_of", "redirect_target"]
 
@@ -80,21 +81,22 @@ def redirect_target(method: str, url: str, status: int, location: str) -> str:
         from_origin, to_origin = origin_of(url), origin_of(target)
     except (httpx.InvalidURL, ValueError) as exc:
         raise TransportError(
-            f"{url} answered {method} with HTTP {status} and a malformed Location "
+            f"{display_url(url)} answered {method} with HTTP {status} and a malformed Location "
             f"{location!r}: {exc}"
         ) from exc
     if from_origin != to_origin:
         raise TransportError(
-            f"{url} redirected {method} (HTTP {status}) to {target}, on another origin "
+            f"{display_url(url)} redirected {method} (HTTP {status}) to "
+            f"{display_url(target)}, on another origin "
             f"({from_origin} -> {to_origin}); trio_mcp does not follow cross-origin "
             "redirects, so that headers, session ids and credentials never leave the "
-            f"origin you named. Use the final URL ({target}) instead."
+            f"origin you named. Use the final URL ({display_url(target)}) instead."
         )
     if status not in _KEEP_METHOD and method != "GET":
         raise TransportError(
-            f"{url} redirected {method} with HTTP {status}, which would turn it into a "
-            f"GET; trio_mcp follows only 307 and 308 redirects of a {method}. "
-            f"Use the final URL ({target}) instead."
+            f"{display_url(url)} redirected {method} with HTTP {status}, which would turn it "
+            f"into a GET; trio_mcp follows only 307 and 308 redirects of a {method}. "
+            f"Use the final URL ({display_url(target)}) instead."
         )
     logger.debug("following the HTTP %d redirect of %s %s to %s", status, method, url, target)
     return target

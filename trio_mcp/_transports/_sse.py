@@ -27,7 +27,7 @@ import trio
 
 from .._exceptions import ConnectionClosed, HTTPStatusError, MCPError, ProtocolError, TransportError
 from .._jsonrpc import Envelope
-from .._redact import redacted_repr
+from .._redact import display_url, redacted_repr
 from .._resilience import Backoff
 from ._base import MessageInfo, Transport
 from ._eventstream import ServerSentEvent
@@ -174,7 +174,9 @@ class LegacySSEConnection:
             result = await self._core.start(functools.partial(self._read_events, stream))
         if result is None:
             stream.scope.cancel()
-            raise TransportError(f"{self._url} sent no endpoint event within {self._core.timeout}s")
+            raise TransportError(
+                f"{display_url(self._url)} sent no endpoint event within {self._core.timeout}s"
+            )
         if isinstance(result, MCPError):
             raise result
         return result, stream
@@ -187,11 +189,12 @@ class LegacySSEConnection:
             same_origin = origin_of(endpoint) == origin_of(self._url)
         except ValueError as exc:
             return ProtocolError(
-                f"the server at {self._url} named a malformed endpoint {named!r}: {exc}"
+                f"the server at {display_url(self._url)} named a malformed endpoint "
+                f"{named!r}: {exc}"
             )
         if not same_origin:
             return TransportError(
-                f"the server at {self._url} named an endpoint on another origin "
+                f"the server at {display_url(self._url)} named an endpoint on another origin "
                 f"({endpoint}); refusing to send messages there"
             )
         return endpoint
@@ -258,7 +261,7 @@ class LegacySSEConnection:
             kind = content_type(response)
             if kind != ACCEPT_SSE:
                 error = TransportError(
-                    f"{self._url} answered the GET with {kind or 'no content type'}, "
+                    f"{display_url(self._url)} answered the GET with {kind or 'no content type'}, "
                     "not an event stream"
                 )
             else:
@@ -271,7 +274,7 @@ class LegacySSEConnection:
             task_status.started(
                 error
                 or TransportError(
-                    f"the event stream of {self._url} ended before the endpoint event"
+                    f"the event stream of {display_url(self._url)} ended before the endpoint event"
                 )
             )
             return False
@@ -285,10 +288,12 @@ class LegacySSEConnection:
             return
         if self._backoff is None or self._owner is None:
             if error is None:
-                logger.info("the server ended the HTTP+SSE event stream of %s", self._url)
+                logger.info(
+                    "the server ended the HTTP+SSE event stream of %s", display_url(self._url)
+                )
                 core.end(None)
             else:
-                broke = f"the HTTP+SSE event stream of {self._url} broke: {error}"
+                broke = f"the HTTP+SSE event stream of {display_url(self._url)} broke: {error}"
                 core.end(ConnectionClosed(broke))
             self._link_closed()
             return
@@ -296,13 +301,14 @@ class LegacySSEConnection:
         stream.scope.cancel()
         self._reconnecting = True
         why = "ended" if error is None else f"broke ({error})"
-        failure = ConnectionClosed(f"the HTTP+SSE event stream of {self._url} {why}")
+        failure = ConnectionClosed(f"the HTTP+SSE event stream of {display_url(self._url)} {why}")
         self._owner.link.failed(failure)
         for request_id in self._outstanding.take():
             core.fail(
                 request_id,
                 ConnectionClosed(
-                    f"the HTTP+SSE event stream of {self._url} {why} before the answer to "
+                    f"the HTTP+SSE event stream of {display_url(self._url)} {why} before the "
+                    "answer to "
                     f"request {request_id!r} came"
                 ),
             )
@@ -329,7 +335,8 @@ class LegacySSEConnection:
             if self._reconnecting:  # a bug, or the nursery cancelled: never a silent hang
                 self._give_up(
                     ConnectionClosed(
-                        f"reconnecting to {self._url} stopped: the transport was closed, or "
+                        f"reconnecting to {display_url(self._url)} stopped: the transport was "
+                        "closed, or "
                         "the nursery it was opened with was cancelled"
                     )
                 )
@@ -350,14 +357,14 @@ class LegacySSEConnection:
                 logger.log(
                     logging.INFO if attempt == 1 else logging.DEBUG,
                     "reconnecting to %s failed (attempt %d): %s",
-                    self._url,
+                    display_url(self._url),
                     attempt,
                     exc,
                 )
                 continue
             break
         self._reconnecting = False
-        logger.warning("reconnected to %s after %d attempt(s)", self._url, attempt)
+        logger.warning("reconnected to %s after %d attempt(s)", display_url(self._url), attempt)
         if self._initialize is not None:
             self._owner.renewed()
         else:
@@ -377,7 +384,8 @@ class LegacySSEConnection:
             if 400 <= status < 500 and status not in (404, 408, 429):
                 raise _Refused(
                     ConnectionClosed(
-                        f"the server at {self._url} came back but refused the event stream "
+                        f"the server at {display_url(self._url)} came back but refused the "
+                        "event stream "
                         f"(HTTP {status}): {exc.body[:300]}"
                     )
                 ) from exc
@@ -404,7 +412,8 @@ class LegacySSEConnection:
                 if reason is not None:
                     raise _Refused(
                         ConnectionClosed(
-                            f"the server at {self._url} came back but refused to start a new "
+                            f"the server at {display_url(self._url)} came back but refused to "
+                            "start a new "
                             f"session: {reason}"
                         )
                     )
@@ -426,7 +435,8 @@ class LegacySSEConnection:
             if 400 <= status < 500 and status not in (408, 429) and not _session_lost(exc):
                 raise _Refused(
                     ConnectionClosed(
-                        f"the server at {self._url} came back but refused the replayed "
+                        f"the server at {display_url(self._url)} came back but refused the "
+                        "replayed "
                         f"{method} (HTTP {status}): {exc.body[:300]}"
                     )
                 ) from exc
@@ -477,7 +487,7 @@ class LegacySSEConnection:
                 raise
             then = "; reconnecting" if self._backoff is not None and self._owner else ""
             lost = ConnectionClosed(
-                f"the server at {self._url} no longer knows the HTTP+SSE session "
+                f"the server at {display_url(self._url)} no longer knows the HTTP+SSE session "
                 f"(HTTP {exc.status_code}){then}"
             )
             self._lost(stream, lost)

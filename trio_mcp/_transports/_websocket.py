@@ -41,7 +41,7 @@ from .._exceptions import (
     TransportError,
     fresh_copy,
 )
-from .._redact import redacted_repr
+from .._redact import display_url, redacted_repr
 from .._resilience import Backoff
 from ._base import MessageInfo, Transport
 from ._http import DEFAULT_MAX_MESSAGE_SIZE, origin_of
@@ -248,10 +248,10 @@ def _target(url: str) -> tuple[str, int, str, str, bool]:
     """``(host, port, resource, Host header, use TLS)`` of a ``ws://`` / ``wss://`` URL."""
     parts = urlsplit(url)
     if parts.scheme not in ("ws", "wss"):
-        raise ValueError(f"a WebSocket URL starts with ws:// or wss://, not {url!r}")
+        raise ValueError(f"a WebSocket URL starts with ws:// or wss://, not {display_url(url)!r}")
     host = parts.hostname
     if not host:
-        raise ValueError(f"the WebSocket URL {url!r} has no host")
+        raise ValueError(f"the WebSocket URL {display_url(url)!r} has no host")
     secure = parts.scheme == "wss"
     port = parts.port or (443 if secure else 80)
     resource = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
@@ -346,7 +346,7 @@ class WebSocketTransport(Transport):
                 else:
                     conn.stream = await trio.open_tcp_stream(host, port)
         except (OSError, trio.TooSlowError) as exc:
-            message = f"could not open a WebSocket to {params.url}: {exc!r}"
+            message = f"could not open a WebSocket to {display_url(params.url)}: {exc!r}"
             raise TransportError(message) from exc
         headers = [(k.encode(), v.encode()) for k, v in (params.headers or {}).items()]
         ws: trio_websocket.WebSocketConnection | None = None
@@ -363,7 +363,7 @@ class WebSocketTransport(Transport):
                 )
         except trio.TooSlowError as exc:
             await conn.close_stream()
-            message = f"the WebSocket handshake with {params.url} timed out"
+            message = f"the WebSocket handshake with {display_url(params.url)} timed out"
             raise TransportError(message) from exc
         except BaseException:
             await conn.close_stream()
@@ -373,7 +373,7 @@ class WebSocketTransport(Transport):
             raise self._handshake_error(conn)
         conn.ws = ws
         if ws.subprotocol != SUBPROTOCOL:
-            logger.debug("%s accepted without the mcp subprotocol", params.url)
+            logger.debug("%s accepted without the mcp subprotocol", display_url(params.url))
         return conn
 
     def _start_writer(self, conn: _Connection) -> None:
@@ -389,9 +389,13 @@ class WebSocketTransport(Transport):
             body = (exc.body or b"")[:65536].decode("utf-8", "replace")
             error: MCPError = HTTPStatusError(exc.status_code, body, url)
         elif exc is None:
-            error = TransportError(f"{url} closed the connection during the WebSocket handshake")
+            error = TransportError(
+                f"{display_url(url)} closed the connection during the WebSocket handshake"
+            )
         else:
-            error = TransportError(f"the WebSocket handshake with {url} failed: {exc!r}")
+            error = TransportError(
+                f"the WebSocket handshake with {display_url(url)} failed: {exc!r}"
+            )
         error.__cause__ = exc
         return error
 
@@ -469,7 +473,7 @@ class WebSocketTransport(Transport):
             raise
         except Exception as exc:  # pragma: no cover - never raise into the user's nursery
             conn.write_failure = exc
-            logger.exception("the WebSocket writer for %s failed", self._params.url)
+            logger.exception("the WebSocket writer for %s failed", display_url(self._params.url))
         finally:
             conn.out_receive.close()  # senders waiting for room get BrokenResourceError
             conn.writer_done.set()
@@ -481,13 +485,15 @@ class WebSocketTransport(Transport):
         failure = conn.write_failure
         if conn.writer_cancelled:
             return ConnectionClosed(
-                f"the WebSocket transport to {self._params.url} stopped: the nursery it was "
-                "opened with was cancelled, so nothing more can be sent"
+                f"the WebSocket transport to {display_url(self._params.url)} stopped: the "
+                "nursery it was opened with was cancelled, so nothing more can be sent"
             )
         if isinstance(failure, trio_websocket.ConnectionClosed):
             return self._closed_error_from(failure.reason, failure)
         if failure is not None:  # pragma: no cover - see _write_loop
-            error = ConnectionClosed(f"sending to the WebSocket {self._params.url} failed")
+            error = ConnectionClosed(
+                f"sending to the WebSocket {display_url(self._params.url)} failed"
+            )
             error.__cause__ = failure
             return error
         closed = conn.ws.closed if conn.ws is not None else None
@@ -574,7 +580,7 @@ class WebSocketTransport(Transport):
         self._reconnecting = True
         self._reconnected = trio.Event()
         self.link.failed(error)
-        url = self._params.url
+        url = display_url(self._params.url)
         for request_id in self._outstanding.take():
             self._fail_request(
                 request_id,
@@ -618,7 +624,7 @@ class WebSocketTransport(Transport):
                         logger.log(
                             logging.INFO if attempt == 1 else logging.DEBUG,
                             "reconnecting to %s failed (attempt %d): %s",
-                            self._params.url,
+                            display_url(self._params.url),
                             attempt,
                             exc,
                         )
@@ -627,15 +633,21 @@ class WebSocketTransport(Transport):
                 self._start_writer(conn)
                 self._reconnecting = False
                 self._reconnected.set()
-                logger.warning("reconnected to %s after %d attempt(s)", self._params.url, attempt)
+                logger.warning(
+                    "reconnected to %s after %d attempt(s)", display_url(self._params.url), attempt
+                )
                 if self._initialize is not None and not self.modern:
                     self.renewed()
                 else:
                     self.link.restored()
                     self.notification_gap()
         except Exception as exc:  # a bug: never into the user's nursery
-            logger.exception("the WebSocket reconnection to %s failed", self._params.url)
-            failed = ConnectionClosed(f"reconnecting to {self._params.url} failed: {exc!r}")
+            logger.exception(
+                "the WebSocket reconnection to %s failed", display_url(self._params.url)
+            )
+            failed = ConnectionClosed(
+                f"reconnecting to {display_url(self._params.url)} failed: {exc!r}"
+            )
             failed.__cause__ = exc
             self._give_up(failed)
         finally:
@@ -643,7 +655,7 @@ class WebSocketTransport(Transport):
             if self._reconnecting:  # cancelled: closed, or the nursery was cancelled
                 self._give_up(
                     ConnectionClosed(
-                        f"the WebSocket transport to {self._params.url} stopped while "
+                        f"the WebSocket transport to {display_url(self._params.url)} stopped while "
                         "reconnecting: it was closed, or the nursery it was opened with "
                         "was cancelled"
                     )
@@ -668,7 +680,7 @@ class WebSocketTransport(Transport):
             if 400 <= exc.status_code < 500 and exc.status_code not in (404, 408, 429):
                 raise _Refused(
                     ConnectionClosed(
-                        f"the server at {self._params.url} came back but refused the "
+                        f"the server at {display_url(self._params.url)} came back but refused the "
                         f"WebSocket (HTTP {exc.status_code}): {exc.body[:300]}"
                     )
                 ) from exc
@@ -696,7 +708,8 @@ class WebSocketTransport(Transport):
                 if reason is not None:
                     raise _Refused(
                         ConnectionClosed(
-                            f"the server at {self._params.url} came back but refused to "
+                            f"the server at {display_url(self._params.url)} came back but "
+                            "refused to "
                             f"start a new session: {reason}"
                         )
                     )
@@ -721,11 +734,11 @@ class WebSocketTransport(Transport):
         """The error for a connection closed for ``reason``, with ``__cause__`` set."""
         url = self._params.url
         if reason is None:
-            closed = ConnectionClosed(f"the WebSocket to {url} closed")
+            closed = ConnectionClosed(f"the WebSocket to {display_url(url)} closed")
         elif reason.code == _MESSAGE_TOO_BIG:
             limit = self._params.max_message_size
             closed = ConnectionClosed(
-                f"the WebSocket to {url} closed (code 1009): a message was "
+                f"the WebSocket to {display_url(url)} closed (code 1009): a message was "
                 f"larger than max_message_size={limit} bytes"
             )
             too_large = MessageTooLargeError(limit + 1, limit)
@@ -735,7 +748,8 @@ class WebSocketTransport(Transport):
         else:
             detail = f": {reason.reason}" if reason.reason else ""
             closed = ConnectionClosed(
-                f"the WebSocket to {url} closed with code {reason.code} ({reason.name}){detail}"
+                f"the WebSocket to {display_url(url)} closed with code {reason.code} "
+                f"({reason.name}){detail}"
             )
         closed.__cause__ = cause
         return closed
@@ -746,7 +760,7 @@ class WebSocketTransport(Transport):
             return self._error
         if self._conn.writer_cancelled:
             return self._send_error(self._conn)
-        return ConnectionClosed(f"the WebSocket to {self._params.url} closed")
+        return ConnectionClosed(f"the WebSocket to {display_url(self._params.url)} closed")
 
     # -- closing -------------------------------------------------------------------------
 

@@ -30,6 +30,7 @@ from .._exceptions import (
     TransportError,
     UnsupportedProtocolVersionError,
 )
+from .._redact import display_url
 from ._args import UnknownName, UsageError, did_you_mean
 
 __all__ = [
@@ -98,7 +99,7 @@ def with_login_hint(exc: Exception, conn: Connection | None, args: argparse.Name
     if args.config:
         command += f" --config {shlex.quote(args.config)}"
     if unauthorized:
-        url = getattr(exc, "url", "") or args.target
+        url = display_url(getattr(exc, "url", "") or args.target)
         sent = {name.lower() for name in conn.options.get("headers", {})}
         if "authorization" in sent:
             message = f"{url} refused the Authorization header given (HTTP 401)"

@@ -75,6 +75,14 @@ def describe_target(server: ServerConfig) -> str:
 # -- consent for a project's config ---------------------------------------------------------
 
 
+def pinned_lines(details: Mapping[str, str]) -> list[str]:
+    """What an approval pins, one line a part, safe on a terminal (``  env NAME = value``)."""
+    return [
+        f"  {for_terminal(part, newlines=False)} = {for_terminal(value, newlines=False)}"
+        for part, value in details.items()
+    ]
+
+
 class _ThisRunOnly:
     """A consent store that reads the real one and remembers nothing (``--yes``)."""
 
@@ -128,6 +136,10 @@ async def approve_project_server(args: argparse.Namespace, server: ServerConfig)
     interactive = sys.stdin.isatty() and not getattr(args, "no_input", False)
 
     async def approve(request: ConsentRequest) -> bool:
+        if request.changes:
+            _say(f"changed since approved: {for_terminal(', '.join(request.changes))}")
+        for line in pinned_lines(request.details):
+            _say(line)
         if yes:
             _say("running it (--yes; not remembered)")
             return True
@@ -186,7 +198,7 @@ def servers_parser() -> argparse.ArgumentParser:
 
 
 async def _collect(explicit: str | None) -> tuple[list[dict[str, Any]], list[str]]:
-    from .._config import FileConsentStore, consent_key, load_config
+    from .._config import FileConsentStore, consent_key, load_config, pinned_parts
     from .._exceptions import ConfigError
 
     rows: list[dict[str, Any]] = []
@@ -210,6 +222,7 @@ async def _collect(explicit: str | None) -> tuple[list[dict[str, Any]], list[str
             }
             if source.origin == "project":
                 row["approved"] = store.get(consent_key(server)) == server.fingerprint
+                row["pins"] = pinned_parts(server)
             rows.append(row)
             first.setdefault(name, row["file"])
     return rows, errors
@@ -233,8 +246,12 @@ def run_servers(args: argparse.Namespace) -> int:
             cells = [row["name"], row["transport"], row["target"], where]
             table.append([for_terminal(c, newlines=False) for c in cells])
         widths = [max(len(r[i]) for r in table) for i in range(3)]
-        for r in table:
+        entries: list[dict[str, Any] | None] = [None, *rows]  # (None: the heading)
+        for r, entry in zip(table, entries, strict=True):
             print("  ".join([*(r[i].ljust(widths[i]) for i in range(3)), r[3]]).rstrip())
+            if entry is not None and "pins" in entry and not entry["shadowedBy"]:
+                for line in pinned_lines(entry["pins"]):  # what running it would approve
+                    print(f"  {line}")
     for error in errors:
         print(f"trio-mcp: {for_terminal(error)}", file=sys.stderr)
     return 2 if errors else 0
