@@ -335,6 +335,7 @@ ENGINE = (
     "_requests",
     "_result_cache",
     "_rpc",
+    "_serving",
     "_session",
     "_session_*",
     "_subscriptions",
