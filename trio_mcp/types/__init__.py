@@ -9,7 +9,9 @@ spell every other one ``trio_mcp.types.X``.
 
 One set of types covers every revision a client may meet. A field that only some
 revisions define is optional (``T | UnsetType = UNSET``); a field that is required in every
-revision that has it is required here. Python names are snake_case, wire names camelCase;
+revision that has it is required here; test one with ``value.title is not UNSET``
+(``UNSET`` and ``UnsetType`` are msgspec's own, re-exported here so a caller need not import
+msgspec). Python names are snake_case, wire names camelCase;
 ``_meta`` is exposed as ``meta``. Unknown fields are ignored, never rejected.
 
 JSON Schemas carried by the protocol (``Tool.input_schema``, ``Tool.output_schema``,
@@ -65,12 +67,14 @@ from collections.abc import Callable
 from types import FunctionType
 from typing import Any, Final, Generic, TypeVar, overload
 
-# ClassVar, Literal and UnsetType are not used in this module: the structs' field annotations
-# spell them, and are evaluated here (see _adopt below).
+# ClassVar and Literal are not used in this module: the structs' field annotations spell them,
+# and are evaluated here (see _adopt below). UNSET and UnsetType are public too: a caller tests
+# an optional field with ``if tool.title is not UNSET`` without importing msgspec.
 from typing import ClassVar as ClassVar
 from typing import Literal as Literal
 
 import msgspec
+from msgspec import UNSET as UNSET
 from msgspec import UnsetType as UnsetType
 
 # The order of these imports is the order of the API reference page (mkdocstrings lists
@@ -411,7 +415,9 @@ __all__ = [
     "ToolResultContent",
     "ToolUseContent",
     "ToolsCapability",
+    "UNSET",
     "UnknownContent",
+    "UnsetType",
     "UnsubscribeRequestParams",
     "UntitledEnumItems",
     "UntitledMultiSelectEnumSchema",
