@@ -98,7 +98,10 @@ class RPCConnection(ServerRequests):
     """
 
     __slots__ = (
+        "_answered",
         "_batches_allowed",
+        "_bytes_in",
+        "_bytes_out",
         "_cancel_notice_timeout",
         "_drop_logs",
         "_next_id",
@@ -107,6 +110,7 @@ class RPCConnection(ServerRequests):
         "_pending",
         "_pool",
         "_reader_scope",
+        "_sent",
         "closed",
         "failure",
         "nursery",
@@ -134,6 +138,8 @@ class RPCConnection(ServerRequests):
         self._batches_allowed = batches_allowed
         self._cancel_notice_timeout = cancel_notice_timeout
         self._next_id = 1
+        # statistics(): cheap counters, nothing allocated per request
+        self._sent = self._answered = self._bytes_in = self._bytes_out = 0
         self._pending: dict[RequestId, trio.MemorySendChannel[Any]] = {}
         self._pool = run_channel_pool()
         self._drop_logs: dict[str, DropLog] | None = None  # from the first drop on
@@ -175,6 +181,14 @@ class RPCConnection(ServerRequests):
     def pending_count(self) -> int:
         """How many requests wait for an answer."""
         return len(self._pending)
+
+    def counters(self) -> tuple[int, int, int, int, int, dict[str, int]]:
+        """For ``statistics()``: requests sent and answered, server requests running, bytes
+        sent and received (the transport's routed bytes included), drops by kind."""
+        drops = {kind: log.total for kind, log in (self._drop_logs or {}).items()}
+        received = self._bytes_in + self.transport.routed_bytes
+        running = len(self._incoming)
+        return self._sent, self._answered, running, self._bytes_out, received, drops
 
     # -- tasks ---------------------------------------------------------------------------
 
@@ -283,6 +297,8 @@ class RPCConnection(ServerRequests):
             if not (taken or transport.queue_request_nowait(data, info)):
                 await transport.send(data, info)
             sent = True
+            self._sent += 1
+            self._bytes_out += len(data)
         except MCPError:
             call.done = True
             pending.pop(request_id, None)
@@ -380,6 +396,7 @@ class RPCConnection(ServerRequests):
             raise self.error_for_caller()
         try:
             await self.transport.send(data, MessageInfo(method))
+            self._bytes_out += len(data)
         except (trio.ClosedResourceError, trio.BrokenResourceError) as exc:
             if self.usable:
                 self.fail_all(ConnectionClosed(f"the connection to the server broke: {exc!r}"))
@@ -391,6 +408,7 @@ class RPCConnection(ServerRequests):
             return
         try:
             await self.transport.send(data, MessageInfo(method))
+            self._bytes_out += len(data)
         except (MCPError, trio.ClosedResourceError, trio.BrokenResourceError) as exc:
             logger.debug("could not send %s to the server: %r", method or "a response", exc)
 
@@ -482,6 +500,7 @@ class RPCConnection(ServerRequests):
                 self._route(data)
                 return
             data = cast(bytes, data)
+            self._bytes_in += len(data)
             if is_batch(data):
                 if not self._batches_allowed():
                     self._dropped("batch", "(the negotiated revision does not allow them)")
@@ -513,6 +532,7 @@ class RPCConnection(ServerRequests):
             if entry is None:
                 logger.debug("dropping a response for unknown or cancelled request %r", request_id)
                 return
+            self._answered += 1
             entry.send_nowait(message)
             return
         request_id = message.id

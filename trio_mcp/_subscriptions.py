@@ -102,6 +102,7 @@ class Notifications:
         "callback_tasks",
         "handlers",
         "rpc",
+        "subscriber_drops",
         "subscribers",
     )
 
@@ -124,11 +125,21 @@ class Notifications:
         self.subscribers: list[Subscriber] = []
         self.handlers: dict[str, list[Callable[[Notification], Any]]] = {}
         self.callback_tasks = 0
+        self.subscriber_drops = 0  #: notifications dropped by full channels, in all
         self._callback_drops: DropLog | None = None  # from the first drop on
         # notifications/elicitation/complete: waiters, and recently completed ids (bounded);
         # both made when first needed (most sessions never see one)
         self._elicitation_waiters: dict[str, trio.Event] | None = None
         self._elicitations_done: dict[str, None] | None = None
+
+    def drop_counts(self) -> dict[str, int]:
+        """For ``statistics()``: notifications dropped here, by why (only what happened)."""
+        counts: dict[str, int] = {}
+        if self.subscriber_drops:
+            counts["subscriber_full"] = self.subscriber_drops
+        if self._callback_drops is not None and self._callback_drops.total:
+            counts["callbacks_busy"] = self._callback_drops.total
+        return counts
 
     @property
     def callback_drops(self) -> DropLog:
@@ -229,6 +240,7 @@ class Notifications:
             try:
                 sub.send.send_nowait(note)
             except trio.WouldBlock:
+                self.subscriber_drops += 1
                 sub.drops.dropped(method)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass

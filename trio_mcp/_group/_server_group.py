@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -24,10 +25,11 @@ from .._exceptions import (
     ServerUnavailableError,
 )
 from .._session import ClientSession, Notification
+from .._statistics import SessionStatistics
 from ._members import Member, RestartPolicy, ServerState, ServerStatus, Supervisor
 from ._names import Catalogue, CollisionPolicy, template_matches
 
-__all__ = ["GroupNotification", "ServerGroup"]
+__all__ = ["GroupNotification", "GroupStatistics", "ServerGroup"]
 
 logger = logging.getLogger("trio_mcp")
 
@@ -42,6 +44,26 @@ class GroupNotification(msgspec.Struct, frozen=True):
 
     server: str
     notification: Notification
+
+
+@dataclass(frozen=True, slots=True)
+class GroupStatistics:
+    """A snapshot of a [`ServerGroup`][trio_mcp.groups.ServerGroup], from its ``statistics()``.
+
+    Attributes:
+        servers: Each server's [`ServerStatus`][trio_mcp.groups.ServerStatus] by name: its
+            state, restarts and the failure that ended its last run.
+        sessions: The [`SessionStatistics`][trio_mcp.SessionStatistics] of each running
+            server, by name.
+    """
+
+    servers: Mapping[str, ServerStatus]
+    sessions: Mapping[str, SessionStatistics]
+
+    @property
+    def restarts(self) -> int:
+        """Restarts of every server, in all."""
+        return sum(status.restarts for status in self.servers.values())
 
 
 class ServerGroup:
@@ -101,6 +123,19 @@ class ServerGroup:
     def statuses(self) -> dict[str, ServerStatus]:
         """A snapshot of every server's state, by name."""
         return {name: member.status() for name, member in self._members.items()}
+
+    def statistics(self) -> GroupStatistics:
+        """A frozen snapshot of the group: each server's status, and each running session's.
+
+        Cheap enough to call every second (see
+        [`ClientSession.statistics`][trio_mcp.ClientSession.statistics]).
+        """
+        sessions = {
+            name: member.session.statistics()
+            for name, member in self._members.items()
+            if member.session is not None and member.state is ServerState.RUNNING
+        }
+        return GroupStatistics(servers=self.statuses(), sessions=sessions)
 
     def session(self, server: str) -> ClientSession:
         """The session of a running server, for anything the group does not route.
