@@ -53,8 +53,7 @@ class AsyncioSession(AsyncioToolsAPI, AsyncioFeaturesAPI, AsyncioNotificationsAP
             The snapshot; it does not change afterwards.
         """
         self._bridge.check()
-        return self._session.statistics(
-        )
+        return self._session.statistics()
 
     def claim_result_type(
         self,
