@@ -7,7 +7,8 @@ both directions:
 
 * **One meaning of** ``timeout=``: the whole call, in both eras (every round of a
   multi-round-trip call and the handlers answering its input requests included), extended
-  by progress when ``progress_resets_timeout`` is set, never past ``max_timeout``.
+  by progress when ``progress_resets_timeout`` is set, never past ``max_timeout`` (by
+  default ten times the timeout).
 * **The multi-round-trip loop** (modern era): ``_meta`` added, protocol-version retry,
   idempotent re-issue after a broken stream, ``input_required`` rounds answered through
   the session's handlers, tasks driven to their end, claimed ``resultType`` values.
@@ -61,6 +62,9 @@ T = TypeVar("T")
 R = TypeVar("R", bound=t.Result)
 
 _INPUT_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
+#: With ``progress_resets_timeout`` and no ``max_timeout``: progress may extend a call to at
+#: most this many times its timeout (docs/cancellation.md says why there is always a limit).
+PROGRESS_LIMIT_FACTOR: Final = 10
 ResultClaimHandler = Callable[[str, dict[str, Any]], Awaitable[Mapping[str, Any]]]
 #: Sees the bytes a result was decoded from (None: bytes not seen, e.g. a cached page).
 RawTap = Callable[["msgspec.Raw | None"], None]
@@ -249,8 +253,14 @@ class RequestPath(EraNegotiation):
         timeout: float,
         on_progress: ProgressCallback | None,
     ) -> ProgressCallback:
-        """A progress callback that extends ``scope`` (never past ``max_timeout``)."""
+        """A progress callback that extends ``scope`` (never past ``max_timeout``).
+
+        Without ``max_timeout`` the limit is ``PROGRESS_LIMIT_FACTOR`` times the call's
+        timeout: a server that reports progress forever never holds a call forever.
+        """
         hard_limit = self._opts.max_timeout
+        if hard_limit is None:
+            hard_limit = timeout * PROGRESS_LIMIT_FACTOR
 
         def bump(progress: t.ProgressNotificationParams) -> Awaitable[None] | None:
             deadline = trio.current_time() + timeout
