@@ -204,12 +204,18 @@ def _hang_report(item: pytest.Item) -> str | None:
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Run the trio tests that request ``mcp_clock`` with hang detection.
 
     pytest-trio takes the ``run`` of the first ``trio`` marker that names one: this one,
-    added before pytest-trio's own (trio mode), unless the test names its own ``run``.
+    added before pytest-trio's own (trio mode), unless the test names its own ``run`` or
+    the project runs its tests on another loop (pytest-trio's ``trio_run = qtrio``).
     """
+    try:
+        if config.getini("trio_run") not in ("", "trio"):
+            return
+    except ValueError:  # pytest-trio is not installed: nothing runs async tests
+        return
     for item in items:
         if "mcp_clock" not in getattr(item, "fixturenames", ()):
             continue
