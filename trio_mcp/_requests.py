@@ -258,14 +258,11 @@ class RequestPath(EraNegotiation):
         Without ``max_timeout`` the limit is ``PROGRESS_LIMIT_FACTOR`` times the call's
         timeout: a server that reports progress forever never holds a call forever.
         """
-        hard_limit = self._opts.max_timeout
-        if hard_limit is None:
-            hard_limit = timeout * PROGRESS_LIMIT_FACTOR
+        limit = self._opts.max_timeout
+        hard_limit = limit if limit is not None else timeout * PROGRESS_LIMIT_FACTOR
 
         def bump(progress: t.ProgressNotificationParams) -> Awaitable[None] | None:
-            deadline = trio.current_time() + timeout
-            if hard_limit is not None:
-                deadline = min(deadline, started + hard_limit)
+            deadline = min(trio.current_time() + timeout, started + hard_limit)
             scope.deadline = max(scope.deadline, deadline)
             return on_progress(progress) if on_progress is not None else None
 

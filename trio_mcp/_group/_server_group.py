@@ -8,6 +8,7 @@ server offering the item, and fans state changes and notifications out to subscr
 from __future__ import annotations
 
 import logging
+import operator
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from .._exceptions import (
 )
 from .._session import ClientSession, Notification
 from .._statistics import SessionStatistics
+from .._toolsearch import ToolIndex
 from ._members import Member, RestartPolicy, ServerState, ServerStatus, Supervisor
 from ._names import Catalogue, CollisionPolicy, template_matches
 
@@ -101,6 +103,7 @@ class ServerGroup:
         self._event_drops = DropLog("server group event subscriber is full; dropped")
         self._note_drops = DropLog("group notification subscriber is full; dropped")
         self._closed = False
+        self._search_index: tuple[tuple[str, ...], tuple[Any, ...], ToolIndex] | None = None
 
     # -- state -----------------------------------------------------------------------------
 
@@ -215,6 +218,34 @@ class ServerGroup:
             item if item.name == name else msgspec.structs.replace(item, name=name)
             for name, (_member, item) in self._exposed("tool").items()
         ]
+
+    async def search_tools(self, query: str, *, limit: int | None = None) -> list[t.Tool]:
+        """Search the group's tools (exposed names) by name, title, description, arguments.
+
+        The [`ToolIndex`][trio_mcp.agent.ToolIndex] is built when the group's catalogue
+        changed since the last search (a server restarted, a list changed), else reused.
+
+        Args:
+            query: The words to look for; an empty query returns every tool.
+            limit: At most this many tools (None: every match).
+
+        Returns:
+            The matching tools under their exposed names, best first.
+
+        Raises:
+            NameCollisionError: Under ``collisions="error"``, two servers offer a name.
+        """
+        await trio.lowlevel.checkpoint()
+        exposed = self._exposed("tool")
+        names, items = tuple(exposed), tuple(item for _member, item in exposed.values())
+        cached = self._search_index
+        if cached is None or cached[0] != names or any(map(operator.is_not, cached[1], items)):
+            tools = [
+                item if item.name == name else msgspec.structs.replace(item, name=name)
+                for name, item in zip(names, items, strict=True)
+            ]
+            cached = self._search_index = (names, items, ToolIndex(tools))
+        return cached[2].search(query, limit=limit)
 
     async def list_prompts(self) -> list[t.Prompt]:
         """Every prompt of the group, under its exposed name.
