@@ -339,8 +339,10 @@ ENGINE = (
     "_session",
     "_session_*",
     "_subscriptions",
+    "_taskpushes",
     "_tasks",
     "_tools",
+    "_toolsearch",
 )
 
 

@@ -26,7 +26,7 @@ PUBLIC = {
     "list_prompts", "list_prompts_page", "list_resource_templates",
     "list_resource_templates_page", "list_resources", "list_resources_page", "list_tasks",
     "list_tools", "list_tools_page", "listen", "notifications", "notify", "on_list_changed",
-    "on_log", "on_progress", "on_resource_updated", "ping", "protocol_version",
+    "on_log", "on_progress", "on_resource_updated", "on_task_status", "ping", "protocol_version",
     "read_resource", "request", "search_tools", "server_capabilities", "server_info",
     "set_logging_level", "set_request_handler", "start_tool_task", "statistics",
     "subscribe_resource", "transport", "unsubscribe_resource", "wait_elicitation_complete",

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final, TypeVar, cast, overload
 
 import msgspec
@@ -40,6 +40,7 @@ from ._handlers import HandlerError
 from ._jsonrpc import RequestId, decode_json, decode_payload
 from ._negotiation import EraNegotiation
 from ._pending import ProgressCallback
+from ._taskpushes import TaskPushes
 from ._tasks import RECEIVER_METHODS, TaskDriver, TaskState, ToolTask, decode_task
 
 if TYPE_CHECKING:
@@ -115,6 +116,7 @@ class RequestPath(EraNegotiation):
     _notes: Notifications
     _cache: ResultCache
     _tools: ToolBook
+    _task_pushes: TaskPushes | None  # made for the first modern task a handle waits on
 
     # -- the request path ----------------------------------------------------------------
 
@@ -356,8 +358,23 @@ class RequestPath(EraNegotiation):
 
     # -- tasks and claimed result types (SEP-2663, SEP-1686, SEP-2133) ------------------
 
+    def _pushes(self) -> TaskPushes:
+        """The session's one listen stream for task status pushes (made on first use)."""
+        pushes = self._task_pushes
+        if pushes is None:
+            pushes = self._task_pushes = TaskPushes(self._listen_to_tasks, self._rpc.spawn)
+        return pushes
+
+    def _listen_to_tasks(
+        self, task_ids: frozenset[str], granted_to: list[Mapping[str, Any]]
+    ) -> AbstractAsyncContextManager[trio.MemoryReceiveChannel[Any]]:
+        meta = functools.partial(self._with_meta, "subscriptions/listen", None)
+        wanted = {"taskIds": sorted(task_ids)}
+        return self._notes.listen_modern(wanted, meta, None, granted_to)
+
     def _driver(self, state: TaskState, body: dict[str, Any], *, legacy: bool) -> TaskDriver:
         return TaskDriver(
+            pushes=None if legacy else self._pushes(),
             state=state,
             legacy=legacy,
             call=self._call,

@@ -191,6 +191,7 @@ class ClientSession(ToolsAPI, FeaturesAPI, NotificationsAPI, metaclass=NoPublicC
         "_server_capabilities",
         "_server_info",
         "_stop_roots",
+        "_task_pushes",
         "_tools",
         "_transport",
     )
@@ -242,6 +243,7 @@ class ClientSession(ToolsAPI, FeaturesAPI, NotificationsAPI, metaclass=NoPublicC
         self._meta_full: dict[str, Any] = _NO_META  # replaced (never changed) once modern
         self._meta_plain: dict[str, Any] = _NO_META
         self._stop_roots: Callable[[], None] | None = None
+        self._task_pushes = None  # the listen stream for task pushes, from the first task
         # SEP-2133: extensions advertised under capabilities.extensions; resultTypes claimed
         self._extensions: dict[str, dict[str, Any]] = {
             name: dict(settings) for name, settings in (options.extensions or {}).items()
