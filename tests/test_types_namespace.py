@@ -39,11 +39,21 @@ DAILY = {
 
 # msgspec's own UNSET and UnsetType, re-exported by trio_mcp.types only (never top-level names).
 FROM_MSGSPEC = {"UNSET", "UnsetType"}
+# Added after the move to trio_mcp.types: they never had a top-level spelling (issue 37).
+NEVER_TOP_LEVEL = {
+    "APPS_EXTENSION",
+    "APP_MIME_TYPE",
+    "UIResourceCsp",
+    "UIResourceMeta",
+    "UIResourcePermissions",
+    "UIToolMeta",
+}
 
 MOVED = sorted(
     set(trio_mcp.types.__all__)
     - DAILY
     - FROM_MSGSPEC
+    - NEVER_TOP_LEVEL
     - {"Cursor", "Error", "RequestId", "ResultType"}
 )
 

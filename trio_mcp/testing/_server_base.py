@@ -266,7 +266,9 @@ class MockServerBase:
             mime_type: The ``mimeType`` of the resource and its contents.
             name: The resource name (default: the URI's last path segment).
             description: An optional description.
-            **fields: Further ``Resource`` fields, sent verbatim (``title=``, ``size=``...).
+            **fields: Further ``Resource`` fields, sent verbatim (``title=``, ``size=``...);
+                a ``_meta`` (e.g. MCP Apps' ``{"ui": {"csp": ...}}``) goes on the contents
+                read too.
         """
         definition: JSONDict = {"uri": uri, "name": name or uri.rstrip("/").rsplit("/", 1)[-1]}
         if mime_type is not None:
@@ -275,6 +277,8 @@ class MockServerBase:
             definition["description"] = description
         definition.update(fields)
         contents = resource_contents(uri, text=text, blob=blob, mime_type=mime_type)
+        if "_meta" in fields:
+            contents["_meta"] = fields["_meta"]
         self._state.resources[uri] = ResourceEntry(
             uri=uri, definition=definition, contents=contents
         )

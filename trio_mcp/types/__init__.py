@@ -41,6 +41,7 @@ something the strict decoder rejects, such as an unknown content block.
 # the docs name the one public home. Each module imports only those before it:
 #
 #   _base           scalars, META_* keys, the _Wire base, base params/results, Error, to_builtins
+#   _apps           MCP Apps: the typed _meta.ui of tools and resources
 #   _content        content blocks, resource contents, UnknownContent, Annotations
 #   _tolerant       the slow path that keeps unknown content blocks (msgspec.convert, repaired)
 #   _lifecycle      Implementation, capabilities, initialize, server/discover, typed _meta views
@@ -108,6 +109,14 @@ from ._base import (
     PaginatedRequestParams,
     Error,
     to_builtins,
+)
+from ._apps import (
+    APPS_EXTENSION,
+    APP_MIME_TYPE,
+    UIToolMeta,
+    UIResourceCsp,
+    UIResourcePermissions,
+    UIResourceMeta,
 )
 from ._content import (
     Annotations,
@@ -271,6 +280,8 @@ from ._tolerant import _convert, _mapping, _repair
 # Public protocol names and to_builtins; the decoding helpers at the bottom (decoder_for, ...)
 # are for the session engine and stay out of the star-export.
 __all__ = [
+    "APPS_EXTENSION",
+    "APP_MIME_TYPE",
     "Annotations",
     "AnyResourceContents",
     "AudioContent",
@@ -415,6 +426,10 @@ __all__ = [
     "ToolResultContent",
     "ToolUseContent",
     "ToolsCapability",
+    "UIResourceCsp",
+    "UIResourceMeta",
+    "UIResourcePermissions",
+    "UIToolMeta",
     "UNSET",
     "UnknownContent",
     "UnsetType",
