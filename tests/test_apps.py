@@ -7,6 +7,8 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import trio_mcp
 from trio_mcp import types as t
@@ -79,3 +81,31 @@ def test_a_malformed_ui_is_a_protocol_error_when_read() -> None:
     with pytest.raises(trio_mcp.ProtocolError, match="UIResourceMeta"):
         _ = resource.ui
     assert t.Resource(uri=APP, name="app", meta={"other": 1}).ui is None
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=12), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+ui_keys = st.sampled_from(
+    ["resourceUri", "visibility", "csp", "permissions", "domain", "prefersBorder", "connectDomains"]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(ui_keys, json_values, max_size=4) | json_values)
+def test_any_ui_meta_from_a_server_is_typed_or_a_protocol_error(ui: Any) -> None:
+    # _meta.ui is the server's: whatever it holds, reading it gives a value or ProtocolError
+    for owner in (
+        t.Tool(name="x", input_schema={}, meta={"ui": ui}),
+        t.Resource(uri=APP, name="app", meta={"ui": ui}),
+        t.TextResourceContents(uri=APP, text="", meta={"ui": ui}),
+    ):
+        try:
+            value = owner.ui
+        except trio_mcp.ProtocolError:
+            continue
+        assert value is None or isinstance(value, (t.UIToolMeta, t.UIResourceMeta))
