@@ -167,7 +167,8 @@ async def test_task_handles_fall_back_to_polling_when_pushes_are_refused(
         result = await session.call_tool("slow", {"seconds": 5})
         assert result.text == "done"
         assert trio.current_time() == 6.0  # polled every 3 s: 3, 6
-    assert listens(server) == [["task-1"]]
+        assert (await session.call_tool("slow", {"seconds": 1})).text == "done"
+    assert listens(server) == [["task-1"]]  # method not found: not asked again
 
 
 async def test_wait_for_change_wakes_at_the_push(autojump_clock: trio.testing.MockClock) -> None:

@@ -20,7 +20,8 @@ from typing import Any
 
 import trio
 
-from ._exceptions import MCPError
+from ._exceptions import MCPError, ServerError
+from ._jsonrpc import METHOD_NOT_FOUND
 
 __all__ = ["TaskPushes"]
 
@@ -42,13 +43,14 @@ class TaskPushes:
         spawn: Starts a task in the session's nursery under its guard.
     """
 
-    __slots__ = ("_ids", "_open_listen", "_running", "_scope", "_spawn")
+    __slots__ = ("_ids", "_open_listen", "_refused", "_running", "_scope", "_spawn")
 
     def __init__(self, open_listen: OpenListen, spawn: Spawn) -> None:
         self._open_listen = open_listen
         self._spawn = spawn
         self._ids: dict[str, int] = {}  # task id -> how many handles wait on it
         self._running = False
+        self._refused = False  # the server has no subscriptions/listen: never ask again
         self._scope: trio.CancelScope | None = None
 
     @contextmanager
@@ -70,7 +72,7 @@ class TaskPushes:
         """The set of ids changed: reopen the stream (or start it, or let it end)."""
         if self._scope is not None:
             self._scope.cancel()
-        if not self._running and self._ids:
+        if not self._running and self._ids and not self._refused:
             self._running = self._spawn(self._run, name="trio_mcp task pushes")
 
     async def _run(self) -> None:
@@ -88,6 +90,9 @@ class TaskPushes:
                     except (MCPError, trio.ClosedResourceError) as exc:
                         # rejected, or the session stopped: the handles keep polling
                         logger.debug("task status pushes are off: %r", exc)
+                        self._refused = (
+                            isinstance(exc, ServerError) and exc.code == METHOD_NOT_FOUND
+                        )
                         return
                     finally:
                         self._scope = None
