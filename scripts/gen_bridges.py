@@ -551,6 +551,8 @@ def _arguments(bridge: Bridge, member: Member) -> list[str]:
 
 
 def _call_lines(head: str, args: list[str], indent: str, tail: str = "") -> list[str]:
+    if not args:  # (as ruff formats a call without arguments)
+        return [f"{indent}{head}(){tail}"]
     lines = [f"{indent}{head}("]
     lines += [f"{indent}    {arg}," for arg in args]
     lines.append(f"{indent}){tail}")

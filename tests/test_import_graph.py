@@ -335,11 +335,14 @@ ENGINE = (
     "_requests",
     "_result_cache",
     "_rpc",
+    "_serving",
     "_session",
     "_session_*",
     "_subscriptions",
+    "_taskpushes",
     "_tasks",
     "_tools",
+    "_toolsearch",
 )
 
 

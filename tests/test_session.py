@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -209,6 +210,48 @@ async def test_progress_reset_respects_hard_maximum(autojump_clock: trio.testing
         with pytest.raises(trio.TooSlowError):
             await session.call_tool("x", {})
         assert trio.current_time() - start == 3.0
+
+
+@pytest.mark.parametrize("eras", ["legacy", "modern"])
+async def test_progress_without_max_timeout_still_has_a_limit(
+    eras: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    # A server that reports progress forever held the call forever (issue 37): without
+    # max_timeout, progress may extend a call to ten times its timeout, no further.
+    from trio_mcp.testing import MockServer, ToolContext
+
+    server = MockServer(eras=eras)  # type: ignore[arg-type]
+
+    @server.tool(description="Reports progress and never ends")
+    async def forever(ctx: ToolContext) -> str:
+        while True:
+            await trio.sleep(0.5)
+            await ctx.progress(1)
+
+    @server.tool(description="Reports progress, ends in 8 s")
+    async def long(ctx: ToolContext) -> str:
+        for step in range(16):
+            await trio.sleep(0.5)
+            await ctx.progress(step)
+        return "done"
+
+    options = {"default_timeout": 1.0, "progress_resets_timeout": True}
+    async with trio.open_nursery() as nursery:
+        async with trio_mcp.open_mcp_session(nursery, server, **options) as session:
+            start = trio.current_time()
+            assert (await session.call_tool("long", {})).text == "done"  # 8 s > timeout
+            assert trio.current_time() - start == 8.0
+            start = trio.current_time()
+            with trio.fail_after(100), pytest.raises(trio.TooSlowError):
+                await session.call_tool("forever", {})
+            assert trio.current_time() - start == 10.0
+            # max_timeout=math.inf is the explicit way to let progress extend a call forever
+            explicit = {**options, "max_timeout": math.inf}
+        async with trio_mcp.open_mcp_session(nursery, server, **explicit) as session:
+            start = trio.current_time()
+            with trio.move_on_after(60) as outer:
+                await session.call_tool("forever", {})
+            assert outer.cancelled_caught and trio.current_time() - start == 60.0
 
 
 async def test_server_to_client_requests_use_handlers() -> None:

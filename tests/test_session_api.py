@@ -26,10 +26,10 @@ PUBLIC = {
     "list_prompts", "list_prompts_page", "list_resource_templates",
     "list_resource_templates_page", "list_resources", "list_resources_page", "list_tasks",
     "list_tools", "list_tools_page", "listen", "notifications", "notify", "on_list_changed",
-    "on_log", "on_progress", "on_resource_updated", "ping", "protocol_version",
-    "read_resource", "request", "server_capabilities", "server_info", "set_logging_level",
-    "set_request_handler", "start_tool_task", "subscribe_resource", "transport",
-    "unsubscribe_resource", "wait_elicitation_complete",
+    "on_log", "on_progress", "on_resource_updated", "on_task_status", "ping", "protocol_version",
+    "read_resource", "request", "search_tools", "server_capabilities", "server_info",
+    "set_logging_level", "set_request_handler", "start_tool_task", "statistics",
+    "subscribe_resource", "transport", "unsubscribe_resource", "wait_elicitation_complete",
 }  # fmt: skip
 
 MIXINS = (ToolsAPI, FeaturesAPI, NotificationsAPI)
@@ -44,7 +44,7 @@ def test_the_public_api_is_whole() -> None:
     assert own == {
         "aclose", "claim_result_type", "closed", "era", "failure", "instructions",
         "keep_alive", "notify", "ping", "protocol_version", "request", "server_capabilities",
-        "server_info", "set_request_handler", "transport",
+        "server_info", "set_request_handler", "statistics", "transport",
     }  # fmt: skip
     assert {"call_tool", "start_tool_task"} <= set(vars(ToolsAPI))
     assert {"read_resource", "get_prompt", "complete"} <= set(vars(FeaturesAPI))

@@ -41,8 +41,16 @@ async def accept(params: Any, ctx: trio_mcp.RequestContext) -> dict[str, Any]:
 # -- SEP-2663 (2026-07-28) ----------------------------------------------------------------
 
 
+def _no_listen(params: dict[str, Any]) -> dict[str, Any]:
+    from trio_mcp.testing._wire import RpcError
+
+    raise RpcError(-32601, "Method not found")
+
+
 async def test_modern_call_tool_polls_at_the_server_interval(autojump_clock: Any) -> None:
     server = slow_server(4.5)
+    # a server without task pushes (they are tested in test_listen_filters.py)
+    server.add_method("subscriptions/listen", _no_listen)
     async with trio_mcp.open_mcp_session(server, tasks=True) as session:
         start = trio.current_time()
         result = await session.call_tool("slow")
@@ -63,7 +71,7 @@ async def test_drifted_field_names_are_decoded(autojump_clock: Any) -> None:
             assert task.state is not None and task.state.ttl == 60.0
             assert task.state.poll_interval == 0.25
             await task.result()
-        assert trio.current_time() == 0.75
+        assert trio.current_time() == 0.6  # the status push, not the next 0.25 s poll
 
 
 def test_decode_task_accepts_every_spelling() -> None:

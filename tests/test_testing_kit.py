@@ -402,6 +402,7 @@ def test_scrub_keys_bearers_and_literals() -> None:
 
 def _run_example(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env["PYTHONPATH"] = str(HERE.parent)  # the trio_mcp under test, not an installed one
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args],
         cwd=EXAMPLE,
@@ -423,3 +424,52 @@ async def test_plugin_adds_the_autojump_hint_to_a_start_up_timeout() -> None:
     assert done.returncode == 1, done.stdout + done.stderr
     assert "trio_mcp hint" in done.stdout
     assert "autojump MockClock" in done.stdout and "real subprocess or socket" in done.stdout
+
+
+# -- a test that would hang on mcp_clock fails at once (issue 37) ----------------------------
+
+
+async def test_a_test_that_would_hang_fails_at_once_saying_what_each_task_waits_on() -> None:
+    # Before, both tests of hang_trap.py spun a CPU core for ever (the run timed out here).
+    start = trio.current_time()
+    done = await trio.to_thread.run_sync(_run_example, "hang_trap.py")
+    assert trio.current_time() - start < 60
+    out = done.stdout
+    assert done.returncode == 1, out + done.stderr
+    assert "2 failed" in out
+    assert out.count("this test would hang for ever") == 2
+    assert "trio_mcp stopped the test" in out
+    # where each task waits: the test's line, the helper task, the tool, trio's call
+    assert "hang_trap.py:19 in test_an_event_nobody_sets" in out
+    assert "task 'the helper'" in out and "in Event.wait" in out
+    assert "conftest.py:17 in mcp_server.<locals>.stuck" in out or "in stuck" in out
+    assert "hang_trap.py:25 in test_a_tool_that_never_answers" in out
+    assert "Cancelled" not in out  # the report replaces the cancellation's tracebacks
+
+
+def test_hang_detection_waits_for_threads_and_real_io() -> None:
+    from trio_mcp.testing._hang import hang_report_of, mcp_clock_made, run_detecting_hangs
+
+    async def thread_then_sleep() -> str:
+        # 0.2 s of real time in a thread: no task runs, no deadline, but not a hang
+        await trio.to_thread.run_sync(__import__("time").sleep, 0.2)
+        await trio.sleep(1000)  # virtual: instant
+        return "done"
+
+    clock = mcp_clock_made(trio.testing.MockClock(autojump_threshold=0))
+    assert run_detecting_hangs(thread_then_sleep, clock=clock) == "done"
+    assert hang_report_of(clock) is None
+
+    async def stuck() -> None:
+        await trio.Event().wait()
+
+    clock = mcp_clock_made(trio.testing.MockClock(autojump_threshold=0))
+    with pytest.raises(trio.Cancelled):
+        run_detecting_hangs(stuck, clock=clock)
+    report = hang_report_of(clock)
+    assert report is not None and "test_testing_kit.py" in report and "in Event.wait" in report
+    # a plain MockClock (not the plugin's) runs as trio.run does
+    assert (
+        run_detecting_hangs(thread_then_sleep, clock=trio.testing.MockClock(autojump_threshold=0))
+        == "done"
+    )

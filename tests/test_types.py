@@ -892,3 +892,20 @@ def test_annotation_audience_and_sampling_enums_from_newer_servers_decode() -> N
         b'"toolChoice":{"mode":"sometimes"}}'
     )
     assert params.include_context == "everything"
+
+
+def test_progress_keeps_the_servers_integer() -> None:
+    # float-typed fields turned {"progress": 4, "total": 10} into 4.0 / 10.0 (issue 37)
+    dec = t.decoder_for(t.ProgressNotificationParams)
+    whole = dec.decode(b'{"progressToken": "p", "progress": 4, "total": 10}')
+    assert (whole.progress, whole.total) == (4, 10)
+    assert type(whole.progress) is int and type(whole.total) is int
+    part = dec.decode(b'{"progressToken": "p", "progress": 2.5, "total": 10.0}')
+    assert type(part.progress) is float and type(part.total) is float
+    assert msgspec.json.encode(whole) == b'{"progressToken":"p","progress":4,"total":10}'
+
+
+def test_unset_is_public_in_trio_mcp_types() -> None:
+    assert t.UNSET is msgspec.UNSET
+    assert t.UnsetType is msgspec.UnsetType
+    assert t.Tool(name="x", input_schema={}).title is t.UNSET

@@ -77,6 +77,7 @@ from ._resilience import CircuitState as CircuitState
 from ._resilience import RetryPolicy as RetryPolicy
 from ._session import ClientSession as ClientSession
 from ._session import Notification as Notification
+from ._statistics import SessionStatistics as SessionStatistics
 from ._terminal import for_terminal as for_terminal
 from ._version import __version__ as __version__
 from .agent import run_agent as run_agent
@@ -457,6 +458,7 @@ __all__ = [
     "SSEParameters",
     "ServerError",
     "ServerGroup",
+    "SessionStatistics",
     "StdioParameters",
     "StreamableHTTPParameters",
     "TextContent",

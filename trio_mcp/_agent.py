@@ -35,6 +35,7 @@ from . import types as t
 from ._exceptions import AgentDeadlineError, AgentIterationLimitError, MCPError, ModelError
 from ._exceptions import raise_bare as _raise_bare
 from ._redact import display_url
+from ._toolsearch import ToolIndex
 
 if TYPE_CHECKING:
     import httpx
@@ -252,6 +253,7 @@ async def run_agent(
     tool_timeout: float | None = None,
     max_tokens: int = 1024,
     tool_choice: str | None = None,
+    max_tools: int | None = None,
 ) -> AgentResult:
     """Run the agentic tool loop until the model answers without asking for tools.
 
@@ -283,6 +285,9 @@ async def run_agent(
         tool_timeout: Seconds for each tool call (a timeout becomes an error result).
         max_tokens: Passed to the model.
         tool_choice: ``"auto"``, ``"required"`` or ``"none"`` (None: the model's default).
+        max_tools: Offer the model at most this many tools: those that best match the
+            conversation's user text (a [`ToolIndex`][trio_mcp.agent.ToolIndex] search of
+            every tool, built once per tool listing). None: every tool.
 
     Returns:
         The :class:`AgentResult`.
@@ -294,10 +299,13 @@ async def run_agent(
             transcript so far.
         ModelError: The model (adapter) failed.
         NameCollisionError: A group under ``collisions="error"`` has a clashing tool name.
-        ValueError: ``max_iterations`` or ``timeout`` is not positive, or no session given.
+        ValueError: ``max_iterations``, ``timeout`` or ``max_tools`` is not positive, or
+            no session given.
     """
     if max_iterations < 1 or (timeout is not None and not timeout > 0):
         raise ValueError("run_agent(): max_iterations and timeout must be positive")
+    if max_tools is not None and max_tools < 1:
+        raise ValueError("run_agent(): max_tools must be positive")
     labelled = _label(sessions)
     transcript: list[t.SamplingMessage] = [
         t.SamplingMessage(role="user", content=t.TextContent(text=m)) if isinstance(m, str) else m
@@ -308,12 +316,12 @@ async def run_agent(
         deadline=trio.current_time() + timeout if timeout else float("inf")
     ) as scope:
         box = await _Toolbox.gather(labelled)
-        tools = box.tools()
+        tools = _offered(box.tools(), transcript, max_tools)
         live = _has_group(labelled)
         for iteration in range(1, max_iterations + 1):
             if live and iteration > 1:  # a group's servers come and go: offer what is there
                 box = await _Toolbox.gather(labelled)
-                tools = box.tools()
+                tools = _offered(box.tools(), transcript, max_tools)
             request = ModelRequest(
                 messages=tuple(transcript), tools=tools, system_prompt=system_prompt,
                 max_tokens=max_tokens, tool_choice=tool_choice,
@@ -341,6 +349,22 @@ async def run_agent(
         "(raise max_iterations to allow more)",
         list(transcript),
     )
+
+
+def _offered(
+    tools: list[t.Tool], transcript: Sequence[t.SamplingMessage], limit: int | None
+) -> list[t.Tool]:
+    """The tools to offer: all, or the ``limit`` best matches of the user's words."""
+    if limit is None or len(tools) <= limit:
+        return tools
+    words = [
+        block.text
+        for message in transcript
+        if message.role == "user"
+        for block in _blocks(message.content)
+        if isinstance(block, t.TextContent)
+    ]
+    return ToolIndex(tools).search(" ".join(words), limit=limit)
 
 
 async def _run_into(

@@ -19,6 +19,7 @@ from ._asyncio_api_notifications import AsyncioNotificationsAPI
 from ._asyncio_api_tools import AsyncioToolsAPI
 from ._requests import ResultClaimHandler
 from ._session import RequestContext, T
+from ._statistics import SessionStatistics
 from ._transports._base import Transport
 
 __all__ = ["AsyncioSession"]
@@ -47,6 +48,20 @@ class AsyncioSession(AsyncioToolsAPI, AsyncioFeaturesAPI, AsyncioNotificationsAP
         (driven by the guest Trio run).
         """
         return self._session.transport
+
+    def statistics(self) -> SessionStatistics:
+        """A frozen snapshot of the session: requests, bytes, drops, the link, the HTTP pool.
+
+        Asyncio twin of
+        [`ClientSession.statistics()`][trio_mcp.ClientSession.statistics]: a plain (not
+        async) method, run at once on the asyncio thread, which also runs the guest Trio
+        run.
+
+        Returns:
+            The snapshot; it does not change afterwards.
+        """
+        self._bridge.check()
+        return self._session.statistics()
 
     def claim_result_type(
         self,

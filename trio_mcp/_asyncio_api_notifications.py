@@ -10,7 +10,7 @@ Trio) are in ``trio_mcp/_asyncio.py``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager
 from functools import partial
 from typing import Any
@@ -19,6 +19,7 @@ from . import types as t
 from ._asyncio import AsyncioNotifications, AsyncioSessionBase
 from ._catalogue import Catalogue
 from ._subscriptions import ListKind, Notification
+from ._tasks import TaskState
 
 __all__ = ["AsyncioNotificationsAPI"]
 
@@ -157,6 +158,30 @@ class AsyncioNotificationsAPI(AsyncioSessionBase):
             self._deliver(callback),
         )
 
+    def on_task_status(
+        self,
+        callback: Callable[[TaskState], Any],
+    ) -> Callable[[], None]:
+        """Call ``callback`` with each task status the server pushes, typed, in both eras.
+
+        Asyncio twin of
+        [`ClientSession.on_task_status()`][trio_mcp.ClientSession.on_task_status]: a
+        plain (not async) method, run at once on the asyncio thread, which also runs the
+        guest Trio run. Callbacks (``callback``) may be plain functions (called on the
+        asyncio thread: keep them quick) or asyncio coroutine functions (run as asyncio
+        tasks).
+
+        Args:
+            callback: Called (or awaited) with the task's state.
+
+        Returns:
+            A function that removes the callback again.
+        """
+        self._bridge.check()
+        return self._session.on_task_status(
+            self._deliver(callback),
+        )
+
     def notifications(
         self,
         *methods: str,
@@ -195,6 +220,8 @@ class AsyncioNotificationsAPI(AsyncioSessionBase):
         prompts: bool = False,
         resources: bool = False,
         resource_uris: Iterable[str] = (),
+        task_ids: Iterable[str] = (),
+        filters: Mapping[str, Any] | None = None,
         buffer: int | None = None,
     ) -> AbstractAsyncContextManager[AsyncioNotifications]:
         """Receive change notifications while the block runs, in either era.
@@ -208,6 +235,14 @@ class AsyncioNotificationsAPI(AsyncioSessionBase):
             prompts: Deliver ``notifications/prompts/list_changed``.
             resources: Deliver ``notifications/resources/list_changed``.
             resource_uris: Deliver ``notifications/resources/updated`` for these URIs.
+            task_ids: Deliver the status of these tasks: ``notifications/tasks`` (the tasks
+                extension's ``taskIds`` filter, 2026-07-28), or from a 2025-11-25 server the
+                ``notifications/tasks/status`` it sends anyway, filtered here.
+            filters: Other extensions' filter fields, sent as given in the modern era (the
+                notifications they select arrive on the channel and reach
+                [`add_notification_handler`][trio_mcp.ClientSession.add_notification_handler]
+                callbacks); a legacy server has no ``subscriptions/listen``, so they are
+                not sent.
             buffer: How many notifications may wait unread.
 
         A modern stream that breaks after the server acknowledged it (the server went
@@ -222,6 +257,7 @@ class AsyncioNotificationsAPI(AsyncioSessionBase):
 
         Raises:
             ServerError: The server rejected the subscription.
+            ValueError: ``filters`` names a field that has a keyword here (``taskIds``...).
         """
         return self._hold(
             "listen()",
@@ -231,6 +267,8 @@ class AsyncioNotificationsAPI(AsyncioSessionBase):
                 prompts=prompts,
                 resources=resources,
                 resource_uris=tuple(resource_uris),
+                task_ids=tuple(task_ids),
+                filters=filters,
                 buffer=buffer,
             ),
             self._stream,

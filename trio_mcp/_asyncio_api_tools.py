@@ -53,6 +53,38 @@ class AsyncioToolsAPI(AsyncioSessionBase):
             timeout=timeout,
         )
 
+    async def search_tools(
+        self,
+        query: str,
+        *,
+        limit: int | None = None,
+        cache: bool = True,
+        timeout: float | None = None,
+    ) -> list[t.Tool]:
+        """Search the server's tools by name, title, description and argument names.
+
+        Asyncio twin of
+        [`ClientSession.search_tools()`][trio_mcp.ClientSession.search_tools]: returns
+        an asyncio awaitable; the call runs in the guest Trio run, and cancelling the
+        awaiting asyncio task cancels it (the server is told).
+
+        Args:
+            query: The words to look for; an empty query returns every tool.
+            limit: At most this many tools (None: every match).
+            cache: Reuse the index of the last listing (False: list the tools again).
+            timeout: Seconds for each page request of the listing.
+
+        Returns:
+            The matching tools, best first.
+        """
+        return await self._bridge.call(
+            self._session.search_tools,
+            query,
+            limit=limit,
+            cache=cache,
+            timeout=timeout,
+        )
+
     async def list_tools_page(
         self,
         cursor: str | None = None,

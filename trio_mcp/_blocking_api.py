@@ -19,6 +19,7 @@ from ._blocking_api_notifications import BlockingNotificationsAPI
 from ._blocking_api_tools import BlockingToolsAPI
 from ._requests import ResultClaimHandler
 from ._session import RequestContext, T
+from ._statistics import SessionStatistics
 from ._transports._base import Transport
 
 __all__ = ["BlockingSession"]
@@ -51,6 +52,21 @@ class BlockingSession(BlockingToolsAPI, BlockingFeaturesAPI, BlockingNotificatio
         from the calling thread (the session itself is driven by its Trio thread).
         """
         return self._session.transport
+
+    def statistics(self) -> SessionStatistics:
+        """A frozen snapshot of the session: requests, bytes, drops, the link, the HTTP pool.
+
+        Blocking twin of
+        [`ClientSession.statistics()`][trio_mcp.ClientSession.statistics]: runs on the
+        session's Trio thread and blocks the calling thread only for that.
+
+        Returns:
+            The snapshot; it does not change afterwards.
+        """
+        return self._run_sync(
+            "statistics()",
+            self._session.statistics,
+        )
 
     def claim_result_type(
         self,

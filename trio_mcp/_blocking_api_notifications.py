@@ -10,7 +10,7 @@ Trio) are in ``trio_mcp/_blocking.py``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
 from functools import partial
 from typing import Any
@@ -19,6 +19,7 @@ from . import types as t
 from ._blocking import BlockingNotifications, BlockingSessionBase
 from ._catalogue import Catalogue
 from ._subscriptions import ListKind, Notification
+from ._tasks import TaskState
 
 __all__ = ["BlockingNotificationsAPI"]
 
@@ -173,6 +174,33 @@ class BlockingNotificationsAPI(BlockingSessionBase):
             )
         )
 
+    def on_task_status(
+        self,
+        callback: Callable[[TaskState], Any],
+    ) -> Callable[[], None]:
+        """Call ``callback`` with each task status the server pushes, typed, in both eras.
+
+        Blocking twin of
+        [`ClientSession.on_task_status()`][trio_mcp.ClientSession.on_task_status]: runs
+        on the session's Trio thread and blocks the calling thread only for that.
+        Callbacks (``callback``) may be plain functions, run in a worker thread (so they
+        may block), or async functions, run on the session's Trio thread. The function
+        returned may be called from any thread.
+
+        Args:
+            callback: Called (or awaited) with the task's state.
+
+        Returns:
+            A function that removes the callback again.
+        """
+        return self._remover(
+            self._run_sync(
+                "on_task_status()",
+                self._session.on_task_status,
+                self._callback(callback),
+            )
+        )
+
     def notifications(
         self,
         *methods: str,
@@ -212,6 +240,8 @@ class BlockingNotificationsAPI(BlockingSessionBase):
         prompts: bool = False,
         resources: bool = False,
         resource_uris: Iterable[str] = (),
+        task_ids: Iterable[str] = (),
+        filters: Mapping[str, Any] | None = None,
         buffer: int | None = None,
     ) -> AbstractContextManager[BlockingNotifications]:
         """Receive change notifications while the block runs, in either era.
@@ -226,6 +256,14 @@ class BlockingNotificationsAPI(BlockingSessionBase):
             prompts: Deliver ``notifications/prompts/list_changed``.
             resources: Deliver ``notifications/resources/list_changed``.
             resource_uris: Deliver ``notifications/resources/updated`` for these URIs.
+            task_ids: Deliver the status of these tasks: ``notifications/tasks`` (the tasks
+                extension's ``taskIds`` filter, 2026-07-28), or from a 2025-11-25 server the
+                ``notifications/tasks/status`` it sends anyway, filtered here.
+            filters: Other extensions' filter fields, sent as given in the modern era (the
+                notifications they select arrive on the channel and reach
+                [`add_notification_handler`][trio_mcp.ClientSession.add_notification_handler]
+                callbacks); a legacy server has no ``subscriptions/listen``, so they are
+                not sent.
             buffer: How many notifications may wait unread.
 
         A modern stream that breaks after the server acknowledged it (the server went
@@ -240,6 +278,7 @@ class BlockingNotificationsAPI(BlockingSessionBase):
 
         Raises:
             ServerError: The server rejected the subscription.
+            ValueError: ``filters`` names a field that has a keyword here (``taskIds``...).
         """
         return self._hold(
             "listen()",
@@ -249,6 +288,8 @@ class BlockingNotificationsAPI(BlockingSessionBase):
                 prompts=prompts,
                 resources=resources,
                 resource_uris=tuple(resource_uris),
+                task_ids=tuple(task_ids),
+                filters=filters,
                 buffer=buffer,
             ),
             self._stream,

@@ -54,6 +54,39 @@ class BlockingToolsAPI(BlockingSessionBase):
             timeout=timeout,
         )
 
+    def search_tools(
+        self,
+        query: str,
+        *,
+        limit: int | None = None,
+        cache: bool = True,
+        timeout: float | None = None,
+    ) -> list[t.Tool]:
+        """Search the server's tools by name, title, description and argument names.
+
+        Blocking twin of
+        [`ClientSession.search_tools()`][trio_mcp.ClientSession.search_tools]: blocks
+        the calling thread while the session's Trio thread makes the call; Ctrl-C
+        cancels it (the server is told) and re-raises `KeyboardInterrupt`.
+
+        Args:
+            query: The words to look for; an empty query returns every tool.
+            limit: At most this many tools (None: every match).
+            cache: Reuse the index of the last listing (False: list the tools again).
+            timeout: Seconds for each page request of the listing.
+
+        Returns:
+            The matching tools, best first.
+        """
+        return self._runner.call(
+            "search_tools()",
+            self._session.search_tools,
+            query,
+            limit=limit,
+            cache=cache,
+            timeout=timeout,
+        )
+
     def list_tools_page(
         self,
         cursor: str | None = None,

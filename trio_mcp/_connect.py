@@ -292,8 +292,10 @@ def open_mcp_session(
         default_timeout: The ``timeout=`` of every call that gives none (seconds, whole
             call); None: no timeout but the caller's cancel scope.
         progress_resets_timeout: Progress notifications from the server extend a call's
-            timeout (both eras).
-        max_timeout: The hard limit, from the start of a call, that progress cannot extend.
+            timeout (both eras). Off by default: ``timeout=`` bounds the whole call, and a
+            server cannot stretch it (see docs/cancellation.md).
+        max_timeout: The hard limit, from the start of a call, that progress cannot extend
+            (None: ten times the call's timeout; ``math.inf`` for no limit).
         probe_timeout: How long ``auto`` waits for ``server/discover`` before also sending
             ``initialize`` (the probe stays pending: a slow server still answers it).
         init_timeout: Bound on the handshake (``initialize`` or a pinned

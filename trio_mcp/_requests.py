@@ -7,7 +7,8 @@ both directions:
 
 * **One meaning of** ``timeout=``: the whole call, in both eras (every round of a
   multi-round-trip call and the handlers answering its input requests included), extended
-  by progress when ``progress_resets_timeout`` is set, never past ``max_timeout``.
+  by progress when ``progress_resets_timeout`` is set, never past ``max_timeout`` (by
+  default ten times the timeout).
 * **The multi-round-trip loop** (modern era): ``_meta`` added, protocol-version retry,
   idempotent re-issue after a broken stream, ``input_required`` rounds answered through
   the session's handlers, tasks driven to their end, claimed ``resultType`` values.
@@ -19,7 +20,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final, TypeVar, cast, overload
 
 import msgspec
@@ -39,6 +40,7 @@ from ._handlers import HandlerError
 from ._jsonrpc import RequestId, decode_json, decode_payload
 from ._negotiation import EraNegotiation
 from ._pending import ProgressCallback
+from ._taskpushes import TaskPushes
 from ._tasks import RECEIVER_METHODS, TaskDriver, TaskState, ToolTask, decode_task
 
 if TYPE_CHECKING:
@@ -61,6 +63,9 @@ T = TypeVar("T")
 R = TypeVar("R", bound=t.Result)
 
 _INPUT_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
+#: With ``progress_resets_timeout`` and no ``max_timeout``: progress may extend a call to at
+#: most this many times its timeout (docs/cancellation.md says why there is always a limit).
+PROGRESS_LIMIT_FACTOR: Final = 10
 ResultClaimHandler = Callable[[str, dict[str, Any]], Awaitable[Mapping[str, Any]]]
 #: Sees the bytes a result was decoded from (None: bytes not seen, e.g. a cached page).
 RawTap = Callable[["msgspec.Raw | None"], None]
@@ -111,6 +116,7 @@ class RequestPath(EraNegotiation):
     _notes: Notifications
     _cache: ResultCache
     _tools: ToolBook
+    _task_pushes: TaskPushes | None  # made for the first modern task a handle waits on
 
     # -- the request path ----------------------------------------------------------------
 
@@ -249,13 +255,16 @@ class RequestPath(EraNegotiation):
         timeout: float,
         on_progress: ProgressCallback | None,
     ) -> ProgressCallback:
-        """A progress callback that extends ``scope`` (never past ``max_timeout``)."""
-        hard_limit = self._opts.max_timeout
+        """A progress callback that extends ``scope`` (never past ``max_timeout``).
+
+        Without ``max_timeout`` the limit is ``PROGRESS_LIMIT_FACTOR`` times the call's
+        timeout: a server that reports progress forever never holds a call forever.
+        """
+        limit = self._opts.max_timeout
+        hard_limit = limit if limit is not None else timeout * PROGRESS_LIMIT_FACTOR
 
         def bump(progress: t.ProgressNotificationParams) -> Awaitable[None] | None:
-            deadline = trio.current_time() + timeout
-            if hard_limit is not None:
-                deadline = min(deadline, started + hard_limit)
+            deadline = min(trio.current_time() + timeout, started + hard_limit)
             scope.deadline = max(scope.deadline, deadline)
             return on_progress(progress) if on_progress is not None else None
 
@@ -349,8 +358,23 @@ class RequestPath(EraNegotiation):
 
     # -- tasks and claimed result types (SEP-2663, SEP-1686, SEP-2133) ------------------
 
+    def _pushes(self) -> TaskPushes:
+        """The session's one listen stream for task status pushes (made on first use)."""
+        pushes = self._task_pushes
+        if pushes is None:
+            pushes = self._task_pushes = TaskPushes(self._listen_to_tasks, self._rpc.spawn)
+        return pushes
+
+    def _listen_to_tasks(
+        self, task_ids: frozenset[str], granted_to: list[Mapping[str, Any]]
+    ) -> AbstractAsyncContextManager[trio.MemoryReceiveChannel[Any]]:
+        meta = functools.partial(self._with_meta, "subscriptions/listen", None)
+        wanted = {"taskIds": sorted(task_ids)}
+        return self._notes.listen_modern(wanted, meta, None, granted_to)
+
     def _driver(self, state: TaskState, body: dict[str, Any], *, legacy: bool) -> TaskDriver:
         return TaskDriver(
+            pushes=None if legacy else self._pushes(),
             state=state,
             legacy=legacy,
             call=self._call,

@@ -41,11 +41,8 @@ from ._exceptions import (
     ProtocolError,
     fresh_copy,
 )
-from ._handlers import HandlerError
 from ._jsonrpc import (
-    INTERNAL_ERROR,
     INVALID_REQUEST,
-    METHOD_NOT_FOUND,
     Envelope,
     RequestId,
     decode_envelope,
@@ -53,7 +50,6 @@ from ._jsonrpc import (
     encode_error_response,
     encode_notification,
     encode_request,
-    encode_response,
     is_batch,
     salvage_head,
     split_batch,
@@ -66,18 +62,14 @@ from ._pending import (
     open_channel,
     run_channel_pool,
 )
+from ._serving import RequestHandler, ServerRequests
 from ._transports._base import MessageInfo, Transport
 
 __all__ = ["RPCConnection", "RequestHandler"]
 
 logger = logging.getLogger("trio_mcp")
 
-#: Serves one server-to-client request: ``(request_id, method, params)`` to the result in
-#: wire form; raising ``HandlerError`` answers with that error.
-RequestHandler = Callable[[RequestId, str, msgspec.Raw], Awaitable[Any]]
-
 _MAX_QUEUED_PROGRESS: Final = 64
-_REPLY_QUEUE: Final = 256
 _NO_HEADERS: Final[Mapping[str, str]] = {}
 #: What each kind of dropped message is logged as (its DropLog is made at the first drop).
 _DROPS: Final = {
@@ -110,19 +102,7 @@ def _with_progress_token(params: Any, request_id: RequestId) -> dict[str, Any]:
     return copy
 
 
-def _cancelled_id(params: msgspec.Raw) -> RequestId | None:
-    """The request id a server's ``notifications/cancelled`` names, if it is a valid one."""
-    try:
-        decoded = decode_payload(params, dict[str, Any], "cancellation params")
-    except ProtocolError:
-        return None
-    cancelled: object = decoded.get("requestId")
-    if isinstance(cancelled, bool) or not isinstance(cancelled, (int, str)):
-        return None
-    return cancelled
-
-
-class RPCConnection:
+class RPCConnection(ServerRequests):
     """JSON-RPC 2.0 over one transport, for the client side of MCP.
 
     Args:
@@ -140,20 +120,19 @@ class RPCConnection:
     """
 
     __slots__ = (
+        "_answered",
         "_batches_allowed",
-        "_can_handle",
+        "_bytes_in",
+        "_bytes_out",
         "_cancel_notice_timeout",
         "_drop_logs",
-        "_handle_request",
-        "_incoming",
-        "_max_server_requests",
         "_next_id",
         "_on_failure",
         "_on_notification",
         "_pending",
         "_pool",
         "_reader_scope",
-        "_replies_send",
+        "_sent",
         "closed",
         "failure",
         "nursery",
@@ -173,22 +152,18 @@ class RPCConnection:
         cancel_notice_timeout: float = 1.0,
         max_server_requests: int = 32,
     ) -> None:
+        super().__init__(handle_request, can_handle, max_server_requests)
         self.transport = transport
         self.nursery = nursery
         self._on_notification = on_notification
-        self._handle_request = handle_request
-        self._can_handle = can_handle
         self._on_failure = on_failure
         self._batches_allowed = batches_allowed
         self._cancel_notice_timeout = cancel_notice_timeout
-        self._max_server_requests = max_server_requests
         self._next_id = 1
+        # statistics(): cheap counters, nothing allocated per request
+        self._sent = self._answered = self._bytes_in = self._bytes_out = 0
         self._pending: dict[RequestId, trio.MemorySendChannel[Any]] = {}
         self._pool = run_channel_pool()
-        self._incoming: dict[RequestId, trio.CancelScope] = {}
-        # The quick-reply queue and its writer task exist from the first reply on: most
-        # sessions never get a server-to-client request, and an idle task costs memory.
-        self._replies_send: trio.MemorySendChannel[bytes] | None = None
         self._drop_logs: dict[str, DropLog] | None = None  # from the first drop on
         self._reader_scope = trio.CancelScope()
         self.failure: MCPError | None = None  #: why the connection stopped working
@@ -228,6 +203,14 @@ class RPCConnection:
     def pending_count(self) -> int:
         """How many requests wait for an answer."""
         return len(self._pending)
+
+    def counters(self) -> tuple[int, int, int, int, int, dict[str, int]]:
+        """For ``statistics()``: requests sent and answered, server requests running, bytes
+        sent and received (the transport's routed bytes included), drops by kind."""
+        drops = {kind: log.total for kind, log in (self._drop_logs or {}).items()}
+        received = self._bytes_in + self.transport.routed_bytes
+        running = len(self._incoming)
+        return self._sent, self._answered, running, self._bytes_out, received, drops
 
     # -- tasks ---------------------------------------------------------------------------
 
@@ -326,6 +309,8 @@ class RPCConnection:
             if not (taken or transport.queue_request_nowait(data, info)):
                 await transport.send(data, info)
             sent = True
+            self._sent += 1
+            self._bytes_out += len(data)
         except MCPError:
             call.done = True
             pending.pop(request_id, None)
@@ -423,6 +408,7 @@ class RPCConnection:
             raise self.error_for_caller()
         try:
             await self.transport.send(data, MessageInfo(method))
+            self._bytes_out += len(data)
         except (trio.ClosedResourceError, trio.BrokenResourceError) as exc:
             if self.usable:
                 self.fail_all(ConnectionClosed(f"the connection to the server broke: {exc!r}"))
@@ -434,6 +420,7 @@ class RPCConnection:
             return
         try:
             await self.transport.send(data, MessageInfo(method))
+            self._bytes_out += len(data)
         except (MCPError, trio.ClosedResourceError, trio.BrokenResourceError) as exc:
             logger.debug("could not send %s to the server: %r", method or "a response", exc)
 
@@ -465,10 +452,7 @@ class RPCConnection:
         pending, self._pending = self._pending, {}
         for entry in pending.values():
             entry.send_nowait(self.error_for_caller())
-        for scope in self._incoming.values():
-            scope.cancel()
-        if self._replies_send is not None:
-            self._replies_send.close()
+        self._stop_serving()
         if first:
             try:
                 self._on_failure()
@@ -528,6 +512,7 @@ class RPCConnection:
                 self._route(data)
                 return
             data = cast(bytes, data)
+            self._bytes_in += len(data)
             if is_batch(data):
                 if not self._batches_allowed():
                     self._dropped("batch", "(the negotiated revision does not allow them)")
@@ -559,6 +544,7 @@ class RPCConnection:
             if entry is None:
                 logger.debug("dropping a response for unknown or cancelled request %r", request_id)
                 return
+            self._answered += 1
             entry.send_nowait(message)
             return
         request_id = message.id
@@ -583,7 +569,7 @@ class RPCConnection:
             return
         self._dropped("invalid", str(exc))
 
-    # -- notifications and server requests -----------------------------------------------
+    # -- notifications (the server's requests: ServerRequests, in _serving) ---------------
 
     def _on_any_notification(self, method: str, params: msgspec.Raw) -> None:
         if method == "notifications/progress":
@@ -607,95 +593,6 @@ class RPCConnection:
             return
         entry.send_nowait(progress)
 
-    def _on_cancelled(self, params: msgspec.Raw) -> None:
-        request_id = _cancelled_id(params)
-        scope = None if request_id is None else self._incoming.get(request_id)
-        if scope is not None:
-            scope.cancel()
-
-    def _on_request(self, request_id: RequestId, method: str, params: msgspec.Raw) -> None:
-        if method == "ping":
-            self._reply(encode_response(request_id, {}))
-            return
-        if not self._can_handle(method):
-            self._reply(
-                encode_error_response(
-                    request_id, METHOD_NOT_FOUND, f"the client does not support {method}"
-                )
-            )
-            return
-        if request_id in self._incoming:
-            self._dropped("reused_id", f"{request_id!r} ({method})")
-            return
-        if len(self._incoming) >= self._max_server_requests:
-            self._reply(
-                encode_error_response(
-                    request_id,
-                    INTERNAL_ERROR,
-                    f"the client is busy: {self._max_server_requests} requests of the server "
-                    "are already running",
-                )
-            )
-            return
-        scope = trio.CancelScope()
-        self._incoming[request_id] = scope
-        if not self.spawn(
-            self._serve_request, request_id, method, params, scope, name=f"trio_mcp {method}"
-        ):
-            self._incoming.pop(request_id, None)
-
-    async def _serve_request(
-        self, request_id: RequestId, method: str, params: msgspec.Raw, scope: trio.CancelScope
-    ) -> None:
-        response: bytes | None = None
-        try:
-            with scope:
-                try:
-                    result = await self._handle_request(request_id, method, params)
-                    response = encode_response(request_id, result if result is not None else {})
-                except HandlerError as exc:
-                    response = encode_error_response(request_id, exc.code, exc.message, exc.data)
-                except Exception as exc:  # a bug of ours or the application's: no details out
-                    logger.error("handler for %s raised %r", method, exc, exc_info=True)
-                    response = encode_error_response(
-                        request_id,
-                        INTERNAL_ERROR,
-                        f"internal error: the client could not handle {method}",
-                    )
-        finally:
-            self._incoming.pop(request_id, None)
-        if scope.cancelled_caught:
-            logger.debug("server cancelled its request %r (%s)", request_id, method)
-            return
-        if response is not None:
-            await self._send_quietly(response)
-
-    def _reply(self, data: bytes) -> None:
-        """Queue a quick reply without blocking the reader (dropped when the queue is full).
-
-        The first reply starts the queue's writer task; once the connection stopped working
-        nothing is queued.
-        """
-        send = self._replies_send
-        if send is None:
-            if not self.usable:
-                return
-            send, receive = trio.open_memory_channel[bytes](_REPLY_QUEUE)
-            self._replies_send = send
-            if not self.spawn(self._reply_writer, receive, name="trio_mcp replies"):
-                return  # the owner's nursery is gone: spawn failed the connection
-        try:
-            send.send_nowait(data)
-        except trio.WouldBlock:
-            self._dropped("reply", "(too many replies are queued)")
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
-            pass
-
-    async def _reply_writer(self, receive: trio.MemoryReceiveChannel[bytes]) -> None:
-        async with receive:
-            async for data in receive:
-                await self._send_quietly(data)
-
     # -- closing -------------------------------------------------------------------------
 
     async def aclose(self) -> None:
@@ -708,8 +605,7 @@ class RPCConnection:
             return
         self.closed = True
         with trio.CancelScope(shield=True):
-            for scope in list(self._incoming.values()):
-                scope.cancel()
+            self._stop_serving()
             self.fail_all(ConnectionClosed("the MCP session was closed"))
             self._reader_scope.cancel()
             await self.transport.aclose()

@@ -58,6 +58,7 @@ from ._rpc import RPCConnection
 from ._session_features import FeaturesAPI
 from ._session_notifications import NotificationsAPI
 from ._session_tools import ToolsAPI
+from ._statistics import SessionStatistics
 from ._subscriptions import Notification, Notifications
 from ._tasks import TASKS_EXTENSION, TaskReceiver
 from ._tools import ToolBook
@@ -77,6 +78,9 @@ __all__ = [
 logger = logging.getLogger("trio_mcp")
 
 T = TypeVar("T")
+
+#: The engine's kinds of dropped message, as statistics() names them.
+_DROP_REASONS: Final = {"reply": "reply_queue_full"}
 
 #: The ``_meta`` of a session that is not modern: shared, never changed.
 _NO_META: Final[dict[str, Any]] = {}
@@ -198,6 +202,7 @@ class ClientSession(ToolsAPI, FeaturesAPI, NotificationsAPI, metaclass=NoPublicC
         "_server_capabilities",
         "_server_info",
         "_stop_roots",
+        "_task_pushes",
         "_tools",
         "_transport",
     )
@@ -251,6 +256,7 @@ class ClientSession(ToolsAPI, FeaturesAPI, NotificationsAPI, metaclass=NoPublicC
         self._meta_full: dict[str, Any] = _NO_META  # replaced (never changed) once modern
         self._meta_plain: dict[str, Any] = _NO_META
         self._stop_roots: Callable[[], None] | None = None
+        self._task_pushes = None  # the listen stream for task pushes, from the first task
         # SEP-2133: extensions advertised under capabilities.extensions; resultTypes claimed
         self._extensions: dict[str, dict[str, Any]] = {
             name: dict(settings) for name, settings in (options.extensions or {}).items()
@@ -302,6 +308,40 @@ class ClientSession(ToolsAPI, FeaturesAPI, NotificationsAPI, metaclass=NoPublicC
     def failure(self) -> MCPError | None:
         """Why the session stopped working (the server went away, ...), or None."""
         return None if self._rpc.closed else self._rpc.failure
+
+    def statistics(self) -> SessionStatistics:
+        """A frozen snapshot of the session: requests, bytes, drops, the link, the HTTP pool.
+
+        Made from counters the session keeps anyway (nothing is kept per request for it),
+        so it is cheap enough to call every second; see
+        [`SessionStatistics`][trio_mcp.SessionStatistics] for each figure.
+
+        Returns:
+            The snapshot; it does not change afterwards.
+        """
+        rpc = self._rpc
+        sent, answered, running, bytes_out, bytes_in, drops = rpc.counters()
+        dropped = {_DROP_REASONS.get(kind, kind): count for kind, count in drops.items() if count}
+        dropped.update(self._notes.drop_counts())
+        link = self._transport.link
+        failure = link.last_failure
+        last_error = rpc.failure if rpc.failure is not None and not rpc.closed else None
+        return SessionStatistics(
+            era=self._era,
+            protocol_version=self._protocol_version,
+            pending_requests=rpc.pending_count,
+            requests_sent=sent,
+            requests_answered=answered,
+            server_requests_running=running,
+            bytes_sent=bytes_out,
+            bytes_received=bytes_in,
+            dropped=dropped,
+            link_state=link.state.value,
+            reconnects=link.reconnects,
+            last_error=last_error or (failure.error if failure is not None else None),
+            last_error_at=None if last_error is not None or failure is None else failure.at,
+            http_pool=self._transport.pool_statistics(),
+        )
 
     def claim_result_type(
         self,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import AsyncGenerator, Callable, Iterable
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, cast
 
@@ -23,8 +23,10 @@ import trio
 
 from . import types as t
 from ._catalogue import Catalogue, Lister, run_catalogue
+from ._exceptions import ProtocolError
 from ._requests import RequestPath
 from ._subscriptions import ListKind, Notification, legacy_methods, listen_wanted
+from ._tasks import TaskState, decode_task
 
 __all__ = ["NotificationsAPI"]
 
@@ -137,6 +139,40 @@ class NotificationsAPI(RequestPath):
             ("notifications/resources/updated",), t.ResourceUpdatedNotificationParams, callback
         )
 
+    def on_task_status(self, callback: Callable[[TaskState], Any]) -> Callable[[], None]:
+        """Call ``callback`` with each task status the server pushes, typed, in both eras.
+
+        ``notifications/tasks`` (the tasks extension, 2026-07-28: ask for them with
+        :meth:`listen` and ``task_ids=``) and ``notifications/tasks/status`` (2025-11-25)
+        both become a [`TaskState`][trio_mcp.tasks.TaskState]; a malformed one is dropped
+        (logged at DEBUG).
+
+        Args:
+            callback: Called (or awaited) with the task's state.
+
+        Returns:
+            A function that removes the callback again.
+        """
+
+        def deliver(note: Notification) -> Any:
+            try:
+                state = decode_task(note.params, note.method)
+            except ProtocolError as exc:
+                logger.debug("dropping a malformed %s: %s", note.method, exc)
+                return None
+            return callback(state)
+
+        removers = [
+            self._notes.add_handler(method, deliver)
+            for method in ("notifications/tasks", "notifications/tasks/status")
+        ]
+
+        def remove() -> None:
+            for remover in removers:
+                remover()
+
+        return remove
+
     @asynccontextmanager
     async def notifications(
         self, *methods: str, buffer: int | None = None
@@ -167,6 +203,8 @@ class NotificationsAPI(RequestPath):
         prompts: bool = False,
         resources: bool = False,
         resource_uris: Iterable[str] = (),
+        task_ids: Iterable[str] = (),
+        filters: Mapping[str, Any] | None = None,
         buffer: int | None = None,
     ) -> AsyncGenerator[trio.MemoryReceiveChannel[Notification], None]:
         """Receive change notifications while the block runs, in either era.
@@ -182,6 +220,14 @@ class NotificationsAPI(RequestPath):
             prompts: Deliver ``notifications/prompts/list_changed``.
             resources: Deliver ``notifications/resources/list_changed``.
             resource_uris: Deliver ``notifications/resources/updated`` for these URIs.
+            task_ids: Deliver the status of these tasks: ``notifications/tasks`` (the tasks
+                extension's ``taskIds`` filter, 2026-07-28), or from a 2025-11-25 server the
+                ``notifications/tasks/status`` it sends anyway, filtered here.
+            filters: Other extensions' filter fields, sent as given in the modern era (the
+                notifications they select arrive on the channel and reach
+                [`add_notification_handler`][trio_mcp.ClientSession.add_notification_handler]
+                callbacks); a legacy server has no ``subscriptions/listen``, so they are
+                not sent.
             buffer: How many notifications may wait unread.
 
         A modern stream that breaks after the server acknowledged it (the server went
@@ -196,18 +242,21 @@ class NotificationsAPI(RequestPath):
 
         Raises:
             ServerError: The server rejected the subscription.
+            ValueError: ``filters`` names a field that has a keyword here (``taskIds``...).
         """
         self._rpc.check_usable()
         uris = frozenset(resource_uris)
+        tasks = frozenset(task_ids)
         if self._era == "modern":
-            wanted = listen_wanted(tools, prompts, resources, sorted(uris))
+            wanted = listen_wanted(tools, prompts, resources, sorted(uris), sorted(tasks), filters)
             meta = functools.partial(self._with_meta, "subscriptions/listen", None)
             async with self._notes.listen_modern(wanted, meta, buffer) as channel:
                 yield channel
             return
-        methods = legacy_methods(tools, prompts, resources, uris)
+        listen_wanted(tools, prompts, resources, [], None, filters)  # (the same checks)
+        methods = legacy_methods(tools, prompts, resources, uris, bool(tasks))
         async with self._notes.listen_legacy(
-            methods, uris, buffer, self.subscribe_resource, self.unsubscribe_resource
+            methods, uris, buffer, self.subscribe_resource, self.unsubscribe_resource, tasks
         ) as channel:
             yield channel
 

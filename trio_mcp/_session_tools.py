@@ -13,10 +13,13 @@ from collections.abc import AsyncGenerator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, overload
 
+import trio
+
 from . import types as t
 from ._requests import ProgressCallback, RequestPath, T
 from ._tasks import TaskState, ToolTask
 from ._tools import ListingScan
+from ._toolsearch import ToolIndex
 from ._validation import decode_structured
 
 __all__ = ["ToolsAPI"]
@@ -47,6 +50,39 @@ class ToolsAPI(RequestPath):
         if scan is None:
             return tools
         return self._tools.check_tool_headers(tools, clean=scan.clean)
+
+    async def search_tools(
+        self,
+        query: str,
+        *,
+        limit: int | None = None,
+        cache: bool = True,
+        timeout: float | None = None,
+    ) -> list[t.Tool]:
+        """Search the server's tools by name, title, description and argument names.
+
+        The first search lists every tool ([`list_tools`][trio_mcp.ClientSession.list_tools])
+        and builds a [`ToolIndex`][trio_mcp.agent.ToolIndex] of them (about 5 µs per
+        tool); later searches use it until the server says its tools changed (or a new
+        listing is made), so a search of 10,000 tools takes milliseconds. The result is a
+        list of tools, best match first, ready to hand to a model.
+
+        Args:
+            query: The words to look for; an empty query returns every tool.
+            limit: At most this many tools (None: every match).
+            cache: Reuse the index of the last listing (False: list the tools again).
+            timeout: Seconds for each page request of the listing.
+
+        Returns:
+            The matching tools, best first.
+        """
+        index = self._tools.search_index if cache else None
+        if index is None:
+            tools = await self.list_tools(cache=cache, timeout=timeout)
+            index = self._tools.search_index = ToolIndex(tools)
+        else:
+            await trio.lowlevel.checkpoint()
+        return index.search(query, limit=limit)
 
     async def list_tools_page(
         self,

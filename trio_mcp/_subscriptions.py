@@ -110,6 +110,7 @@ class Subscriber:
     uris: frozenset[str] | None = None
     acknowledged: trio.Event = field(default_factory=trio.Event)
     granted: Mapping[str, Any] | None = None
+    task_ids: frozenset[str] | None = None  # legacy listen: notifications/tasks/status of these
     drops: DropLog = field(
         default_factory=lambda: DropLog("notification subscriber is full; dropped")
     )
@@ -134,6 +135,7 @@ class Notifications:
         "callback_tasks",
         "handlers",
         "rpc",
+        "subscriber_drops",
         "subscribers",
     )
 
@@ -156,6 +158,7 @@ class Notifications:
         self.subscribers: list[Subscriber] = []
         self.handlers: dict[str, list[Callable[[Notification], Any]]] = {}
         self.callback_tasks = 0
+        self.subscriber_drops = 0  #: notifications dropped by full channels, in all
         self._callback_drops: DropLog | None = None  # from the first drop on
         # notifications/elicitation/complete: waiters, and recently completed ids (bounded);
         # both made when first needed (most sessions never see one)
@@ -163,6 +166,15 @@ class Notifications:
         self._elicitations_done: dict[str, None] | None = None
         # resources/subscribe URIs in force (legacy), in order; made on the first one
         self._subscribed: dict[str, None] | None = None
+
+    def drop_counts(self) -> dict[str, int]:
+        """For ``statistics()``: notifications dropped here, by why (only what happened)."""
+        counts: dict[str, int] = {}
+        if self.subscriber_drops:
+            counts["subscriber_full"] = self.subscriber_drops
+        if self._callback_drops is not None and self._callback_drops.total:
+            counts["callbacks_busy"] = self._callback_drops.total
+        return counts
 
     @property
     def callback_drops(self) -> DropLog:
@@ -257,6 +269,7 @@ class Notifications:
         try:
             sub.send.send_nowait(note)
         except trio.WouldBlock:
+            self.subscriber_drops += 1
             sub.drops.dropped(note.method)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
@@ -310,6 +323,12 @@ class Notifications:
                 sub.uris is not None
                 and method == "notifications/resources/updated"
                 and (not isinstance(uri, str) or uri not in sub.uris)
+            ):
+                continue
+            if (
+                sub.task_ids is not None
+                and method == "notifications/tasks/status"
+                and params.get("taskId") not in sub.task_ids
             ):
                 continue
             self._put(sub, note)
@@ -436,9 +455,11 @@ class Notifications:
         buffer: int | None,
         subscribe: Callable[[str], Awaitable[None]],
         unsubscribe: Callable[[str], Awaitable[None]],
+        task_ids: frozenset[str] = frozenset(),
     ) -> AsyncGenerator[trio.MemoryReceiveChannel[Notification], None]:
         """``listen`` for a legacy server: filter here, ``resources/subscribe`` the URIs."""
-        async with self.subscribe(methods, buffer, uris=uris) as (channel, _sub):
+        async with self.subscribe(methods, buffer, uris=uris) as (channel, sub):
+            sub.task_ids = task_ids or None
             subscribed: list[str] = []
             try:
                 for uri in sorted(uris):
@@ -457,9 +478,17 @@ class Notifications:
 
     @asynccontextmanager
     async def listen_modern(
-        self, wanted: dict[str, Any], meta: Callable[[], Any], buffer: int | None
+        self,
+        wanted: dict[str, Any],
+        meta: Callable[[], Any],
+        buffer: int | None,
+        granted_to: list[Mapping[str, Any]] | None = None,
     ) -> AsyncGenerator[trio.MemoryReceiveChannel[Notification], None]:
-        """``listen`` for a modern server: one long-lived ``subscriptions/listen``."""
+        """``listen`` for a modern server: one long-lived ``subscriptions/listen``.
+
+        With ``granted_to``, the acknowledged filter is appended to it (and what the server
+        left out is not logged: the caller handles it).
+        """
         rpc = self.rpc
         request_id = rpc.new_id()  # its notifications carry this id
         scope = trio.CancelScope()
@@ -491,6 +520,8 @@ class Notifications:
                         "no acknowledgement of subscriptions/listen within %s s; listening anyway",
                         self._listen_ack_timeout,
                     )
+                elif sub.granted is not None and granted_to is not None:
+                    granted_to.append(sub.granted)
                 elif sub.granted is not None:
                     _check_acknowledged(wanted, sub.granted)
                 yield channel
@@ -577,9 +608,37 @@ def _broken(error: MCPError) -> bool:
     return isinstance(error, (TransportError, CircuitOpenError))
 
 
-def listen_wanted(tools: bool, prompts: bool, resources: bool, uris: list[str]) -> dict[str, Any]:
-    """The ``notifications`` param of ``subscriptions/listen``."""
+#: The filter fields of ``subscriptions/listen`` that ``listen()`` spells as keywords.
+LISTEN_KEYWORDS: Final = {
+    "toolsListChanged": "tools",
+    "promptsListChanged": "prompts",
+    "resourcesListChanged": "resources",
+    "resourceSubscriptions": "resource_uris",
+    "taskIds": "task_ids",
+}
+
+
+def listen_wanted(
+    tools: bool,
+    prompts: bool,
+    resources: bool,
+    uris: list[str],
+    task_ids: list[str] | None = None,
+    filters: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The ``notifications`` param of ``subscriptions/listen``.
+
+    ``task_ids`` is the tasks extension's ``taskIds``; ``filters`` are other extensions'
+    fields, passed through as given.
+
+    Raises:
+        ValueError: ``filters`` spells a field that has a keyword of its own.
+    """
     wanted: dict[str, Any] = {}
+    for key in filters or {}:
+        if key in LISTEN_KEYWORDS:
+            raise ValueError(f"listen(): give {key} as {LISTEN_KEYWORDS[key]}=, not in filters")
+    wanted.update(filters or {})
     if tools:
         wanted["toolsListChanged"] = True
     if prompts:
@@ -588,11 +647,13 @@ def listen_wanted(tools: bool, prompts: bool, resources: bool, uris: list[str]) 
         wanted["resourcesListChanged"] = True
     if uris:
         wanted["resourceSubscriptions"] = uris
+    if task_ids:
+        wanted["taskIds"] = task_ids
     return wanted
 
 
 def legacy_methods(
-    tools: bool, prompts: bool, resources: bool, uris: frozenset[str]
+    tools: bool, prompts: bool, resources: bool, uris: frozenset[str], task_ids: bool = False
 ) -> frozenset[str]:
     """The notification methods ``listen`` passes on from a legacy server."""
     methods: set[str] = set()
@@ -604,6 +665,8 @@ def legacy_methods(
         methods.add("notifications/resources/list_changed")
     if uris:
         methods.add("notifications/resources/updated")
+    if task_ids:  # 2025-11-25 servers push these unasked
+        methods.add("notifications/tasks/status")
     return frozenset(methods)
 
 

@@ -18,8 +18,9 @@ The :class:`TaskDriver` does both; :class:`ToolTask` is the handle of
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -41,6 +42,7 @@ from ._jsonrpc import decode_json
 
 if TYPE_CHECKING:
     from ._subscriptions import Notification
+    from ._taskpushes import TaskPushes
 
 __all__ = [
     "TASKS_EXTENSION",
@@ -176,6 +178,7 @@ class TaskDriver:
     cancel_notice_timeout: float
     max_input_rounds: int
     body: dict[str, Any] = field(default_factory=dict[str, Any])
+    pushes: TaskPushes | None = None  # modern: the session's listen stream for task pushes
     cancel_sent: bool = False
     _changed: trio.Event = field(default_factory=trio.Event)
     _answered: frozenset[str] = frozenset()
@@ -188,11 +191,12 @@ class TaskDriver:
         return self.state.task_id
 
     def on_status(self, note: Notification) -> None:
-        """``notifications/tasks/status`` (2025-11-25): adopt it and wake the poller."""
+        """``notifications/tasks/status`` (2025-11-25) or ``notifications/tasks`` (the tasks
+        extension, 2026-07-28): adopt it and wake the poller."""
         if note.params.get("taskId") != self.task_id:
             return
         try:
-            state = decode_task(note.params, "notifications/tasks/status")
+            state = decode_task(note.params, note.method)
         except ProtocolError as exc:
             logger.debug("ignoring a malformed task status notification: %s", exc)
             return
@@ -228,7 +232,11 @@ class TaskDriver:
         return state
 
     async def pause(self) -> None:
-        """Wait the server's poll interval (or until a status notification arrives)."""
+        """Wait the server's poll interval, or until a status push about this task arrives.
+
+        Pushes are optional for a server (and need not cover every change), so the poll
+        at the server's interval stays: a push only ends the wait sooner.
+        """
         interval = self.state.poll_interval
         interval = DEFAULT_POLL_INTERVAL if interval is None else interval
         self._changed = trio.Event()
@@ -245,21 +253,39 @@ class TaskDriver:
             InputRequestError: Its input could not be given, or it asked too often.
             ProtocolError: The server broke the protocol (unknown status, ...).
         """
+        with self.listening():
+            return await self._drive()
+
+    @contextlib.contextmanager
+    def listening(self) -> Generator[None]:
+        """While the block runs, status pushes about this task wake :meth:`pause`: the
+        handlers of both eras' notifications, and the session's listen stream (modern)."""
         remove = self.add_handler("notifications/tasks/status", self.on_status)
+        remove_pushed = self.add_handler("notifications/tasks", self.on_status)
+        watching = (
+            self.pushes.watching(self.task_id)
+            if self.pushes is not None and not self.legacy
+            else contextlib.nullcontext()
+        )
         try:
-            while True:
-                state = self.state
-                if state.status == "working":
-                    await self.pause()
-                    await self.refresh()
-                elif self.legacy:
-                    return await self._legacy_outcome()
-                elif state.status == "input_required":
-                    await self._answer_inputs()
-                else:
-                    return await self._modern_outcome()
+            with watching:
+                yield
         finally:
             remove()
+            remove_pushed()
+
+    async def _drive(self) -> msgspec.Raw:
+        while True:
+            state = self.state
+            if state.status == "working":
+                await self.pause()
+                await self.refresh()
+            elif self.legacy:
+                return await self._legacy_outcome()
+            elif state.status == "input_required":
+                await self._answer_inputs()
+            else:
+                return await self._modern_outcome()
 
     async def _legacy_outcome(self) -> msgspec.Raw:
         if self.state.status == "cancelled":
@@ -411,7 +437,8 @@ class ToolTask:
         return await self._driver.refresh()
 
     async def wait_for_change(self) -> TaskState | None:
-        """Poll at the server's interval until the status (or status message) changes.
+        """Wait until the status (or status message) changes: pushed, or polled at the
+        server's interval.
 
         Input requests are not answered here: :meth:`result` answers them.
 
@@ -426,10 +453,11 @@ class ToolTask:
             await trio.lowlevel.checkpoint()
             return self.state
         before = (driver.state.status, driver.state.status_message)
-        while (driver.state.status, driver.state.status_message) == before:
-            await driver.pause()
-            if (driver.state.status, driver.state.status_message) == before:
-                await driver.refresh()
+        with driver.listening():
+            while (driver.state.status, driver.state.status_message) == before:
+                await driver.pause()
+                if (driver.state.status, driver.state.status_message) == before:
+                    await driver.refresh()
         return driver.state
 
     async def result(self) -> t.CallToolResult:

@@ -22,6 +22,7 @@ from msgspec import UNSET
 
 from . import types as t
 from ._exceptions import OutputValidationError, SchemaError
+from ._toolsearch import ToolIndex
 from ._transports._headers import may_hold_annotation, param_headers, validate_tool_headers
 from ._validation import (
     CompiledSchema,
@@ -67,7 +68,15 @@ class ListingScan:
 class ToolBook:
     """One session's knowledge of the server's tools: header rules, schemas, task support."""
 
-    __slots__ = ("header_wire", "known", "listing", "mode", "output_schemas", "validators")
+    __slots__ = (
+        "header_wire",
+        "known",
+        "listing",
+        "mode",
+        "output_schemas",
+        "search_index",
+        "validators",
+    )
 
     def __init__(self, output_validation: str) -> None:
         #: ``output_validation``: "report", "strict" or "off"
@@ -83,13 +92,16 @@ class ToolBook:
         # every tool ever listed, by name (kept when the list changes), for its
         # execution.taskSupport (2025-11-25)
         self.known: dict[str, t.Tool] = {}
+        #: the last full listing's search index (search_tools); None once the list changed
+        self.search_index: ToolIndex | None = None
 
     # -- listings ------------------------------------------------------------------------
 
     def forget_listing(self) -> None:
-        """The tool list changed: its tools' output schemas and compiled validators go."""
+        """The tool list changed: its tools' output schemas, validators and index go."""
         self.output_schemas = {}
         self.validators = {}
+        self.search_index = None
 
     def remember_listed(self, tools: Iterable[t.Tool]) -> None:
         """Keep listed tools by name, for their output schemas and their task support.

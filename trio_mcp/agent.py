@@ -3,7 +3,8 @@
 :func:`run_agent` (also ``trio_mcp.run_agent``) lets a :data:`Model` call a session's
 tools until it answers; :class:`AnthropicModel` and :class:`OpenAIChatModel` adapt the two
 common HTTP APIs, and :func:`sampling_handler` answers a server's ``sampling/createMessage``
-requests with a model. Failures are :class:`ModelError` (the model's API) and
+requests with a model; :class:`ToolIndex` searches a large catalogue so a model is offered
+only the best matches. Failures are :class:`ModelError` (the model's API) and
 :class:`AgentError` (the loop stopped early).
 """
 
@@ -21,6 +22,7 @@ from ._exceptions import AgentError as AgentError
 from ._exceptions import AgentIterationLimitError as AgentIterationLimitError
 from ._exceptions import ModelError as ModelError
 from ._public import publish as _publish
+from ._toolsearch import ToolIndex as ToolIndex
 
 __all__ = [
     "AgentDeadlineError",
@@ -32,6 +34,7 @@ __all__ = [
     "ModelError",
     "ModelRequest",
     "OpenAIChatModel",
+    "ToolIndex",
     "run_agent",
     "sampling_handler",
 ]

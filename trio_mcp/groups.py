@@ -16,6 +16,7 @@ from __future__ import annotations
 from ._exceptions import NameCollisionError as NameCollisionError
 from ._exceptions import ServerUnavailableError as ServerUnavailableError
 from ._group import GroupNotification as GroupNotification
+from ._group import GroupStatistics as GroupStatistics
 from ._group import RestartPolicy as RestartPolicy
 from ._group import ServerFailure as ServerFailure
 from ._group import ServerGroup as ServerGroup
@@ -26,6 +27,7 @@ from ._public import publish as _publish
 
 __all__ = [
     "GroupNotification",
+    "GroupStatistics",
     "NameCollisionError",
     "RestartPolicy",
     "ServerFailure",

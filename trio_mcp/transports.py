@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._public import load_lazily as _load_lazily
 from ._public import publish as _publish
+from ._statistics import PoolStatistics as PoolStatistics
 from ._transports._base import MessageInfo as MessageInfo
 from ._transports._base import RequestFailure as RequestFailure
 from ._transports._base import Transport as Transport
@@ -36,6 +37,7 @@ _LAZY = {
 
 __all__ = [
     "MessageInfo",
+    "PoolStatistics",
     "RequestFailure",
     "SSEParameters",
     "StdioParameters",

@@ -12,6 +12,11 @@ from trio_mcp.testing import MockServer, ToolContext
 def mcp_server(mcp_era: str) -> MockServer:
     server = MockServer(name="weather", version="2.0")
 
+    @server.tool(description="Waits for an event nobody sets")
+    async def stuck(ctx: ToolContext) -> str:
+        await trio.Event().wait()
+        return "never"
+
     @server.tool(description="Echo the text back")
     async def echo(ctx: ToolContext, text: str) -> str:
         return text

@@ -31,12 +31,14 @@ from ._names import default_name as default_name
 from ._open import GroupServers as GroupServers
 from ._open import open_server_group as open_server_group
 from ._server_group import GroupNotification as GroupNotification
+from ._server_group import GroupStatistics as GroupStatistics
 from ._server_group import ServerGroup as ServerGroup
 
 __all__ = [
     "CollisionPolicy",
     "GroupNotification",
     "GroupServers",
+    "GroupStatistics",
     "RestartPolicy",
     "ServerFailure",
     "ServerGroup",

@@ -8,8 +8,10 @@ server offering the item, and fans state changes and notifications out to subscr
 from __future__ import annotations
 
 import logging
+import operator
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 import msgspec
@@ -25,10 +27,12 @@ from .._exceptions import (
     TransportError,
 )
 from .._session import ClientSession, Notification
+from .._statistics import SessionStatistics
+from .._toolsearch import ToolIndex
 from ._members import Member, RestartPolicy, ServerState, ServerStatus, Supervisor
 from ._names import Catalogue, CollisionPolicy, template_matches
 
-__all__ = ["GroupNotification", "ServerGroup"]
+__all__ = ["GroupNotification", "GroupStatistics", "ServerGroup"]
 
 logger = logging.getLogger("trio_mcp")
 
@@ -48,6 +52,26 @@ class GroupNotification(msgspec.Struct, frozen=True):
 
     server: str
     notification: Notification
+
+
+@dataclass(frozen=True, slots=True)
+class GroupStatistics:
+    """A snapshot of a [`ServerGroup`][trio_mcp.groups.ServerGroup], from its ``statistics()``.
+
+    Attributes:
+        servers: Each server's [`ServerStatus`][trio_mcp.groups.ServerStatus] by name: its
+            state, restarts and the failure that ended its last run.
+        sessions: The [`SessionStatistics`][trio_mcp.SessionStatistics] of each running
+            server, by name.
+    """
+
+    servers: Mapping[str, ServerStatus]
+    sessions: Mapping[str, SessionStatistics]
+
+    @property
+    def restarts(self) -> int:
+        """Restarts of every server, in all."""
+        return sum(status.restarts for status in self.servers.values())
 
 
 class ServerGroup:
@@ -87,6 +111,7 @@ class ServerGroup:
         self._event_drops = DropLog("server group event subscriber is full; dropped")
         self._note_drops = DropLog("group notification subscriber is full; dropped")
         self._closed = False
+        self._search_index: tuple[tuple[str, ...], tuple[Any, ...], ToolIndex] | None = None
 
     # -- state -----------------------------------------------------------------------------
 
@@ -109,6 +134,19 @@ class ServerGroup:
     def statuses(self) -> dict[str, ServerStatus]:
         """A snapshot of every server's state, by name."""
         return {name: member.status() for name, member in self._members.items()}
+
+    def statistics(self) -> GroupStatistics:
+        """A frozen snapshot of the group: each server's status, and each running session's.
+
+        Cheap enough to call every second (see
+        [`ClientSession.statistics`][trio_mcp.ClientSession.statistics]).
+        """
+        sessions = {
+            name: member.session.statistics()
+            for name, member in self._members.items()
+            if member.session is not None and member.state is ServerState.RUNNING
+        }
+        return GroupStatistics(servers=self.statuses(), sessions=sessions)
 
     def session(self, server: str) -> ClientSession:
         """The session of a running (or reconnecting) server, for anything the group does
@@ -238,6 +276,34 @@ class ServerGroup:
             item if item.name == name else msgspec.structs.replace(item, name=name)
             for name, (_member, item) in self._exposed("tool").items()
         ]
+
+    async def search_tools(self, query: str, *, limit: int | None = None) -> list[t.Tool]:
+        """Search the group's tools (exposed names) by name, title, description, arguments.
+
+        The [`ToolIndex`][trio_mcp.agent.ToolIndex] is built when the group's catalogue
+        changed since the last search (a server restarted, a list changed), else reused.
+
+        Args:
+            query: The words to look for; an empty query returns every tool.
+            limit: At most this many tools (None: every match).
+
+        Returns:
+            The matching tools under their exposed names, best first.
+
+        Raises:
+            NameCollisionError: Under ``collisions="error"``, two servers offer a name.
+        """
+        await trio.lowlevel.checkpoint()
+        exposed = self._exposed("tool")
+        names, items = tuple(exposed), tuple(item for _member, item in exposed.values())
+        cached = self._search_index
+        if cached is None or cached[0] != names or any(map(operator.is_not, cached[1], items)):
+            tools = [
+                item if item.name == name else msgspec.structs.replace(item, name=name)
+                for name, item in zip(names, items, strict=True)
+            ]
+            cached = self._search_index = (names, items, ToolIndex(tools))
+        return cached[2].search(query, limit=limit)
 
     async def list_prompts(self) -> list[t.Prompt]:
         """Every prompt of the group, under its exposed name.

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 
     from .._exceptions import MCPError
     from .._jsonrpc import Envelope
+    from .._statistics import PoolStatistics
 
 __all__ = ["MessageInfo", "RequestFailure", "Transport", "TransportFactory"]
 
@@ -116,6 +117,19 @@ class Transport(abc.ABC):
         if link is None:
             link = self._link = Link()
         return link
+
+    @property
+    def routed_bytes(self) -> int:
+        """Bytes of the messages this transport handed over already decoded (for statistics).
+
+        A transport that routes decoded messages (see :meth:`receive_message`) counts their
+        bytes here, since the session never sees them; the default is 0.
+        """
+        return 0
+
+    def pool_statistics(self) -> PoolStatistics | None:
+        """A snapshot of the HTTP connection pool under this transport, if it has one."""
+        return None
 
     @property
     def era_key(self) -> str | None:

@@ -56,6 +56,8 @@ import h11
 import httpx
 import trio
 
+from .._statistics import PoolStatistics
+
 if sys.version_info < (3, 11):
     from exceptiongroup import BaseExceptionGroup
 
@@ -83,9 +85,21 @@ def _stream_socket(stream: trio.abc.Stream) -> trio.socket.SocketType | None:
 class _Connection:
     """One HTTP/1.1 connection: a stream and its h11 state machine."""
 
-    __slots__ = ("_credit", "_fd", "expires", "h11", "origin", "stream", "surplus_expires")
+    __slots__ = (
+        "_counts",
+        "_credit",
+        "_fd",
+        "expires",
+        "h11",
+        "origin",
+        "stream",
+        "surplus_expires",
+    )
 
-    def __init__(self, origin: Origin, stream: trio.abc.Stream) -> None:
+    def __init__(
+        self, origin: Origin, stream: trio.abc.Stream, counts: list[int] | None = None
+    ) -> None:
+        self._counts = counts  # the pool's [opened, closed] (statistics)
         self.origin = origin
         self.stream = stream
         self.h11 = h11.Connection(h11.CLIENT)
@@ -190,6 +204,9 @@ class _Connection:
     async def aclose(self) -> None:
         """Close the stream at once (cancel-safe: a cancelled close still closes)."""
         self._fd = None  # (its number may soon belong to another file)
+        counts, self._counts = self._counts, None  # (closed once: counted once)
+        if counts is not None:
+            counts[1] += 1
         await trio.aclose_forcefully(self.stream)
 
 
@@ -337,6 +354,14 @@ class H11Transport(httpx.AsyncBaseTransport):
         self._idle: dict[Origin, list[_Connection]] = {}
         self._idle_count = 0
         self._closed = False
+        self._counts = [0, 0]  # connections opened and closed since start (statistics)
+        #: Whether the client routes the session's URL elsewhere (a proxy): set by its maker.
+        self.proxied = False
+
+    def statistics(self) -> PoolStatistics:
+        """A snapshot of the pool: connections open, idle, opened and closed since start."""
+        opened, closed = self._counts
+        return PoolStatistics(opened - closed, self._idle_count, opened, closed, self.proxied)
 
     async def __aenter__(self) -> H11Transport:
         await trio.lowlevel.checkpoint()
@@ -448,7 +473,8 @@ class H11Transport(httpx.AsyncBaseTransport):
             raise httpx.ConnectTimeout(f"timed out connecting to {hostname}:{port}") from exc
         except (OSError, trio.BrokenResourceError, ssl.SSLError) as exc:
             raise httpx.ConnectError(_connect_failure(exc, hostname, port)) from exc
-        return _Connection(origin, stream)
+        self._counts[0] += 1
+        return _Connection(origin, stream, self._counts)
 
     async def _send_request(
         self, connection: _Connection, request: httpx.Request, timeout: float | None

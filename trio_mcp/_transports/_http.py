@@ -86,6 +86,7 @@ from ._redirects import origin_of
 if TYPE_CHECKING:
     import httpx
 
+    from .._statistics import PoolStatistics
     from ._sse import LegacySSEConnection
 
 __all__ = [
@@ -280,6 +281,20 @@ class StreamableHTTPTransport(Transport):
 
     def _report_failure(self, request_id: RequestId, error: MCPError) -> None:
         self._fail_request(request_id, error)
+
+    @property
+    def routed_bytes(self) -> int:
+        """Bytes of the messages handed to the session decoded (see the base class)."""
+        return self._core.routed_bytes
+
+    def pool_statistics(self) -> PoolStatistics | None:
+        """A snapshot of trio_mcp's HTTP pool under this transport (None: a client of yours)."""
+        from ._h11pool import H11Transport  # (it imports httpx: loaded by now if in use)
+
+        pool: object = getattr(self._core.client, "_transport", None)
+        if not self._core.own_client or not isinstance(pool, H11Transport):
+            return None
+        return pool.statistics()
 
     @property
     def era_key(self) -> str:

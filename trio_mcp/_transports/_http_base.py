@@ -199,6 +199,7 @@ class HTTPCore(HTTPSender):
         self.closed = False
         self.ended: MCPError | None = None  # why the server ended the connection
         self._end_error: MCPError | None = None  # None: it ended the stream cleanly
+        self.routed_bytes = 0  #: bytes of the messages delivered decoded (statistics)
 
     # incoming side
 
@@ -214,6 +215,8 @@ class HTTPCore(HTTPSender):
         """
         if self.closed or self.ended is not None:
             return
+        if envelope is not None:  # routed decoded: the session never sees these bytes
+            self.routed_bytes += len(message)
         if answers is not None:
             self._answered[answers] = None
             self._answered.move_to_end(answers)

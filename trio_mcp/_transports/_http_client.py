@@ -193,7 +193,9 @@ def make_client(options: HTTPOptions) -> tuple[httpx.AsyncClient, bool, H11Trans
         raise TransportError(
             f"the proxy settings of the environment (NO_PROXY...) are not usable: {exc}"
         ) from exc
-    direct = options.auth is None and _transport_for(client, options.url) is pool
+    reached = _transport_for(client, options.url)
+    pool.proxied = reached is not None and reached is not pool
+    direct = options.auth is None and reached is pool
     return client, True, pool if direct else None
 
 

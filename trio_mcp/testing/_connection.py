@@ -40,6 +40,7 @@ from ._subscriptions import (
     end_subscriptions,
     listen,
     notify_list_changed,
+    notify_listeners,
     notify_resource_updated,
 )
 from ._task_requests import new_task, run_task, task_request, task_result, task_wire
@@ -317,6 +318,15 @@ class Connection:
     async def end_subscriptions(self) -> None:
         """Close every listen stream gracefully with its completion result."""
         await end_subscriptions(self)
+
+    @property
+    def listen_filters(self) -> frozenset[str]:
+        """Extension filter fields of ``subscriptions/listen`` the server honours."""
+        return frozenset(self.server.listen_filters)
+
+    async def notify_listeners(self, key: str, method: str, params: JSONDict, match: Any) -> None:
+        """Send ``method`` on the listen streams that honour the filter field ``key``."""
+        await notify_listeners(self, key, method, params, match)
 
     # -- receiving -------------------------------------------------------------------------
 
@@ -644,7 +654,11 @@ class Connection:
                 del self.inflight[request_id]
 
     async def task_status_changed(self, task: MockTask) -> None:
-        """2025-11-25: ``notifications/tasks/status`` with the whole task."""
+        """2025-11-25: ``notifications/tasks/status`` with the whole task; 2026-07-28:
+        ``notifications/tasks`` on the listen streams whose ``taskIds`` name it."""
+        if task.era == "modern":
+            wire = task_wire(self, task)
+            await notify_listeners(self, "taskIds", "notifications/tasks", wire, task.task_id)
         if task.era == "legacy":
             await self.send(
                 {

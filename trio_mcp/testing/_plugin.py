@@ -10,7 +10,8 @@ Fixtures:
 * ``mcp_session``: a :class:`~trio_mcp.ClientSession` connected in memory to ``mcp_server``,
   in the era of ``mcp_era``;
 * ``mcp_clock``: a :class:`trio.testing.MockClock` that autojumps (pytest-trio runs the test
-  on it).
+  on it), and fails a test that would hang for ever (every task waits, no deadline is
+  pending) with what each task waits on, instead of spinning a CPU core (``_hang``).
 
 Markers: ``@pytest.mark.mcp_eras()`` runs a test once per era (``mcp_eras("legacy")`` only
 in one); ``@pytest.mark.mcp_session_options(default_timeout=5)``.
@@ -32,11 +33,13 @@ import trio.testing
 
 from .._connect import open_mcp_session
 from .._session import ClientSession
+from ._hang import hang_report_of, is_mcp_clock, mcp_clock_made, run_detecting_hangs
 from ._server import MockServer
 from ._server_base import MODERN_VERSIONS
 
 __all__ = [
     "AUTOJUMP_HINT",
+    "HANG_NOTE",
     "mcp_clock",
     "mcp_era",
     "mcp_server",
@@ -54,6 +57,15 @@ AUTOJUMP_HINT = (
     "init_timeout/probe_timeout (virtual seconds) expire at once. Use autojump_clock only "
     "with MockServer or in-memory transports; run tests against real processes on real "
     "time (no clock fixture) bounded by trio.fail_after, or pass init_timeout=None. "
+    "See docs/testing.md."
+)
+
+
+#: Ends the failure report of a test that would have hung.
+HANG_NOTE = (
+    "trio_mcp stopped the test (cancelled it) after every task had waited for half a second "
+    "of real time with nothing left that could wake one. Under mcp_clock, give every wait "
+    "a way to end (set the event, answer the request) or a deadline (trio.fail_after). "
     "See docs/testing.md."
 )
 
@@ -142,12 +154,14 @@ def mcp_clock() -> trio.testing.MockClock:
     """A MockClock that jumps ahead whenever every task waits (``autojump_threshold=0``).
 
     pytest-trio runs a test that requests it on this clock. In-process servers only: see
-    the warning in docs/testing.md.
+    the warning in docs/testing.md. A test in which every task waits and no deadline is
+    pending (it would spin for ever) fails after half a second of real time, its report
+    saying where each task waits.
 
     Returns:
         The clock.
     """
-    return trio.testing.MockClock(autojump_threshold=0)
+    return mcp_clock_made(trio.testing.MockClock(autojump_threshold=0))
 
 
 def _start_up_timeout(exc: BaseException) -> str | None:
@@ -181,6 +195,35 @@ def _start_up_timeout(exc: BaseException) -> str | None:
     return None
 
 
+def _hang_report(item: pytest.Item) -> str | None:
+    funcargs: Any = getattr(item, "funcargs", {})
+    for value in dict(funcargs).values():
+        if is_mcp_clock(value):
+            return hang_report_of(value)
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Run the trio tests that request ``mcp_clock`` with hang detection.
+
+    pytest-trio takes the ``run`` of the first ``trio`` marker that names one: this one,
+    added before pytest-trio's own (trio mode), unless the test names its own ``run`` or
+    the project runs its tests on another loop (pytest-trio's ``trio_run = qtrio``).
+    """
+    try:
+        if config.getini("trio_run") not in ("", "trio"):
+            return
+    except ValueError:  # pytest-trio is not installed: nothing runs async tests
+        return
+    for item in items:
+        if "mcp_clock" not in getattr(item, "fixturenames", ()):
+            continue
+        if any("run" in mark.kwargs for mark in item.iter_markers("trio")):
+            continue
+        item.add_marker(pytest.mark.trio(run=run_detecting_hangs))
+
+
 def _autojumps(item: pytest.Item) -> bool:
     funcargs: Any = getattr(item, "funcargs", {})
     for value in dict(funcargs).values():
@@ -193,10 +236,14 @@ def _autojumps(item: pytest.Item) -> bool:
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, Any, None]:
-    """Add the autojump hint to a start-up timeout's failure report."""
+    """Add the autojump hint to a start-up timeout's failure report; explain a hang."""
     outcome = yield
     report: pytest.TestReport = outcome.get_result()
     if not report.failed or call.excinfo is None or not _autojumps(item):
+        return
+    hang = _hang_report(item)
+    if hang is not None:  # the cancellation's tracebacks say nothing: the report replaces them
+        report.longrepr = f"{hang}\n\n{HANG_NOTE}"
         return
     what = _start_up_timeout(call.excinfo.value)
     if what is None:

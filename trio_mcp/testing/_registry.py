@@ -95,6 +95,10 @@ class OpenConnection(Protocol):
         """Send ``notifications/resources/updated`` to clients subscribed to ``uri``."""
         ...
 
+    async def notify_listeners(self, key: str, method: str, params: JSONDict, match: Any) -> None:
+        """Send ``method`` on the listen streams that honour the filter field ``key``."""
+        ...
+
     async def end_subscriptions(self) -> None:
         """Close every listen stream gracefully."""
         ...

@@ -106,6 +106,9 @@ class MockServerBase:
         self.task_ttl_ms: int | None = 60_000
         self.task_field_spelling: Literal["ttlMs", "ttlSeconds"] = "ttlMs"
         self.task_serial: int = 0
+        #: Extension filter fields of ``subscriptions/listen`` this server honours (and
+        #: acknowledges); send what they select with :meth:`notify_listeners`.
+        self.listen_filters: set[str] = set()
         self.methods: dict[str, Callable[[dict[str, Any]], Any]] = {}
         self._state = ServerState()
 
@@ -263,7 +266,9 @@ class MockServerBase:
             mime_type: The ``mimeType`` of the resource and its contents.
             name: The resource name (default: the URI's last path segment).
             description: An optional description.
-            **fields: Further ``Resource`` fields, sent verbatim (``title=``, ``size=``...).
+            **fields: Further ``Resource`` fields, sent verbatim (``title=``, ``size=``...);
+                a ``_meta`` (e.g. MCP Apps' ``{"ui": {"csp": ...}}``) goes on the contents
+                read too.
         """
         definition: JSONDict = {"uri": uri, "name": name or uri.rstrip("/").rsplit("/", 1)[-1]}
         if mime_type is not None:
@@ -272,6 +277,8 @@ class MockServerBase:
             definition["description"] = description
         definition.update(fields)
         contents = resource_contents(uri, text=text, blob=blob, mime_type=mime_type)
+        if "_meta" in fields:
+            contents["_meta"] = fields["_meta"]
         self._state.resources[uri] = ResourceEntry(
             uri=uri, definition=definition, contents=contents
         )
@@ -454,6 +461,25 @@ class MockServerBase:
         """
         for connection in list(self._state.connections):
             await connection.notify_resource_updated(uri)
+
+    async def notify_listeners(
+        self, key: str, method: str, params: Mapping[str, Any] | None = None, *, match: Any = None
+    ) -> None:
+        """Send an extension's notification on the listen streams that asked for it.
+
+        Every modern ``subscriptions/listen`` stream whose acknowledged filter has the field
+        ``key`` (one of :attr:`listen_filters`, or ``taskIds``) gets ``method`` with
+        ``params``, tagged with its subscription id; with ``match``, only the streams whose
+        ``key`` holds ``match`` (a list) or equals it.
+
+        Args:
+            key: The filter field, e.g. ``"com.example/alerts"``.
+            method: The notification method.
+            params: Its params.
+            match: Only streams whose filter value holds or equals this.
+        """
+        for connection in list(self._state.connections):
+            await connection.notify_listeners(key, method, dict(params or {}), match)
 
     async def end_subscriptions(self) -> None:
         """End every ``subscriptions/listen`` stream gracefully (its completion result)."""

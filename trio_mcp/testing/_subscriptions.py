@@ -19,6 +19,7 @@ __all__ = [
     "end_subscriptions",
     "listen",
     "notify_list_changed",
+    "notify_listeners",
     "notify_resource_updated",
 ]
 
@@ -39,6 +40,11 @@ class SubscriptionLink(Protocol):
     @property
     def subscriptions(self) -> dict[RequestId, JSONDict]:
         """Modern: each open listen stream (its request id) and what it honours."""
+        ...
+
+    @property
+    def listen_filters(self) -> frozenset[str]:
+        """Extension filter fields of ``subscriptions/listen`` the server honours."""
         ...
 
     def capabilities(self) -> JSONDict:
@@ -92,6 +98,25 @@ async def notify_resource_updated(link: SubscriptionLink, uri: str) -> None:
             )
 
 
+async def notify_listeners(
+    link: SubscriptionLink, key: str, method: str, params: JSONDict, match: Any = None
+) -> None:
+    """Send ``method`` on every listen stream that honours the filter field ``key``.
+
+    With ``match``, only on the streams whose ``key`` holds it (a list) or equals it.
+    """
+    for subscription_id, honoured in list(link.subscriptions.items()):
+        if key not in honoured:
+            continue
+        value = honoured[key]
+        if match is not None and not (
+            match in value if isinstance(value, list) else value == match
+        ):
+            continue
+        meta = {**(as_dict(params.get("_meta")) or {}), SUBSCRIPTION_ID: subscription_id}
+        await link.send({"jsonrpc": "2.0", "method": method, "params": {**params, "_meta": meta}})
+
+
 async def end_subscriptions(link: SubscriptionLink) -> None:
     """Close every listen stream gracefully with its completion result."""
     subscriptions = list(link.subscriptions)
@@ -123,6 +148,12 @@ async def listen(link: SubscriptionLink, request_id: RequestId, params: JSONDict
     uris = as_list(wanted.get("resourceSubscriptions"))
     if uris is not None and "resources" in capabilities:
         honoured["resourceSubscriptions"] = [uri for uri in uris if isinstance(uri, str)]
+    task_ids = as_list(wanted.get("taskIds"))  # the tasks extension's filter field
+    if task_ids is not None:
+        honoured["taskIds"] = [task_id for task_id in task_ids if isinstance(task_id, str)]
+    for key in link.listen_filters:  # extensions' filter fields the script honours
+        if key in wanted:
+            honoured[key] = wanted[key]
     # Registered before the acknowledgement goes out: sending waits when the client's
     # buffer is full, and a change in that window must not be lost.
     link.subscriptions[request_id] = honoured

@@ -9,7 +9,9 @@ spell every other one ``trio_mcp.types.X``.
 
 One set of types covers every revision a client may meet. A field that only some
 revisions define is optional (``T | UnsetType = UNSET``); a field that is required in every
-revision that has it is required here. Python names are snake_case, wire names camelCase;
+revision that has it is required here; test one with ``value.title is not UNSET``
+(``UNSET`` and ``UnsetType`` are msgspec's own, re-exported here so a caller need not import
+msgspec). Python names are snake_case, wire names camelCase;
 ``_meta`` is exposed as ``meta``. Unknown fields are ignored, never rejected.
 
 JSON Schemas carried by the protocol (``Tool.input_schema``, ``Tool.output_schema``,
@@ -39,6 +41,7 @@ something the strict decoder rejects, such as an unknown content block.
 # the docs name the one public home. Each module imports only those before it:
 #
 #   _base           scalars, META_* keys, the _Wire base, base params/results, Error, to_builtins
+#   _apps           MCP Apps: the typed _meta.ui of tools and resources
 #   _content        content blocks, resource contents, UnknownContent, Annotations
 #   _tolerant       the slow path that keeps unknown content blocks (msgspec.convert, repaired)
 #   _lifecycle      Implementation, capabilities, initialize, server/discover, typed _meta views
@@ -65,12 +68,14 @@ from collections.abc import Callable
 from types import FunctionType
 from typing import Any, Final, Generic, TypeVar, overload
 
-# ClassVar, Literal and UnsetType are not used in this module: the structs' field annotations
-# spell them, and are evaluated here (see _adopt below).
+# ClassVar and Literal are not used in this module: the structs' field annotations spell them,
+# and are evaluated here (see _adopt below). UNSET and UnsetType are public too: a caller tests
+# an optional field with ``if tool.title is not UNSET`` without importing msgspec.
 from typing import ClassVar as ClassVar
 from typing import Literal as Literal
 
 import msgspec
+from msgspec import UNSET as UNSET
 from msgspec import UnsetType as UnsetType
 
 # The order of these imports is the order of the API reference page (mkdocstrings lists
@@ -104,6 +109,14 @@ from ._base import (
     PaginatedRequestParams,
     Error,
     to_builtins,
+)
+from ._apps import (
+    APPS_EXTENSION,
+    APP_MIME_TYPE,
+    UIToolMeta,
+    UIResourceCsp,
+    UIResourcePermissions,
+    UIResourceMeta,
 )
 from ._content import (
     Annotations,
@@ -267,6 +280,8 @@ from ._tolerant import _convert, _mapping, _repair
 # Public protocol names and to_builtins; the decoding helpers at the bottom (decoder_for, ...)
 # are for the session engine and stay out of the star-export.
 __all__ = [
+    "APPS_EXTENSION",
+    "APP_MIME_TYPE",
     "Annotations",
     "AnyResourceContents",
     "AudioContent",
@@ -411,7 +426,13 @@ __all__ = [
     "ToolResultContent",
     "ToolUseContent",
     "ToolsCapability",
+    "UIResourceCsp",
+    "UIResourceMeta",
+    "UIResourcePermissions",
+    "UIToolMeta",
+    "UNSET",
     "UnknownContent",
+    "UnsetType",
     "UnsubscribeRequestParams",
     "UntitledEnumItems",
     "UntitledMultiSelectEnumSchema",

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from ._apps import UIResourceMeta, ui_meta
 from ._base import Icon, _Wire
 
 
@@ -90,6 +91,15 @@ class ResourceContents(_Wire, kw_only=True):
     uri: str
     mime_type: str | UnsetType = UNSET
     meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
+
+    @property
+    def ui(self) -> UIResourceMeta | None:
+        """The MCP Apps ``_meta.ui`` of a ``ui://`` resource (CSP, permissions), typed.
+
+        Raises:
+            ProtocolError: ``_meta.ui`` is not of the extension's shape.
+        """
+        return ui_meta(self.meta, UIResourceMeta)
 
 
 class TextResourceContents(ResourceContents, kw_only=True):

@@ -157,7 +157,15 @@ class ElicitRequestFormParams(RequestParams, kw_only=True):
 
     Attributes:
         message: What to show the user.
-        requested_schema: A flat JSON Schema object of primitive fields, exactly as sent.
+        requested_schema: A flat JSON Schema object of primitive fields: the plain
+            ``dict[str, Any]`` the server sent, on purpose not a typed value. The answer is
+            validated against exactly these bytes (unknown keywords kept), and the field
+            types overlap on ``"type": "string"`` (text, enums, legacy enums), so no tagged
+            union could decode them losslessly. Read ``requested_schema["properties"]`` (a
+            dict of field name to field schema) and ``requested_schema.get("required", [])``;
+            the [`PrimitiveSchemaDefinition`][trio_mcp.types.PrimitiveSchemaDefinition]
+            structs describe each field's keys, and build one for a test with
+            ``to_builtins(StringSchema(...))``.
         mode: ``"form"`` (2025-11-25+; absent means form).
         task: Task augmentation (2025-11-25 only).
     """

@@ -41,11 +41,15 @@ class LoggingMessageNotificationParams(NotificationParams, kw_only=True):
 
 
 class ProgressNotificationParams(NotificationParams, kw_only=True):
-    """Params of ``notifications/progress``; ``message`` is 2025-03-26+."""
+    """Params of ``notifications/progress``; ``message`` is 2025-03-26+.
+
+    ``progress`` and ``total`` keep the number the server sent: ``4`` stays the integer
+    ``4``, ``2.5`` a float (``int`` is tried first when decoding).
+    """
 
     progress_token: ProgressToken
-    progress: float
-    total: float | UnsetType = UNSET
+    progress: int | float
+    total: int | float | UnsetType = UNSET
     message: str | UnsetType = UNSET
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from ._apps import UIResourceMeta, ui_meta
 from ._base import Icon, NotificationParams, PaginatedResult, RequestParams, Result, _Wire
 from ._content import Annotations, _resource_contents, _ResourceContentsField
 
@@ -31,6 +32,15 @@ class Resource(_Wire, kw_only=True):
     icons: list[Icon] | UnsetType = UNSET
     annotations: Annotations | UnsetType = UNSET
     meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
+
+    @property
+    def ui(self) -> UIResourceMeta | None:
+        """The MCP Apps ``_meta.ui`` of a ``ui://`` resource (CSP, permissions), typed.
+
+        Raises:
+            ProtocolError: ``_meta.ui`` is not of the extension's shape.
+        """
+        return ui_meta(self.meta, UIResourceMeta)
 
 
 class ResourceTemplate(_Wire, kw_only=True):

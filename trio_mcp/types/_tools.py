@@ -13,6 +13,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from .._exceptions import ToolError
+from ._apps import UIToolMeta, ui_meta
 from ._base import Icon, PaginatedResult, Result, _Wire
 from ._content import TextContent, _ContentField
 
@@ -62,6 +63,15 @@ class Tool(_Wire, kw_only=True):
     icons: list[Icon] | UnsetType = UNSET
     execution: ToolExecution | UnsetType = UNSET
     meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
+
+    @property
+    def ui(self) -> UIToolMeta | None:
+        """The MCP Apps ``_meta.ui`` (the app's ``ui://`` resource), typed; None if absent.
+
+        Raises:
+            ProtocolError: ``_meta.ui`` is not of the extension's shape.
+        """
+        return ui_meta(self.meta, UIToolMeta)
 
 
 class ListToolsResult(PaginatedResult, kw_only=True):
