@@ -39,6 +39,7 @@ something the strict decoder rejects, such as an unknown content block.
 # the docs name the one public home. Each module imports only those before it:
 #
 #   _base           scalars, META_* keys, the _Wire base, base params/results, Error, to_builtins
+#   _apps           MCP Apps: the typed _meta.ui of tools and resources (SEP-1865)
 #   _content        content blocks, resource contents, UnknownContent, Annotations
 #   _tolerant       the slow path that keeps unknown content blocks (msgspec.convert, repaired)
 #   _lifecycle      Implementation, capabilities, initialize, server/discover, typed _meta views
@@ -104,6 +105,14 @@ from ._base import (
     PaginatedRequestParams,
     Error,
     to_builtins,
+)
+from ._apps import (
+    UI_EXTENSION,
+    UI_MIME_TYPE,
+    ToolUI,
+    ResourceUI,
+    UIResourceCsp,
+    UIResourcePermissions,
 )
 from ._content import (
     Annotations,
@@ -372,6 +381,7 @@ __all__ = [
     "ResourceRequestParams",
     "ResourceTemplate",
     "ResourceTemplateReference",
+    "ResourceUI",
     "ResourceUpdatedNotificationParams",
     "ResourcesCapability",
     "Result",
@@ -409,8 +419,13 @@ __all__ = [
     "ToolChoice",
     "ToolExecution",
     "ToolResultContent",
+    "ToolUI",
     "ToolUseContent",
     "ToolsCapability",
+    "UIResourceCsp",
+    "UIResourcePermissions",
+    "UI_EXTENSION",
+    "UI_MIME_TYPE",
     "UnknownContent",
     "UnsubscribeRequestParams",
     "UntitledEnumItems",

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from ._apps import ResourceUI, ui_of
 from ._base import Icon, _Wire
 
 
@@ -90,6 +91,14 @@ class ResourceContents(_Wire, kw_only=True):
     uri: str
     mime_type: str | UnsetType = UNSET
     meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
+
+    @property
+    def ui(self) -> ResourceUI | None:
+        """The MCP Apps ``_meta.ui`` of these contents (CSP, permissions), or None.
+
+        None when the server sent none, or sent one that is malformed (logged at debug).
+        """
+        return ui_of(self.meta, ResourceUI, self.uri)
 
 
 class TextResourceContents(ResourceContents, kw_only=True):

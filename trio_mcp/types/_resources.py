@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from ._apps import ResourceUI, ui_of
 from ._base import Icon, NotificationParams, PaginatedResult, RequestParams, Result, _Wire
 from ._content import Annotations, _resource_contents, _ResourceContentsField
 
@@ -31,6 +32,14 @@ class Resource(_Wire, kw_only=True):
     icons: list[Icon] | UnsetType = UNSET
     annotations: Annotations | UnsetType = UNSET
     meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
+
+    @property
+    def ui(self) -> ResourceUI | None:
+        """The MCP Apps ``_meta.ui`` of a ``ui://`` resource (CSP, permissions), or None.
+
+        None when the server sent none, or sent one that is malformed (logged at debug).
+        """
+        return ui_of(self.meta, ResourceUI, self.uri)
 
 
 class ResourceTemplate(_Wire, kw_only=True):

@@ -13,6 +13,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from .._exceptions import ToolError
+from ._apps import ToolUI, ui_of
 from ._base import Icon, PaginatedResult, Result, _Wire
 from ._content import TextContent, _ContentField
 
@@ -62,6 +63,14 @@ class Tool(_Wire, kw_only=True):
     icons: list[Icon] | UnsetType = UNSET
     execution: ToolExecution | UnsetType = UNSET
     meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
+
+    @property
+    def ui(self) -> ToolUI | None:
+        """The MCP Apps ``_meta.ui`` of this tool: its app's ``ui://`` URI, its audience.
+
+        None when the server sent none, or sent one that is malformed (logged at debug).
+        """
+        return ui_of(self.meta, ToolUI, self.name)
 
 
 class ListToolsResult(PaginatedResult, kw_only=True):
