@@ -63,11 +63,12 @@ async def test_app_tools_and_ui_resources_are_typed(protocol: str) -> None:
         tools = {tool.name: tool for tool in await session.list_tools()}
         (resource,) = await session.list_resources()
         read = await session.read_resource(VIEW)
-    assert tools["forecast"].ui == t.ToolUI(resource_uri=VIEW)
-    assert tools["forecast"].ui.model_visible
+    forecast = tools["forecast"].ui
+    assert forecast == t.ToolUI(resource_uri=VIEW)
+    assert forecast is not None and forecast.model_visible
     refresh = tools["refresh"].ui
     assert refresh == t.ToolUI(resource_uri=VIEW, visibility=["app"])
-    assert not refresh.model_visible
+    assert refresh is not None and not refresh.model_visible
     assert tools["plain"].ui is None
     assert (resource.uri, resource.mime_type, resource.ui) == (VIEW, t.UI_MIME_TYPE, EXPECTED_UI)
     (contents,) = read.contents

@@ -34,8 +34,9 @@ async def test_fastmcp_app_tools_and_resource_are_typed(
         tools = {tool.name: tool for tool in await session.list_tools()}
         (resource,) = await session.list_resources()
         read = await session.read_resource(VIEW)
-    assert tools["forecast"].ui == t.ToolUI(resource_uri=VIEW)
-    assert tools["forecast"].ui.model_visible
+    forecast = tools["forecast"].ui
+    assert forecast == t.ToolUI(resource_uri=VIEW)
+    assert forecast is not None and forecast.model_visible
     refresh = tools["refresh"].ui
     assert refresh is not None and refresh.visibility == ["app"] and not refresh.model_visible
     assert tools["ui_supported"].ui is None
