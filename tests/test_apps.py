@@ -48,7 +48,7 @@ def apps_server() -> MockServer:
     return server
 
 
-EXPECTED_UI = t.ResourceUI(
+EXPECTED_UI = t.UIResourceMeta(
     csp=t.UIResourceCsp(connect_domains=["https://api.example.com"]),
     permissions=t.UIResourcePermissions(camera={}),
     domain="weather.example.com",
@@ -64,16 +64,16 @@ async def test_app_tools_and_ui_resources_are_typed(protocol: str) -> None:
         (resource,) = await session.list_resources()
         read = await session.read_resource(VIEW)
     forecast = tools["forecast"].ui
-    assert forecast == t.ToolUI(resource_uri=VIEW)
+    assert forecast == t.UIToolMeta(resource_uri=VIEW)
     assert forecast is not None and forecast.model_visible
     refresh = tools["refresh"].ui
-    assert refresh == t.ToolUI(resource_uri=VIEW, visibility=["app"])
+    assert refresh == t.UIToolMeta(resource_uri=VIEW, visibility=["app"])
     assert refresh is not None and not refresh.model_visible
     assert tools["plain"].ui is None
-    assert (resource.uri, resource.mime_type, resource.ui) == (VIEW, t.UI_MIME_TYPE, EXPECTED_UI)
+    assert (resource.uri, resource.mime_type, resource.ui) == (VIEW, t.APP_MIME_TYPE, EXPECTED_UI)
     (contents,) = read.contents
     assert isinstance(contents, t.TextResourceContents)
-    assert (contents.text, contents.mime_type, contents.ui) == (HTML, t.UI_MIME_TYPE, EXPECTED_UI)
+    assert (contents.text, contents.mime_type, contents.ui) == (HTML, t.APP_MIME_TYPE, EXPECTED_UI)
     # fields this library does not type stay in the raw _meta
     assert isinstance(contents.meta, dict)
     assert contents.meta["ui"]["csp"]["futureDomains"] == ["x"]
@@ -95,7 +95,7 @@ async def test_the_apps_option_declares_the_extension(protocol: str) -> None:
 
 async def test_explicit_extension_settings_win_over_the_apps_option() -> None:
     server = apps_server()
-    mine = {t.UI_EXTENSION: {"mimeTypes": ["text/html;profile=mcp-app", "x/y"]}}
+    mine = {t.APPS_EXTENSION: {"mimeTypes": ["text/html;profile=mcp-app", "x/y"]}}
     async with trio_mcp.open_mcp_session(server, apps=True, extensions=mine) as session:
         await session.list_tools()
     assert server.client_capabilities is not None
@@ -110,14 +110,14 @@ def test_malformed_ui_is_ignored_with_a_debug_log(caplog: pytest.LogCaptureFixtu
     with caplog.at_level(logging.DEBUG, logger="trio_mcp"):
         tool = tool_with_meta({"ui": {"resourceUri": 3}})
         assert tool.ui is None
-    assert "malformed _meta.ui of 'x'" in caplog.text
+    assert "malformed _meta.ui (UIToolMeta)" in caplog.text
     assert tool_with_meta({"ui": "nope"}).ui is None
     resource = msgspec.convert({"uri": VIEW, "name": "v", "_meta": {"ui": []}}, t.Resource)
     assert resource.ui is None
 
 
 def test_the_flat_key_of_the_first_drafts_is_read() -> None:
-    assert tool_with_meta({"ui/resourceUri": VIEW}).ui == t.ToolUI(resource_uri=VIEW)
+    assert tool_with_meta({"ui/resourceUri": VIEW}).ui == t.UIToolMeta(resource_uri=VIEW)
     assert tool_with_meta({"ui/resourceUri": 3}).ui is None
 
 
@@ -143,13 +143,13 @@ def test_any_ui_from_a_server_decodes_or_is_none(ui: Any, flat: Any) -> None:
         }
     )
     (tool,) = msgspec.json.decode(wire, type=t.ListToolsResult).tools
-    assert tool.ui is None or isinstance(tool.ui, t.ToolUI)
+    assert tool.ui is None or isinstance(tool.ui, t.UIToolMeta)
     resource = msgspec.json.decode(
         msgspec.json.encode({"uri": VIEW, "name": "v", "_meta": {"ui": ui}}), type=t.Resource
     )
-    assert resource.ui is None or isinstance(resource.ui, t.ResourceUI)
+    assert resource.ui is None or isinstance(resource.ui, t.UIResourceMeta)
     contents = msgspec.json.decode(
         msgspec.json.encode({"uri": VIEW, "text": "", "_meta": {"ui": ui}}),
         type=t.TextResourceContents,
     )
-    assert contents.ui is None or isinstance(contents.ui, t.ResourceUI)
+    assert contents.ui is None or isinstance(contents.ui, t.UIResourceMeta)

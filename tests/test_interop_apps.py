@@ -35,20 +35,20 @@ async def test_fastmcp_app_tools_and_resource_are_typed(
         (resource,) = await session.list_resources()
         read = await session.read_resource(VIEW)
     forecast = tools["forecast"].ui
-    assert forecast == t.ToolUI(resource_uri=VIEW)
+    assert forecast == t.UIToolMeta(resource_uri=VIEW)
     assert forecast is not None and forecast.model_visible
     refresh = tools["refresh"].ui
     assert refresh is not None and refresh.visibility == ["app"] and not refresh.model_visible
     assert tools["ui_supported"].ui is None
-    expected = t.ResourceUI(
+    expected = t.UIResourceMeta(
         csp=t.UIResourceCsp(connect_domains=["https://api.example.com"]),
         permissions=t.UIResourcePermissions(clipboard_write={}),
         prefers_border=True,
     )
-    assert (resource.uri, resource.mime_type, resource.ui) == (VIEW, t.UI_MIME_TYPE, expected)
+    assert (resource.uri, resource.mime_type, resource.ui) == (VIEW, t.APP_MIME_TYPE, expected)
     (contents,) = read.contents
     assert isinstance(contents, t.TextResourceContents)
-    assert contents.mime_type == t.UI_MIME_TYPE and contents.ui == expected
+    assert contents.mime_type == t.APP_MIME_TYPE and contents.ui == expected
     assert contents.text.startswith("<!doctype html>")
 
 

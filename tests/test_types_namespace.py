@@ -54,12 +54,12 @@ def test_top_level_all_shrank() -> None:
 
 # Added to trio_mcp.types after the move, so never top-level names: MCP Apps.
 NEVER_TOP_LEVEL = {
-    "ResourceUI",
-    "ToolUI",
+    "APPS_EXTENSION",
+    "APP_MIME_TYPE",
     "UIResourceCsp",
+    "UIResourceMeta",
     "UIResourcePermissions",
-    "UI_EXTENSION",
-    "UI_MIME_TYPE",
+    "UIToolMeta",
 }
 
 

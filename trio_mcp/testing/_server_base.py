@@ -15,7 +15,7 @@ import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, TypeVar, overload
 
-from ..types._apps import UI_MIME_TYPE
+from ..types._apps import APP_MIME_TYPE
 from ._faults import Faults
 from ._registry import (
     JSONDict,
@@ -321,7 +321,7 @@ class MockServerBase:
             ui["domain"] = domain
         if prefers_border is not None:
             ui["prefersBorder"] = prefers_border
-        self.add_resource(uri, text=html, mime_type=UI_MIME_TYPE, _meta={"ui": ui}, **fields)
+        self.add_resource(uri, text=html, mime_type=APP_MIME_TYPE, _meta={"ui": ui}, **fields)
         self._state.resources[uri].contents["_meta"] = {"ui": ui}
 
     def remove_resource(self, uri: str) -> None:

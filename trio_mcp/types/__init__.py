@@ -39,7 +39,7 @@ something the strict decoder rejects, such as an unknown content block.
 # the docs name the one public home. Each module imports only those before it:
 #
 #   _base           scalars, META_* keys, the _Wire base, base params/results, Error, to_builtins
-#   _apps           MCP Apps: the typed _meta.ui of tools and resources (SEP-1865)
+#   _apps           MCP Apps: the typed _meta.ui of tools and resources
 #   _content        content blocks, resource contents, UnknownContent, Annotations
 #   _tolerant       the slow path that keeps unknown content blocks (msgspec.convert, repaired)
 #   _lifecycle      Implementation, capabilities, initialize, server/discover, typed _meta views
@@ -107,12 +107,12 @@ from ._base import (
     to_builtins,
 )
 from ._apps import (
-    UI_EXTENSION,
-    UI_MIME_TYPE,
-    ToolUI,
-    ResourceUI,
+    APPS_EXTENSION,
+    APP_MIME_TYPE,
+    UIToolMeta,
     UIResourceCsp,
     UIResourcePermissions,
+    UIResourceMeta,
 )
 from ._content import (
     Annotations,
@@ -276,6 +276,8 @@ from ._tolerant import _convert, _mapping, _repair
 # Public protocol names and to_builtins; the decoding helpers at the bottom (decoder_for, ...)
 # are for the session engine and stay out of the star-export.
 __all__ = [
+    "APPS_EXTENSION",
+    "APP_MIME_TYPE",
     "Annotations",
     "AnyResourceContents",
     "AudioContent",
@@ -381,7 +383,6 @@ __all__ = [
     "ResourceRequestParams",
     "ResourceTemplate",
     "ResourceTemplateReference",
-    "ResourceUI",
     "ResourceUpdatedNotificationParams",
     "ResourcesCapability",
     "Result",
@@ -419,13 +420,12 @@ __all__ = [
     "ToolChoice",
     "ToolExecution",
     "ToolResultContent",
-    "ToolUI",
     "ToolUseContent",
     "ToolsCapability",
     "UIResourceCsp",
+    "UIResourceMeta",
     "UIResourcePermissions",
-    "UI_EXTENSION",
-    "UI_MIME_TYPE",
+    "UIToolMeta",
     "UnknownContent",
     "UnsubscribeRequestParams",
     "UntitledEnumItems",

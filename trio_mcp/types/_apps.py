@@ -26,10 +26,10 @@ logger = logging.getLogger("trio_mcp")
 
 _T = TypeVar("_T", bound=_Wire)
 
-UI_EXTENSION: Final = "io.modelcontextprotocol/ui"
+APPS_EXTENSION: Final = "io.modelcontextprotocol/ui"
 """The extension id of MCP Apps, advertised under ``capabilities.extensions``."""
 
-UI_MIME_TYPE: Final = "text/html;profile=mcp-app"
+APP_MIME_TYPE: Final = "text/html;profile=mcp-app"
 """The MIME type of an MCP App's HTML (a ``ui://`` resource's ``mimeType``)."""
 
 
@@ -65,7 +65,7 @@ class UIResourcePermissions(_Wire, kw_only=True):
     clipboard_write: dict[str, Any] | UnsetType = UNSET
 
 
-class ToolUI(_Wire, kw_only=True):
+class UIToolMeta(_Wire, kw_only=True):
     """A tool's ``_meta.ui``: the app that shows its results, and who may call it.
 
     Attributes:
@@ -83,7 +83,7 @@ class ToolUI(_Wire, kw_only=True):
         return isinstance(self.visibility, UnsetType) or "model" in self.visibility
 
 
-class ResourceUI(_Wire, kw_only=True):
+class UIResourceMeta(_Wire, kw_only=True):
     """A ``ui://`` resource's ``_meta.ui``: how a host should sandbox the app's page.
 
     Attributes:
@@ -99,19 +99,24 @@ class ResourceUI(_Wire, kw_only=True):
     prefers_border: bool | UnsetType = UNSET
 
 
-def ui_of(meta: dict[str, Any] | UnsetType, kind: type[_T], where: str) -> _T | None:
-    """Read ``meta["ui"]`` as ``kind``; None when absent or malformed (logged at debug)."""
-    if isinstance(meta, UnsetType):
+def ui_meta(meta: Any, tp: type[_T]) -> _T | None:
+    """Decode the ``ui`` object of a ``_meta`` as ``tp``; None when absent or malformed.
+
+    A malformed one (not of the extension's shape) is logged at DEBUG on the ``trio_mcp``
+    logger: a bad hint from a server never fails a listing. A tool's deprecated flat
+    ``_meta["ui/resourceUri"]`` is read too.
+    """
+    if not isinstance(meta, dict):
         return None
-    raw = meta.get("ui")
-    if raw is None and kind is ToolUI:
-        legacy = meta.get("ui/resourceUri")  # the flat key of the extension's first drafts
-        if isinstance(legacy, str):
-            raw = {"resourceUri": legacy}
-    if raw is None:
+    mapping: dict[str, Any] = meta  # pyright: ignore[reportUnknownVariableType]
+    value = mapping.get("ui")
+    flat = mapping.get("ui/resourceUri")
+    if value is None and tp is UIToolMeta and isinstance(flat, str):
+        value = {"resourceUri": flat}
+    if value is None:
         return None
     try:
-        return msgspec.convert(raw, kind)
+        return msgspec.convert(value, tp)
     except msgspec.ValidationError as exc:
-        logger.debug("ignored a malformed _meta.ui of %r: %s", where, exc)
+        logger.debug("ignored a malformed _meta.ui (%s): %s", tp.__name__, exc)
         return None

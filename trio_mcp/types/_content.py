@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from ._apps import ResourceUI, ui_of
+from ._apps import UIResourceMeta, ui_meta
 from ._base import Icon, _Wire
 
 
@@ -93,12 +93,12 @@ class ResourceContents(_Wire, kw_only=True):
     meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
     @property
-    def ui(self) -> ResourceUI | None:
+    def ui(self) -> UIResourceMeta | None:
         """The MCP Apps ``_meta.ui`` of these contents (CSP, permissions), or None.
 
         None when the server sent none, or sent one that is malformed (logged at debug).
         """
-        return ui_of(self.meta, ResourceUI, self.uri)
+        return ui_meta(self.meta, UIResourceMeta)
 
 
 class TextResourceContents(ResourceContents, kw_only=True):

@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from ._apps import ResourceUI, ui_of
+from ._apps import UIResourceMeta, ui_meta
 from ._base import Icon, NotificationParams, PaginatedResult, RequestParams, Result, _Wire
 from ._content import Annotations, _resource_contents, _ResourceContentsField
 
@@ -34,12 +34,12 @@ class Resource(_Wire, kw_only=True):
     meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
     @property
-    def ui(self) -> ResourceUI | None:
+    def ui(self) -> UIResourceMeta | None:
         """The MCP Apps ``_meta.ui`` of a ``ui://`` resource (CSP, permissions), or None.
 
         None when the server sent none, or sent one that is malformed (logged at debug).
         """
-        return ui_of(self.meta, ResourceUI, self.uri)
+        return ui_meta(self.meta, UIResourceMeta)
 
 
 class ResourceTemplate(_Wire, kw_only=True):

@@ -13,7 +13,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from .._exceptions import ToolError
-from ._apps import ToolUI, ui_of
+from ._apps import UIToolMeta, ui_meta
 from ._base import Icon, PaginatedResult, Result, _Wire
 from ._content import TextContent, _ContentField
 
@@ -65,12 +65,12 @@ class Tool(_Wire, kw_only=True):
     meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
     @property
-    def ui(self) -> ToolUI | None:
+    def ui(self) -> UIToolMeta | None:
         """The MCP Apps ``_meta.ui`` of this tool: its app's ``ui://`` URI, its audience.
 
         None when the server sent none, or sent one that is malformed (logged at debug).
         """
-        return ui_of(self.meta, ToolUI, self.name)
+        return ui_meta(self.meta, UIToolMeta)
 
 
 class ListToolsResult(PaginatedResult, kw_only=True):
