@@ -324,6 +324,11 @@ def fastmcp_tasks_argv() -> list[str]:
     return [str(FASTMCP_PYTHON), str(FASTMCP_TASKS_SERVER)]
 
 
+def fastmcp_apps_argv() -> list[str]:
+    """Command line that runs ``tests/servers/fastmcp_apps_server.py`` (stdio, MCP Apps)."""
+    return [str(FASTMCP_PYTHON), str(SERVERS_DIR / "fastmcp_apps_server.py")]
+
+
 def silent_legacy_argv() -> list[str]:
     """Command line that runs ``tests/servers/silent_legacy_server.py`` (no SDK needed)."""
     return [sys.executable, str(SILENT_LEGACY_SERVER)]

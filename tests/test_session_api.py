@@ -33,6 +33,7 @@ PUBLIC = {
 }  # fmt: skip
 
 MIXINS = (ToolsAPI, FeaturesAPI, NotificationsAPI)
+PUBLIC |= {"on_notification"}  # an extension's notifications, typed
 
 
 def test_the_public_api_is_whole() -> None:

@@ -18,6 +18,7 @@ from typing import Any
 from . import types as t
 from ._asyncio import AsyncioNotifications, AsyncioSessionBase
 from ._catalogue import Catalogue
+from ._session_notifications import T
 from ._subscriptions import ListKind, Notification
 from ._tasks import TaskState
 
@@ -55,6 +56,39 @@ class AsyncioNotificationsAPI(AsyncioSessionBase):
         self._bridge.check()
         return self._session.add_notification_handler(
             method,
+            self._deliver(callback),
+        )
+
+    def on_notification(
+        self,
+        method: str,
+        params_type: type[T],
+        callback: Callable[[T], Any],
+    ) -> Callable[[], None]:
+        """Call ``callback`` with the params of each ``method`` notification, as ``params_type``.
+
+        Asyncio twin of
+        [`ClientSession.on_notification()`][trio_mcp.ClientSession.on_notification]: a
+        plain (not async) method, run at once on the asyncio thread, which also runs the
+        guest Trio run. Callbacks (``callback``) may be plain functions (called on the
+        asyncio thread: keep them quick) or asyncio coroutine functions (run as asyncio
+        tasks).
+
+        Args:
+            method: The notification method, e.g. ``"notifications/com.example/alert"``.
+            params_type: The type to decode its params to.
+            callback: Called (or awaited) with the decoded params.
+
+        Returns:
+            A function that removes the callback again.
+
+        Raises:
+            TypeError: msgspec cannot decode to ``params_type``.
+        """
+        self._bridge.check()
+        return self._session.on_notification(
+            method,
+            params_type,
             self._deliver(callback),
         )
 

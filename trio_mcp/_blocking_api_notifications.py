@@ -18,6 +18,7 @@ from typing import Any
 from . import types as t
 from ._blocking import BlockingNotifications, BlockingSessionBase
 from ._catalogue import Catalogue
+from ._session_notifications import T
 from ._subscriptions import ListKind, Notification
 from ._tasks import TaskState
 
@@ -57,6 +58,42 @@ class BlockingNotificationsAPI(BlockingSessionBase):
                 "add_notification_handler()",
                 self._session.add_notification_handler,
                 method,
+                self._callback(callback),
+            )
+        )
+
+    def on_notification(
+        self,
+        method: str,
+        params_type: type[T],
+        callback: Callable[[T], Any],
+    ) -> Callable[[], None]:
+        """Call ``callback`` with the params of each ``method`` notification, as ``params_type``.
+
+        Blocking twin of
+        [`ClientSession.on_notification()`][trio_mcp.ClientSession.on_notification]:
+        runs on the session's Trio thread and blocks the calling thread only for that.
+        Callbacks (``callback``) may be plain functions, run in a worker thread (so they
+        may block), or async functions, run on the session's Trio thread. The function
+        returned may be called from any thread.
+
+        Args:
+            method: The notification method, e.g. ``"notifications/com.example/alert"``.
+            params_type: The type to decode its params to.
+            callback: Called (or awaited) with the decoded params.
+
+        Returns:
+            A function that removes the callback again.
+
+        Raises:
+            TypeError: msgspec cannot decode to ``params_type``.
+        """
+        return self._remover(
+            self._run_sync(
+                "on_notification()",
+                self._session.on_notification,
+                method,
+                params_type,
                 self._callback(callback),
             )
         )

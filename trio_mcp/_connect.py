@@ -197,6 +197,7 @@ def open_mcp_session(
     era_cache: EraCache | None = None,
     output_validation: str = "report",
     tasks: bool = False,
+    apps: bool = False,
     extensions: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> AbstractAsyncContextManager[ClientSession]: ...
 @overload
@@ -225,6 +226,7 @@ def open_mcp_session(
     era_cache: EraCache | None = None,
     output_validation: str = "report",
     tasks: bool = False,
+    apps: bool = False,
     extensions: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> AbstractAsyncContextManager[ClientSession]: ...
 def open_mcp_session(
@@ -253,6 +255,7 @@ def open_mcp_session(
     era_cache: EraCache | None = None,
     output_validation: str = "report",
     tasks: bool = False,
+    apps: bool = False,
     extensions: Mapping[str, Mapping[str, Any]] | None = None,
     **transport_options: Any,
 ) -> AbstractAsyncContextManager[ClientSession]:
@@ -318,8 +321,12 @@ def open_mcp_session(
             and run 2025-11-25 tools whose ``taskSupport`` is ``"optional"`` as tasks.
             Tasks a server makes are driven by :meth:`ClientSession.call_tool` either way
             (see ``docs/tasks.md``).
+        apps: Advertise MCP Apps (``io.modelcontextprotocol/ui``, SEP-1865) with the
+            ``text/html;profile=mcp-app`` MIME type: say so only if your host renders apps
+            (servers may then list app-only tools). Off by default. Tools and resources
+            carry their ``_meta.ui`` either way (``Tool.ui``; see ``docs/apps.md``).
         extensions: Further client extensions to advertise (SEP-2133), e.g.
-            ``{"io.modelcontextprotocol/ui": {"mimeTypes": [...]}}``.
+            ``{"com.example/feature": {"setting": 1}}``.
         **transport_options: Deprecated: transport options (``env=``, ``cwd=``,
             ``headers=``, ``auth=``, ``ssl_context=``...) belong on the parameters object
             (:class:`StdioParameters`, :class:`StreamableHTTPParameters`,
@@ -359,7 +366,7 @@ def open_mcp_session(
         max_input_rounds=max_input_rounds, max_pages=max_pages,
         notification_buffer=notification_buffer, listen_ack_timeout=listen_ack_timeout,
         max_server_requests=max_server_requests, era_cache=era_cache,
-        output_validation=output_validation, tasks=tasks, extensions=extensions,
+        output_validation=output_validation, tasks=tasks, apps=apps, extensions=extensions,
     )  # fmt: skip
     resolved = _resolve_target(chosen, {})
     handlers = ServerRequestHandlers(

@@ -33,6 +33,7 @@ class _Options:
     era_cache: EraCache | None = None
     output_validation: str = "report"
     tasks: bool = False
+    apps: bool = False
     extensions: Mapping[str, Mapping[str, Any]] | None = None
 
     def __post_init__(self) -> None:

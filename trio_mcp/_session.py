@@ -263,6 +263,8 @@ class ClientSession(ToolsAPI, FeaturesAPI, NotificationsAPI, metaclass=NoPublicC
         }
         if options.tasks:
             self._extensions.setdefault(TASKS_EXTENSION, {})
+        if options.apps:
+            self._extensions.setdefault(t.APPS_EXTENSION, {"mimeTypes": [t.APP_MIME_TYPE]})
         self._claims: dict[str, tuple[frozenset[str] | None, ResultClaimHandler]] = {}
         if isinstance(handlers.roots, Roots):
             self._stop_roots = listen_to_roots(handlers.roots, self._roots_changed)

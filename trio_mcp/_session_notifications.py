@@ -17,8 +17,9 @@ import functools
 import logging
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
+import msgspec
 import trio
 
 from . import types as t
@@ -31,6 +32,8 @@ from ._tasks import TaskState, decode_task
 __all__ = ["NotificationsAPI"]
 
 logger = logging.getLogger("trio_mcp")
+
+T = TypeVar("T")
 
 
 class NotificationsAPI(RequestPath):
@@ -59,6 +62,41 @@ class NotificationsAPI(RequestPath):
             A function that removes the handler again.
         """
         return self._notes.add_handler(method, callback)
+
+    def on_notification(
+        self, method: str, params_type: type[T], callback: Callable[[T], Any]
+    ) -> Callable[[], None]:
+        """Call ``callback`` with the params of each ``method`` notification, as ``params_type``.
+
+        For an extension's notifications, typed: those a server sends unasked, and those
+        selected by an extension's filter fields on [`listen`][trio_mcp.ClientSession.listen].
+        ``params_type`` describes the params object: a ``msgspec.Struct`` (unknown fields
+        are ignored), a dataclass, a ``TypedDict`` or ``dict``. A notification whose params
+        do not fit is dropped, logged at DEBUG on the ``trio_mcp`` logger; the raw
+        notification still reaches channels and the callbacks of
+        [`add_notification_handler`][trio_mcp.ClientSession.add_notification_handler].
+        Plain and async callbacks run as for those.
+
+        Args:
+            method: The notification method, e.g. ``"notifications/com.example/alert"``.
+            params_type: The type to decode its params to.
+            callback: Called (or awaited) with the decoded params.
+
+        Returns:
+            A function that removes the callback again.
+
+        Raises:
+            TypeError: msgspec cannot decode to ``params_type``.
+        """
+        try:
+            msgspec.convert({}, params_type)
+        except msgspec.ValidationError:
+            pass  # a type with required fields: fine
+        except TypeError as exc:
+            raise TypeError(
+                f"on_notification(): msgspec cannot decode to {params_type!r}: {exc}"
+            ) from exc
+        return self._notes.typed_handler((method,), params_type, callback)
 
     def on_log(
         self, callback: Callable[[t.LoggingMessageNotificationParams], Any]

@@ -207,6 +207,18 @@ class ToolContext:
             {"jsonrpc": "2.0", "method": "notifications/message", "params": params}
         )
 
+    async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        """Send the client any notification now (an extension's, say), params as given.
+
+        Args:
+            method: The notification method (``"notifications/com.example/alert"``).
+            params: Its params object (none if None).
+        """
+        message: JSONDict = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = dict(params)
+        await self._connection.send(message)
+
     async def sample(self, params: Mapping[str, Any], *, key: str | None = None) -> JSONDict:
         """Ask the client to sample its LLM (``sampling/createMessage``).
 

@@ -15,6 +15,7 @@ import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, TypeVar, overload
 
+from ..types._apps import APP_MIME_TYPE
 from ._faults import Faults
 from ._registry import (
     JSONDict,
@@ -129,6 +130,7 @@ class MockServerBase:
         annotations: Mapping[str, Any] | None = None,
         x_mcp_header: Mapping[str, str] | None = None,
         task: Literal["optional", "required"] | None = None,
+        ui: str | Mapping[str, Any] | None = None,
         **fields: Any,
     ) -> Callable[[F], F]: ...
 
@@ -143,6 +145,7 @@ class MockServerBase:
         annotations: Mapping[str, Any] | None = None,
         x_mcp_header: Mapping[str, str] | None = None,
         task: Literal["optional", "required"] | None = None,
+        ui: str | Mapping[str, Any] | None = None,
         **fields: Any,
     ) -> F | Callable[[F], F]:
         """Register a tool; use as ``@server.tool`` or ``@server.tool(description=...)``.
@@ -168,6 +171,9 @@ class MockServerBase:
             task: ``"optional"`` or ``"required"``: the tool runs as a server task when the
                 client asks (2025-11-25 ``task`` param, ``execution.taskSupport`` listed)
                 or advertises the Tasks extension (2026-07-28, SEP-2663); see ``tasks``.
+            ui: The tool's MCP Apps ``_meta.ui``: the ``ui://`` URI of its app (see
+                [`add_app`][trio_mcp.testing.MockServer.add_app]), or the whole object
+                (``{"resourceUri": ..., "visibility": ["app"]}``), sent as is.
             **fields: Further tool fields, sent verbatim (``title=``, ``outputSchema=``,
                 ``icons=``, ``_meta=``...).
 
@@ -208,6 +214,10 @@ class MockServerBase:
             if task is not None:
                 definition["execution"] = {"taskSupport": task}
             definition.update(fields)
+            if ui is not None:
+                meta = dict(definition.get("_meta") or {})
+                meta["ui"] = {"resourceUri": ui} if isinstance(ui, str) else dict(ui)
+                definition["_meta"] = meta
             self._state.tools[tool_name] = ToolEntry(
                 name=tool_name,
                 function=function,
@@ -282,6 +292,44 @@ class MockServerBase:
         self._state.resources[uri] = ResourceEntry(
             uri=uri, definition=definition, contents=contents
         )
+
+    def add_app(
+        self,
+        uri: str,
+        html: str,
+        *,
+        csp: Mapping[str, Any] | None = None,
+        permissions: Mapping[str, Any] | None = None,
+        domain: str | None = None,
+        prefers_border: bool | None = None,
+        **fields: Any,
+    ) -> None:
+        """Register an MCP App: a ``ui://`` resource holding HTML, with its ``_meta.ui``.
+
+        The resource is listed and read with the ``text/html;profile=mcp-app`` MIME type,
+        its listing and its contents both carrying ``_meta.ui``. Link a tool to it with
+        ``@server.tool(ui=uri)``.
+
+        Args:
+            uri: The app's URI (``ui://server/view``).
+            html: The HTML document.
+            csp: The ``csp`` object (``{"connectDomains": [...], "resourceDomains": [...]}``).
+            permissions: The ``permissions`` object (``{"camera": {}}``...).
+            domain: A dedicated origin for the app.
+            prefers_border: Whether the app prefers a visible border.
+            **fields: Further ``Resource`` fields, sent verbatim.
+        """
+        ui: JSONDict = {}
+        if csp is not None:
+            ui["csp"] = dict(csp)
+        if permissions is not None:
+            ui["permissions"] = dict(permissions)
+        if domain is not None:
+            ui["domain"] = domain
+        if prefers_border is not None:
+            ui["prefersBorder"] = prefers_border
+        self.add_resource(uri, text=html, mime_type=APP_MIME_TYPE, _meta={"ui": ui}, **fields)
+        self._state.resources[uri].contents["_meta"] = {"ui": ui}
 
     def remove_resource(self, uri: str) -> None:
         """Unregister a resource.

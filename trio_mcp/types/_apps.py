@@ -1,53 +1,46 @@
-"""MCP Apps (SEP-1865, ``io.modelcontextprotocol/ui``): the typed ``_meta.ui`` of tools and
-resources, so a host gets what it needs to render an app (trio_mcp renders nothing).
+"""MCP Apps (``io.modelcontextprotocol/ui``, SEP-1865): the typed ``_meta.ui`` of tools, resources.
 
-A tool names its app's ``ui://`` resource in ``_meta.ui.resourceUri``; the resource (its
-listing entry or its contents) says in ``_meta.ui`` how the app may run: the
-Content-Security-Policy domains, the sandbox permissions, a dedicated domain, a border.
-A client that can render apps advertises the extension with the MIME types it renders
-(:data:`APPS_EXTENSION`, :data:`APP_MIME_TYPE`); ``ui://`` resources are read like any
-other. :func:`ui_meta` decodes the ``_meta.ui`` object of a tool or resource.
+A server pairs a tool with an HTML app: the tool names the app's ``ui://`` resource in
+``_meta.ui.resourceUri``, and the resource (its listing and its contents) says in its own
+``_meta.ui`` what the sandboxed page may load (CSP domains), which browser permissions it
+asks for, its dedicated origin and whether it prefers a border. The client renders nothing:
+these types give a host what it needs to render.
+
+``_meta`` stays the plain dict the server sent (``Tool.meta``); ``Tool.ui``,
+``Resource.ui`` and ``ResourceContents.ui`` read its ``ui`` entry as these types, and give
+None (with a debug log) when the server's ``ui`` entry is malformed: a bad hint never fails
+a listing. Fields this library does not know stay in ``meta["ui"]``.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Final, TypeVar
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from .._exceptions import ProtocolError
 from ._base import _Wire
 
-APPS_EXTENSION: Final = "io.modelcontextprotocol/ui"
-"""The MCP Apps extension id, advertised under ``capabilities.extensions``."""
-
-APP_MIME_TYPE: Final = "text/html;profile=mcp-app"
-"""The MIME type of an app's HTML resource (``ui://...``)."""
+logger = logging.getLogger("trio_mcp")
 
 _T = TypeVar("_T", bound=_Wire)
 
+APPS_EXTENSION: Final = "io.modelcontextprotocol/ui"
+"""The extension id of MCP Apps, advertised under ``capabilities.extensions``."""
 
-class UIToolMeta(_Wire, kw_only=True):
-    """A tool's ``_meta.ui``: the app that shows its results.
-
-    Attributes:
-        resource_uri: The ``ui://`` resource of the app (read it with ``read_resource``).
-        visibility: Who may call the tool: ``"model"``, ``"app"`` (both when absent).
-    """
-
-    resource_uri: str | UnsetType = UNSET
-    visibility: list[str] | UnsetType = UNSET
+APP_MIME_TYPE: Final = "text/html;profile=mcp-app"
+"""The MIME type of an MCP App's HTML (a ``ui://`` resource's ``mimeType``)."""
 
 
 class UIResourceCsp(_Wire, kw_only=True):
-    """The origins an app may reach, for the host's Content-Security-Policy.
+    """The origins an app's page may reach, for the host's ``Content-Security-Policy``.
 
     Attributes:
         connect_domains: Origins for fetch, XHR and WebSocket (``connect-src``).
-        resource_domains: Origins for scripts, styles, images, fonts, media.
-        frame_domains: Origins of nested frames (``frame-src``).
-        base_uri_domains: Origins allowed as the document's base URI.
+        resource_domains: Origins for scripts, images, styles, fonts, media.
+        frame_domains: Origins for nested frames (``frame-src``).
+        base_uri_domains: Origins allowed as the document's base URI (``base-uri``).
     """
 
     connect_domains: list[str] | UnsetType = UNSET
@@ -57,12 +50,12 @@ class UIResourceCsp(_Wire, kw_only=True):
 
 
 class UIResourcePermissions(_Wire, kw_only=True):
-    """The sandbox permissions an app asks for (each present field: asked for).
+    """The browser permissions an app's page asks for (each present as ``{}`` when asked).
 
     Attributes:
-        camera: The camera.
-        microphone: The microphone.
-        geolocation: The location.
+        camera: Camera access.
+        microphone: Microphone access.
+        geolocation: Geolocation access.
         clipboard_write: Writing to the clipboard.
     """
 
@@ -72,14 +65,32 @@ class UIResourcePermissions(_Wire, kw_only=True):
     clipboard_write: dict[str, Any] | UnsetType = UNSET
 
 
-class UIResourceMeta(_Wire, kw_only=True):
-    """A ``ui://`` resource's ``_meta.ui``: how the host may run the app.
+class UIToolMeta(_Wire, kw_only=True):
+    """A tool's ``_meta.ui``: the app that shows its results, and who may call it.
 
     Attributes:
-        csp: The origins the app may reach (none beyond its own when absent).
-        permissions: The sandbox permissions it asks for.
-        domain: A dedicated origin to serve it from.
-        prefers_border: Whether the host should draw a border around it.
+        resource_uri: The ``ui://`` resource holding the app's HTML.
+        visibility: Who the tool is meant for: ``"model"``, ``"app"`` or both (unset:
+            both). An audience hint from the server, not access control.
+    """
+
+    resource_uri: str | UnsetType = UNSET
+    visibility: list[str] | UnsetType = UNSET
+
+    @property
+    def model_visible(self) -> bool:
+        """Whether the tool is meant to be offered to the model (not an app-only tool)."""
+        return isinstance(self.visibility, UnsetType) or "model" in self.visibility
+
+
+class UIResourceMeta(_Wire, kw_only=True):
+    """A ``ui://`` resource's ``_meta.ui``: how a host should sandbox the app's page.
+
+    Attributes:
+        csp: The origins the page may reach.
+        permissions: The browser permissions it asks for.
+        domain: A dedicated origin the host should serve the page from.
+        prefers_border: Whether the app prefers a visible border around it.
     """
 
     csp: UIResourceCsp | UnsetType = UNSET
@@ -89,20 +100,11 @@ class UIResourceMeta(_Wire, kw_only=True):
 
 
 def ui_meta(meta: Any, tp: type[_T]) -> _T | None:
-    """Decode the ``ui`` object of a ``_meta`` as ``tp`` (None when there is none).
+    """Decode the ``ui`` object of a ``_meta`` as ``tp``; None when absent or malformed.
 
-    A tool's deprecated flat ``_meta["ui/resourceUri"]`` is read too.
-
-    Args:
-        meta: The ``_meta`` of a tool, resource or resource contents (``UNSET`` or a dict).
-        tp: [`UIToolMeta`][trio_mcp.types.UIToolMeta] or
-            [`UIResourceMeta`][trio_mcp.types.UIResourceMeta].
-
-    Returns:
-        The typed ``_meta.ui``, or None.
-
-    Raises:
-        ProtocolError: ``_meta.ui`` is there but not of that shape.
+    A malformed one (not of the extension's shape) is logged at DEBUG on the ``trio_mcp``
+    logger: a bad hint from a server never fails a listing. A tool's deprecated flat
+    ``_meta["ui/resourceUri"]`` is read too.
     """
     if not isinstance(meta, dict):
         return None
@@ -116,4 +118,5 @@ def ui_meta(meta: Any, tp: type[_T]) -> _T | None:
     try:
         return msgspec.convert(value, tp)
     except msgspec.ValidationError as exc:
-        raise ProtocolError(f"the server's _meta.ui is not a valid {tp.__name__}: {exc}") from exc
+        logger.debug("ignored a malformed _meta.ui (%s): %s", tp.__name__, exc)
+        return None

@@ -94,10 +94,9 @@ class ResourceContents(_Wire, kw_only=True):
 
     @property
     def ui(self) -> UIResourceMeta | None:
-        """The MCP Apps ``_meta.ui`` of a ``ui://`` resource (CSP, permissions), typed.
+        """The MCP Apps ``_meta.ui`` of these contents (CSP, permissions), or None.
 
-        Raises:
-            ProtocolError: ``_meta.ui`` is not of the extension's shape.
+        None when the server sent none, or sent one that is malformed (logged at debug).
         """
         return ui_meta(self.meta, UIResourceMeta)
 

@@ -66,10 +66,9 @@ class Tool(_Wire, kw_only=True):
 
     @property
     def ui(self) -> UIToolMeta | None:
-        """The MCP Apps ``_meta.ui`` (the app's ``ui://`` resource), typed; None if absent.
+        """The MCP Apps ``_meta.ui`` of this tool: its app's ``ui://`` URI, its audience.
 
-        Raises:
-            ProtocolError: ``_meta.ui`` is not of the extension's shape.
+        None when the server sent none, or sent one that is malformed (logged at debug).
         """
         return ui_meta(self.meta, UIToolMeta)
 
