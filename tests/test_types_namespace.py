@@ -70,9 +70,6 @@ def test_top_level_all_shrank() -> None:
     assert len(trio_mcp.types.__all__) >= 120
 
 
-# Added to trio_mcp.types after the move, so never top-level names: MCP Apps.
-
-
 @pytest.mark.parametrize(
     "name", [n for n in MOVED if not n.startswith("META_") and n not in NEVER_TOP_LEVEL]
 )
