@@ -1,36 +1,41 @@
 """trio_mcp: a Trio-native client for the Model Context Protocol, both protocol eras.
 
-Start with :func:`open_mcp_session`::
+Start with [`open_mcp_session()`][trio_mcp.open_mcp_session]:
 
-    async with trio_mcp.open_mcp_session(["python", "-m", "server"]) as session:
+```python
+async with trio_mcp.open_mcp_session(["python", "-m", "server"]) as session:
+    tools = await session.list_tools()
+```
+
+or, to run the session's tasks in a nursery of yours:
+
+```python
+async with trio.open_nursery() as nursery:
+    async with trio_mcp.open_mcp_session(nursery, ["python", "-m", "server"]) as session:
         tools = await session.list_tools()
-
-or, to run the session's tasks in a nursery of yours::
-
-    async with trio.open_nursery() as nursery:
-        async with trio_mcp.open_mcp_session(nursery, ["python", "-m", "server"]) as session:
-            tools = await session.list_tools()
+```
 
 ``trio_mcp`` itself holds the entry points, the sessions, their options, the exceptions a
 caller catches every day and the few protocol types an application names every day
 (``Tool``, ``CallToolResult``, ``TextContent``, ...). Everything else lives in one public
 namespace per feature:
 
-* :mod:`trio_mcp.types`: every protocol type;
-* :mod:`trio_mcp.transports`: the transports' parameters, and the contract to write one;
-* :mod:`trio_mcp.handlers`: sampling, elicitation and roots handlers;
-* :mod:`trio_mcp.auth`: OAuth, token stores, grants and their errors;
-* :mod:`trio_mcp.tasks`: long-running tool calls as tasks;
-* :mod:`trio_mcp.validation`: tool results checked against ``outputSchema``;
-* :mod:`trio_mcp.urls`: URL checks for URL-mode elicitation;
-* :mod:`trio_mcp.groups`: server groups;
-* :mod:`trio_mcp.config`: config files and consent;
-* :mod:`trio_mcp.agent`: the agentic tool loop and model adapters;
-* :mod:`trio_mcp.skills`: agent skills;
-* :mod:`trio_mcp.testing`: the testing kit (imported on its own).
+* [`trio_mcp.types`][trio_mcp.types]: every protocol type;
+* [`trio_mcp.transports`][trio_mcp.transports]: the transports' parameters, and the contract to
+  write one;
+* [`trio_mcp.handlers`][trio_mcp.handlers]: sampling, elicitation and roots handlers;
+* [`trio_mcp.auth`][trio_mcp.auth]: OAuth, token stores, grants and their errors;
+* [`trio_mcp.tasks`][trio_mcp.tasks]: long-running tool calls as tasks;
+* [`trio_mcp.validation`][trio_mcp.validation]: tool results checked against ``outputSchema``;
+* [`trio_mcp.urls`][trio_mcp.urls]: URL checks for URL-mode elicitation;
+* [`trio_mcp.groups`][trio_mcp.groups]: server groups;
+* [`trio_mcp.config`][trio_mcp.config]: config files and consent;
+* [`trio_mcp.agent`][trio_mcp.agent]: the agentic tool loop and model adapters;
+* [`trio_mcp.skills`][trio_mcp.skills]: agent skills;
+* [`trio_mcp.testing`][trio_mcp.testing]: the testing kit (imported on its own).
 
 A name that moved from ``trio_mcp`` to a namespace still works under its old spelling for
-one release, with a :class:`DeprecationWarning` naming its new place.
+one release, with a `DeprecationWarning` naming its new place.
 """
 
 from __future__ import annotations

@@ -1,17 +1,20 @@
 """The agentic tool loop: a model, MCP tools from one or more sessions, and a conversation.
 
-:func:`run_agent` offers the tools of every session (or :class:`ServerGroup`) to a model
-(with collision-free names),
+[`run_agent()`][trio_mcp.agent.run_agent] offers the tools of every session (or
+[`ServerGroup`][trio_mcp.groups.ServerGroup]) to a model (with collision-free names),
 runs every tool call the model asks for concurrently, feeds the results back and repeats
 until the model stops asking, the iteration cap is reached or the deadline passes. The
-conversation is MCP's own sampling format (:class:`SamplingMessage` with
-:class:`ToolUseContent` and :class:`ToolResultContent` blocks), so the same model callable
-serves :func:`sampling_handler` for servers whose ``sampling/createMessage`` carries
-``tools``.
+conversation is MCP's own sampling format ([`SamplingMessage`][trio_mcp.types.SamplingMessage] with
+[`ToolUseContent`][trio_mcp.types.ToolUseContent] and
+[`ToolResultContent`][trio_mcp.types.ToolResultContent] blocks), so the same model callable serves
+[`sampling_handler()`][trio_mcp.agent.sampling_handler] for servers whose ``sampling/createMessage``
+carries ``tools``.
 
-A model is any async callable taking a :class:`ModelRequest` and returning a
-:class:`CreateMessageResult`; :class:`OpenAIChatModel` and :class:`AnthropicModel` are
-adapters for the two common HTTP APIs (httpx, imported on first use).
+A model is any async callable taking a [`ModelRequest`][trio_mcp.agent.ModelRequest] and returning a
+[`CreateMessageResult`][trio_mcp.types.CreateMessageResult];
+[`OpenAIChatModel`][trio_mcp.agent.OpenAIChatModel] and
+[`AnthropicModel`][trio_mcp.agent.AnthropicModel] are adapters for the two common HTTP APIs (httpx,
+imported on first use).
 """
 
 from __future__ import annotations
@@ -81,14 +84,16 @@ class ModelRequest:
     stop_sequences: Sequence[str] = ()
 
 
-#: A model: awaited with a :class:`ModelRequest`, returns the assistant's
-#: :class:`CreateMessageResult` (with :class:`ToolUseContent` blocks to call tools).
 Model = Callable[[ModelRequest], Awaitable[t.CreateMessageResult]]
+"""A model: awaited with a [`ModelRequest`][trio_mcp.agent.ModelRequest], returns the assistant's
+[`CreateMessageResult`][trio_mcp.types.CreateMessageResult] (with
+[`ToolUseContent`][trio_mcp.types.ToolUseContent] blocks to call tools)."""
 
 
 @dataclass(frozen=True, slots=True)
 class AgentResult:
-    """How :func:`run_agent` ended: the model answered without asking for tools.
+    """How [`run_agent()`][trio_mcp.agent.run_agent] ended: the model answered without asking for
+    tools.
 
     Attributes:
         messages: The whole conversation, the given messages first, the final answer last.
@@ -121,14 +126,14 @@ def _text_of(content: Any) -> str:
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _VALID_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _LABEL_UNSAFE = re.compile(r"[^A-Za-z0-9-]")
-#: The longest label, so ``<label>__`` always leaves room for the tool's own name.
 _MAX_LABEL: Final = 24
+"""The longest label, so ``<label>__`` always leaves room for the tool's own name."""
 
 
 def _qualified(label: str, name: str) -> str:
     """``<label>__<name>``; a name that is unsafe or too long gets a digest of itself.
 
-    Labels have no ``_`` (see :func:`_clean_labels`), so the text before the first ``__``
+    Labels have no ``_`` (see `_clean_labels()`), so the text before the first ``__``
     is always the label: no server can offer a name that stands for another's tool.
     """
     qualified = f"{label}__{name}"
@@ -259,12 +264,12 @@ async def run_agent(
 
     Each iteration calls the model with the conversation and every tool of every session;
     every tool call it asks for runs concurrently (a nursery of this call), and the results
-    go back as one user message of :class:`ToolResultContent` blocks. A failed call, a tool
-    nobody has, or a tool's ``isError`` result is fed back as an ``is_error`` result, so the
-    model can recover; it is no exception here.
+    go back as one user message of [`ToolResultContent`][trio_mcp.types.ToolResultContent] blocks. A
+    failed call, a tool nobody has, or a tool's ``isError`` result is fed back as an ``is_error``
+    result, so the model can recover; it is no exception here.
 
     Args:
-        model: The model (see :data:`Model`).
+        model: The model (see `Model`).
         sessions: One session, several, or a mapping from labels to sessions. Tool names
             that collide across sessions are offered as ``<label>__<name>`` (labels default
             to the servers' names, else ``s0``, ``s1``...; in names, each label's
@@ -272,9 +277,9 @@ async def run_agent(
             when no other session has it and it does not start with a ``<label>__``, so a
             server can never offer a name that stands for another server's tool; a name
             that is unsafe or too long becomes ``<label>__<name>_<digest>``. A
-            :class:`ServerGroup` may stand in for a session: its tools are offered under
-            the group's exposed names (its collision policy), each call is routed by the
-            group, and the tool list is read again before every model call, so a
+            [`ServerGroup`][trio_mcp.groups.ServerGroup] may stand in for a session: its tools are
+            offered under the group's exposed names (its collision policy), each call is routed by
+            the group, and the tool list is read again before every model call, so a
             restarted server's refreshed catalogue is seen; a call to a server that is
             down is an error result.
         messages: The conversation so far (a string is one user text message).
@@ -290,12 +295,12 @@ async def run_agent(
             every tool, built once per tool listing). None: every tool.
 
     Returns:
-        The :class:`AgentResult`.
+        The [`AgentResult`][trio_mcp.agent.AgentResult].
 
     Raises:
         AgentIterationLimitError: The model still asked for tools after ``max_iterations``
             calls; ``transcript`` holds the conversation so far.
-        AgentDeadlineError: ``timeout`` passed (a :class:`trio.TooSlowError` too), with the
+        AgentDeadlineError: ``timeout`` passed (a `trio.TooSlowError` too), with the
             transcript so far.
         ModelError: The model (adapter) failed.
         NameCollisionError: A group under ``collisions="error"`` has a clashing tool name.
@@ -467,10 +472,11 @@ def sampling_handler(
     """A ``sampling=`` handler that answers ``sampling/createMessage`` with ``model``.
 
     The client then declares ``sampling.tools``: the server may offer tools; the model's
-    :class:`ToolUseContent` blocks go back to the server, which runs them and asks again.
+    [`ToolUseContent`][trio_mcp.types.ToolUseContent] blocks go back to the server, which runs them
+    and asks again.
 
     Args:
-        model: The model (see :data:`Model`).
+        model: The model (see `Model`).
         model_name: Reported as ``model`` when the model leaves it empty.
 
     Returns:
@@ -549,7 +555,7 @@ def _tool_result_text(block: t.ToolResultContent) -> str:
 
 
 class OpenAIChatModel(_HTTPModel):
-    """A :data:`Model` speaking the OpenAI-compatible chat completions API.
+    """A `Model` speaking the OpenAI-compatible chat completions API.
 
     Many local model servers (llama.cpp, vLLM, Ollama, LM Studio) speak it too. Text,
     tool-use and tool-result content is translated; other content raises ``ValueError``.
@@ -660,7 +666,7 @@ def _openai_messages(request: ModelRequest) -> list[dict[str, Any]]:
 
 
 class AnthropicModel(_HTTPModel):
-    """A :data:`Model` speaking the Anthropic Messages API.
+    """A `Model` speaking the Anthropic Messages API.
 
     Args:
         model: The model name sent with each request.

@@ -1,22 +1,23 @@
 """The asyncio bridge: trio_mcp sessions for asyncio programs, through Trio's guest mode.
 
-:func:`open_asyncio_session` runs Trio *on top of* the running asyncio loop
-(:func:`trio.lowlevel.start_guest_run`): Trio's tasks, and every read and write of the
+[`open_asyncio_session()`][trio_mcp.open_asyncio_session] runs Trio *on top of* the running asyncio
+loop (`trio.lowlevel.start_guest_run()`): Trio's tasks, and every read and write of the
 session, run on the asyncio thread, between asyncio's callbacks; Trio only parks one helper
 thread in its I/O wait (epoll) while it is idle. One guest run serves every session of a
 loop (Trio allows one run per thread); it starts with the first session and ends with the
 last, so ``asyncio.run`` closes cleanly.
 
-Each call of an :class:`AsyncioSession` starts a Trio task in a cancel scope of its own and
-awaits an asyncio future for its outcome. Cancellation maps both ways: cancelling the
+Each call of an [`AsyncioSession`][trio_mcp.AsyncioSession] starts a Trio task in a cancel scope of
+its own and awaits an asyncio future for its outcome. Cancellation maps both ways: cancelling the
 asyncio task cancels the Trio scope (the server gets ``notifications/cancelled``) and the
-task then sees :class:`asyncio.CancelledError`; an exception on the Trio side
-(:class:`ServerError`, :class:`ConnectionClosed`, :class:`trio.TooSlowError`, ...) arrives
-in asyncio as that same exception.
+task then sees `asyncio.CancelledError`; an exception on the Trio side
+([`ServerError`][trio_mcp.ServerError], [`ConnectionClosed`][trio_mcp.ConnectionClosed],
+`trio.TooSlowError`, ...) arrives in asyncio as that same exception.
 
-Here is the guest run and the calls that cross into it, and :class:`AsyncioSessionBase`
+Here is the guest run and the calls that cross into it, and `AsyncioSessionBase`
 with ``aclose`` and ``closed``; ``scripts/gen_bridges.py`` derives the rest
-of :class:`AsyncioSession` (``_asyncio_api.py``) from :class:`ClientSession`.
+of [`AsyncioSession`][trio_mcp.AsyncioSession] (``_asyncio_api.py``) from
+[`ClientSession`][trio_mcp.ClientSession].
 """
 
 from __future__ import annotations
@@ -53,21 +54,21 @@ T = TypeVar("T")
 R = TypeVar("R")
 V = TypeVar("V")
 
-#: A progress callback of the asyncio bridge: a plain function or a coroutine function
-#: (run as an asyncio task; the call waits for it).
 ProgressCallback = Callable[[t.ProgressNotificationParams], Awaitable[None] | None]
+"""A progress callback of the asyncio bridge: a plain function or a coroutine function (run as an
+asyncio task; the call waits for it)."""
 
 
-#: How long (real seconds) closing the sessions left open at interpreter exit may take.
 _EXIT_GRACE: Final = 10.0
+"""How long (real seconds) closing the sessions left open at interpreter exit may take."""
 
 
 class _GuestHost:
     """One Trio guest run on one asyncio loop, shared by that loop's sessions.
 
-    Every session opened on the loop holds a strong reference in :attr:`bridges` until it
+    Every session opened on the loop holds a strong reference in `bridges` until it
     is closed. A guard task on the loop closes those still open when asyncio cancels its
-    tasks at the end of ``asyncio.run``, and :func:`_close_all_at_exit` closes them (or,
+    tasks at the end of ``asyncio.run``, and `_close_all_at_exit()` closes them (or,
     with the loop gone, kills their servers) at interpreter exit.
     """
 
@@ -78,14 +79,14 @@ class _GuestHost:
         self.token: trio.lowlevel.TrioToken | None = None
         self.nursery: trio.Nursery | None = None
         self.quit: trio.Event = trio.Event()
-        #: Resolved once the guest run's nursery is up (an exception: it never came up).
         self.ready: asyncio.Future[None] = loop.create_future()
+        """Resolved once the guest run's nursery is up (an exception: it never came up)."""
         self.done: asyncio.Future[outcome.Outcome[None]] = loop.create_future()
         self.bridges: dict[Bridge, None] = {}
         self.guard: asyncio.Task[None] | None = None
 
     def begin(self) -> None:
-        """Start the guest run (:attr:`ready` tells when it is up) and the guard task."""
+        """Start the guest run (`ready` tells when it is up) and the guard task."""
 
         def done_callback(result: outcome.Outcome[None]) -> None:
             if not self.ready.done():
@@ -265,8 +266,8 @@ class Bridge:
         self.session: ClientSession | None = None
         self.closed: bool = False
         self.stop: trio.Event = trio.Event()
-        #: Resolved once the session's Trio task has ended (the session and server closed).
         self.ended: asyncio.Future[None] = host.loop.create_future()
+        """Resolved once the session's Trio task has ended (the session and server closed)."""
 
     async def shut(self) -> None:
         """Close the session and wait until it is closed. Idempotent."""
@@ -329,10 +330,10 @@ class Bridge:
 
 
 class AsyncioNotifications:
-    """Notifications from :meth:`AsyncioSession.notifications` or :meth:`AsyncioSession.listen`.
+    """Notifications from `AsyncioSession.notifications()` or `AsyncioSession.listen()`.
 
     Iterate over it (``async for note in stream:``), which ends when the subscription or the
-    session ends, or ``await`` :meth:`receive`.
+    session ends, or ``await`` [`receive()`][trio_mcp.AsyncioNotifications.receive].
     """
 
     def __init__(self, bridge: Bridge, channel: trio.MemoryReceiveChannel[Notification]) -> None:
@@ -343,7 +344,7 @@ class AsyncioNotifications:
         """Wait for the next notification (use ``asyncio.timeout`` to bound the wait).
 
         Returns:
-            The next :class:`Notification`.
+            The next [`Notification`][trio_mcp.Notification].
 
         Raises:
             trio.EndOfChannel: The subscription or the session ended.
@@ -364,12 +365,13 @@ class AsyncioNotifications:
 
 
 class AsyncioToolTask(ToolTaskView):
-    """A tool call running as a server task, for asyncio (:meth:`AsyncioSession.start_tool_task`).
+    """A tool call running as a server task, for asyncio (`AsyncioSession.start_tool_task()`).
 
-    The asyncio twin of :class:`ToolTask`: its coroutines run the work in the guest Trio
-    run and are awaited by asyncio, so ``asyncio.timeout`` and task cancellation bound
+    The asyncio twin of [`ToolTask`][trio_mcp.tasks.ToolTask]: its coroutines run the work in the
+    guest Trio run and are awaited by asyncio, so ``asyncio.timeout`` and task cancellation bound
     them (the task keeps running on the server until the ``async with`` block is left or
-    :meth:`cancel` is awaited). Use it only inside its ``async with`` block.
+    [`cancel()`][trio_mcp.AsyncioToolTask.cancel] is awaited). Use it only inside its ``async with``
+    block.
     """
 
     def __init__(self, bridge: Bridge, task: ToolTask) -> None:
@@ -380,7 +382,7 @@ class AsyncioToolTask(ToolTaskView):
         """Ask the server for the task's state now (one ``tasks/get``).
 
         Returns:
-            The new :class:`TaskState` (``None`` without a task).
+            The new [`TaskState`][trio_mcp.tasks.TaskState] (``None`` without a task).
 
         Raises:
             TaskLostError: The server no longer knows the task.
@@ -391,7 +393,7 @@ class AsyncioToolTask(ToolTaskView):
         """Poll at the server's interval until the status (or status message) changes.
 
         Returns:
-            The new :class:`TaskState` (``None`` without a task).
+            The new [`TaskState`][trio_mcp.tasks.TaskState] (``None`` without a task).
 
         Raises:
             TaskLostError: The server no longer knows the task.
@@ -402,7 +404,7 @@ class AsyncioToolTask(ToolTaskView):
         """Wait for the task to end, answering its input requests, and return its result.
 
         Returns:
-            The tool's :class:`CallToolResult`.
+            The tool's [`CallToolResult`][trio_mcp.types.CallToolResult].
 
         Raises:
             TaskFailedError: The task failed.
@@ -421,12 +423,13 @@ class AsyncioToolTask(ToolTaskView):
 
 
 class AsyncioSessionBase(SessionView, metaclass=NoPublicConstructor):
-    """The hand-written part of :class:`AsyncioSession`: state, closing, and the crossings.
+    """The hand-written part of [`AsyncioSession`][trio_mcp.AsyncioSession]: state, closing, and the
+    crossings.
 
-    :class:`AsyncioSession` (``trio_mcp/_asyncio_api.py``) adds every public method of
-    :class:`ClientSession`, generated by ``scripts/gen_bridges.py`` as calls of the helpers
-    here: :meth:`Bridge.call` for async methods, :meth:`_hold` for async context managers,
-    :meth:`_callback` and :meth:`_deliver` for callbacks.
+    [`AsyncioSession`][trio_mcp.AsyncioSession] (``trio_mcp/_asyncio_api.py``) adds every public
+    method of [`ClientSession`][trio_mcp.ClientSession], generated by ``scripts/gen_bridges.py`` as
+    calls of the helpers here: `Bridge.call()` for async methods, `_hold()` for async context
+    managers, `_callback()` and `_deliver()` for callbacks.
     """
 
     _open_with: ClassVar[str] = "trio_mcp.open_asyncio_session(...)"
@@ -447,14 +450,16 @@ class AsyncioSessionBase(SessionView, metaclass=NoPublicConstructor):
 
     @property
     def async_session(self) -> ClientSession:
-        """The underlying Trio :class:`ClientSession`, for code running in the guest run."""
+        """The underlying Trio [`ClientSession`][trio_mcp.ClientSession], for code running in the
+        guest run."""
         return self._session
 
     async def aclose(self) -> None:
         """Close the session and its transport (for stdio, the server process). Idempotent.
 
-        Calls still pending fail with :class:`trio.ClosedResourceError`. Leaving the
-        ``async with`` block of :func:`open_asyncio_session` closes too.
+        Calls still pending fail with `trio.ClosedResourceError`. Leaving the
+        ``async with`` block of [`open_asyncio_session()`][trio_mcp.open_asyncio_session] closes
+        too.
         """
         await asyncio.sleep(0)
         await self._bridge.shut()

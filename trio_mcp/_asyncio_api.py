@@ -115,7 +115,7 @@ class AsyncioSession(AsyncioToolsAPI, AsyncioFeaturesAPI, AsyncioNotificationsAP
         Args:
             method: The JSON-RPC method.
             params: The params, in wire form (camelCase keys).
-            timeout: Seconds before :class:`trio.TooSlowError` (default: the session's).
+            timeout: Seconds before `trio.TooSlowError` (default: the session's).
             on_progress: Called (or awaited) with each progress notification for this request.
             result_type: Decode the result into this type (a msgspec Struct or any type
                 msgspec understands); by default the decoded JSON is returned.
@@ -190,7 +190,7 @@ class AsyncioSession(AsyncioToolsAPI, AsyncioFeaturesAPI, AsyncioNotificationsAP
         awaiting asyncio task cancels it (the server is told).
 
         Args:
-            timeout: Seconds before :class:`trio.TooSlowError`.
+            timeout: Seconds before `trio.TooSlowError`.
         """
         await self._bridge.call(
             self._session.ping,

@@ -66,7 +66,7 @@ class AsyncioFeaturesAPI(AsyncioSessionBase):
         Args:
             cursor: The previous page's ``next_cursor``, or None for the first page.
             cache: Use a cached page while it is fresh.
-            timeout: Seconds before :class:`trio.TooSlowError`.
+            timeout: Seconds before `trio.TooSlowError`.
         """
         return await self._bridge.call(
             self._session.list_resources_page,
@@ -115,7 +115,7 @@ class AsyncioFeaturesAPI(AsyncioSessionBase):
         Args:
             cursor: The previous page's ``next_cursor``, or None for the first page.
             cache: Use a cached page while it is fresh.
-            timeout: Seconds before :class:`trio.TooSlowError`.
+            timeout: Seconds before `trio.TooSlowError`.
         """
         return await self._bridge.call(
             self._session.list_resource_templates_page,
@@ -141,7 +141,7 @@ class AsyncioFeaturesAPI(AsyncioSessionBase):
         Args:
             uri: The resource's URI.
             cache: Use a cached result while the server's ``ttlMs`` hint says it is fresh.
-            timeout: Seconds before :class:`trio.TooSlowError`.
+            timeout: Seconds before `trio.TooSlowError`.
 
         Raises:
             ResourceNotFoundError: The server has no such resource.
@@ -193,7 +193,7 @@ class AsyncioFeaturesAPI(AsyncioSessionBase):
         Args:
             cursor: The previous page's ``next_cursor``, or None for the first page.
             cache: Use a cached page while it is fresh.
-            timeout: Seconds before :class:`trio.TooSlowError`.
+            timeout: Seconds before `trio.TooSlowError`.
         """
         return await self._bridge.call(
             self._session.list_prompts_page,
@@ -219,7 +219,7 @@ class AsyncioFeaturesAPI(AsyncioSessionBase):
         Args:
             name: The prompt's name.
             arguments: Values for the prompt's arguments.
-            timeout: Seconds before :class:`trio.TooSlowError`.
+            timeout: Seconds before `trio.TooSlowError`.
         """
         return await self._bridge.call(
             self._session.get_prompt,

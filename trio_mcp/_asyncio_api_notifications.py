@@ -48,7 +48,7 @@ class AsyncioNotificationsAPI(AsyncioSessionBase):
 
         Args:
             method: The notification method, or ``"*"`` for every notification.
-            callback: Called with each :class:`Notification`.
+            callback: Called with each [`Notification`][trio_mcp.Notification].
 
         Returns:
             A function that removes the handler again.
@@ -105,7 +105,8 @@ class AsyncioNotificationsAPI(AsyncioSessionBase):
         tasks).
 
         Args:
-            callback: Called with a :class:`LoggingMessageNotificationParams`.
+            callback: Called with a
+                [`LoggingMessageNotificationParams`][trio_mcp.types.LoggingMessageNotificationParams].
 
         Returns:
             A function that removes the callback again.
@@ -128,7 +129,8 @@ class AsyncioNotificationsAPI(AsyncioSessionBase):
         thread: keep them quick) or asyncio coroutine functions (run as asyncio tasks).
 
         Args:
-            callback: Called with a :class:`ProgressNotificationParams`.
+            callback: Called with a
+                [`ProgressNotificationParams`][trio_mcp.types.ProgressNotificationParams].
 
         Returns:
             A function that removes the callback again.
@@ -182,7 +184,8 @@ class AsyncioNotificationsAPI(AsyncioSessionBase):
         asyncio tasks).
 
         Args:
-            callback: Called with a :class:`ResourceUpdatedNotificationParams`.
+            callback: Called with a
+                [`ResourceUpdatedNotificationParams`][trio_mcp.types.ResourceUpdatedNotificationParams].
 
         Returns:
             A function that removes the callback again.
@@ -361,7 +364,7 @@ class AsyncioNotificationsAPI(AsyncioSessionBase):
 
         Args:
             elicitation_id: The ``elicitationId`` of the elicitation.
-            timeout: Seconds before :class:`trio.TooSlowError` (default: wait forever,
+            timeout: Seconds before `trio.TooSlowError` (default: wait forever,
                 bounded by your cancel scope).
 
         Raises:

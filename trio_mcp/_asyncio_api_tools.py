@@ -102,7 +102,7 @@ class AsyncioToolsAPI(AsyncioSessionBase):
         Args:
             cursor: The previous page's ``next_cursor``, or None for the first page.
             cache: Use a cached page while the server's ``ttlMs`` hint says it is fresh.
-            timeout: Seconds before :class:`trio.TooSlowError`.
+            timeout: Seconds before `trio.TooSlowError`.
         """
         return await self._bridge.call(
             self._session.list_tools_page,
@@ -153,13 +153,14 @@ class AsyncioToolsAPI(AsyncioSessionBase):
         Args:
             name: The tool's name.
             arguments: The tool's arguments (JSON-compatible values).
-            timeout: Seconds before :class:`trio.TooSlowError` and cancellation.
+            timeout: Seconds before `trio.TooSlowError` and cancellation.
             on_progress: Called (or awaited) with each progress notification of this call.
             result_type: Decode ``structured_content`` into this type (a msgspec Struct,
                 dataclass or TypedDict) and return that instead of the result.
 
         Returns:
-            The :class:`CallToolResult`, or the decoded ``result_type`` value.
+            The [`CallToolResult`][trio_mcp.types.CallToolResult], or the decoded ``result_type``
+                value.
 
         Raises:
             OutputValidationError: Strict mode and the result does not match its
@@ -234,7 +235,7 @@ class AsyncioToolsAPI(AsyncioSessionBase):
             timeout: Seconds for each page request.
 
         Returns:
-            A :class:`TaskState` per task.
+            A [`TaskState`][trio_mcp.tasks.TaskState] per task.
 
         Raises:
             ServerError: The server has no ``tasks/list`` (e.g. a modern server).

@@ -1,8 +1,8 @@
 """`open_asyncio_session`: the entry point of the asyncio client.
 
 Kept apart from ``_asyncio.py`` (the guest-run host, the bridge and
-:class:`AsyncioSessionBase`) and ``_asyncio_api.py`` (the :class:`AsyncioSession` generated
-from that base class) so that it can import both at module level: the generated module
+`AsyncioSessionBase`) and ``_asyncio_api.py`` (the [`AsyncioSession`][trio_mcp.AsyncioSession]
+generated from that base class) so that it can import both at module level: the generated module
 imports ``_asyncio``, so a function there that needed ``_asyncio_api`` would tie the two
 modules into a cycle.
 """
@@ -76,22 +76,22 @@ def open_asyncio_session(
 ) -> AbstractAsyncContextManager[AsyncioSession]:
     """Connect to an MCP server from asyncio code (Trio runs as a guest of the asyncio loop).
 
-    ::
-
-        async with trio_mcp.open_asyncio_session(["python", "-m", "server"]) as session:
-            print(await session.list_tools())
+    ```python
+    async with trio_mcp.open_asyncio_session(["python", "-m", "server"]) as session:
+        print(await session.list_tools())
+    ```
 
     Leaving the block closes the session (for stdio, the server process too); the block
     is left only once that is done.
 
     Args:
-        target: What :func:`open_mcp_session` connects to: an argv list, a command line, an
-            ``http(s)://`` or ``ws(s)://`` URL, or a parameters object.
-        **options: The options of :func:`open_mcp_session`. ``sampling``, ``elicitation``
-            and ``roots`` handlers may be plain or asyncio coroutine functions.
+        target: What [`open_mcp_session()`][trio_mcp.open_mcp_session] connects to: an argv list, a
+            command line, an ``http(s)://`` or ``ws(s)://`` URL, or a parameters object.
+        **options: The options of [`open_mcp_session()`][trio_mcp.open_mcp_session]. ``sampling``,
+            ``elicitation`` and ``roots`` handlers may be plain or asyncio coroutine functions.
 
     Returns:
-        An async context manager yielding the :class:`AsyncioSession`.
+        An async context manager yielding the [`AsyncioSession`][trio_mcp.AsyncioSession].
 
     Raises:
         RuntimeError: No asyncio loop is running, or this thread already runs Trio.

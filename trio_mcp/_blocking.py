@@ -1,26 +1,28 @@
-"""The blocking client: a :class:`ClientSession` for scripts, notebooks and threaded apps.
+"""The blocking client: a [`ClientSession`][trio_mcp.ClientSession] for scripts, notebooks and
+threaded apps.
 
-:func:`open_blocking_session` starts ``trio.run`` in a daemon thread, opens the session
-there with the nursery-less ``open_mcp_session(target, ...)`` and returns a
-:class:`BlockingSession` whose methods are those of :class:`ClientSession` (same names,
-parameters and return types), called without ``await``. Each call crosses into the Trio
-thread with :func:`trio.from_thread.run` and runs in a cancel scope of its own, so:
+[`open_blocking_session()`][trio_mcp.open_blocking_session] starts ``trio.run`` in a daemon thread,
+opens the session there with the nursery-less ``open_mcp_session(target, ...)`` and returns a
+[`BlockingSession`][trio_mcp.BlockingSession] whose methods are those of
+[`ClientSession`][trio_mcp.ClientSession] (same names, parameters and return types), called without
+``await``. Each call crosses into the Trio thread with `trio.from_thread.run()` and runs in a cancel
+scope of its own, so:
 
-* ``timeout=`` works as in the async API (:class:`trio.TooSlowError`);
+* ``timeout=`` works as in the async API (`trio.TooSlowError`);
 * ``KeyboardInterrupt`` (Ctrl-C) in the calling thread cancels that call, which tells the
   server (``notifications/cancelled``), then re-raises ``KeyboardInterrupt``;
 * any number of threads may call one session at once, and any number of sessions may be
   open (one Trio thread each).
 
 Handlers the server calls into (``sampling=``, ``elicitation=``, ``roots=``,
-:meth:`BlockingSession.set_request_handler`, ``on_progress=``, notification callbacks) may
-be plain functions: they run in a worker thread (:func:`trio.to_thread.run_sync`), never on
+`BlockingSession.set_request_handler()`, ``on_progress=``, notification callbacks) may
+be plain functions: they run in a worker thread (`trio.to_thread.run_sync()`), never on
 the Trio thread, so they may block (``input()``) without stalling the session.
 
 This module is the hand-written half: the Trio thread, the crossings into it and
-:class:`BlockingSessionBase` (``close``, ``closed``...). The other half,
-every method of :class:`ClientSession` without ``await``, is ``_blocking_api.py``, written
-by ``scripts/gen_bridges.py`` (its docstring says why a generator).
+`BlockingSessionBase` (``close``, ``closed``...). The other half,
+every method of [`ClientSession`][trio_mcp.ClientSession] without ``await``, is
+``_blocking_api.py``, written by ``scripts/gen_bridges.py`` (its docstring says why a generator).
 """
 
 from __future__ import annotations
@@ -57,19 +59,20 @@ R = TypeVar("R")
 V = TypeVar("V")
 S = TypeVar("S", bound="BlockingSessionBase")
 
-#: A progress callback of the blocking API: a plain function (run in a worker thread) or an
-#: async one (run on the Trio thread).
 ProgressCallback = Callable[[t.ProgressNotificationParams], Awaitable[None] | None]
+"""A progress callback of the blocking API: a plain function (run in a worker thread) or an async
+one (run on the Trio thread)."""
 
-#: How long (real seconds) an interrupted call may take to announce its cancellation.
 _CANCEL_GRACE: Final = 10.0
-#: How long (real seconds) :meth:`BlockingSession.close` waits for the Trio thread.
+"""How long (real seconds) an interrupted call may take to announce its cancellation."""
 _CLOSE_GRACE: Final = 30.0
+"""How long (real seconds) [`BlockingSession.close()`][trio_mcp.BlockingSession.close] waits for the
+Trio thread."""
 
-#: Every runner from the start of its open until it is closed: strong references, so a
-#: session dropped without ``close()`` (or an open interrupted by Ctrl-C) is still closed,
-#: and its server ended, at interpreter exit.
 _open_runners: dict[Runner, None] = {}
+"""Every runner from the start of its open until it is closed: strong references, so a session
+dropped without ``close()`` (or an open interrupted by Ctrl-C) is still closed, and its server
+ended, at interpreter exit."""
 _registry_lock = threading.Lock()
 _atexit_registered = False
 
@@ -273,10 +276,11 @@ class Runner:
 
 
 class BlockingNotifications:
-    """Notifications from :meth:`BlockingSession.notifications` or :meth:`BlockingSession.listen`.
+    """Notifications from `BlockingSession.notifications()` or `BlockingSession.listen()`.
 
     Iterate over it (``for note in stream:``), which blocks until the next notification and
-    ends when the subscription or the session ends, or call :meth:`receive`.
+    ends when the subscription or the session ends, or call
+    [`receive()`][trio_mcp.BlockingNotifications.receive].
     """
 
     def __init__(self, runner: Runner, channel: trio.MemoryReceiveChannel[Notification]) -> None:
@@ -287,10 +291,10 @@ class BlockingNotifications:
         """Wait for the next notification.
 
         Args:
-            timeout: Seconds to wait before :class:`trio.TooSlowError`; None waits forever.
+            timeout: Seconds to wait before `trio.TooSlowError`; None waits forever.
 
         Returns:
-            The next :class:`Notification`.
+            The next [`Notification`][trio_mcp.Notification].
 
         Raises:
             trio.EndOfChannel: The subscription or the session ended.
@@ -318,10 +322,10 @@ class BlockingNotifications:
 
 
 class BlockingToolTask(ToolTaskView):
-    """A tool call running as a server task, for threads (:meth:`BlockingSession.start_tool_task`).
+    """A tool call running as a server task, for threads (`BlockingSession.start_tool_task()`).
 
-    The blocking twin of :class:`ToolTask`: every method blocks the calling thread while
-    the session's Trio thread does the work, and Ctrl-C cancels the wait (the task on
+    The blocking twin of [`ToolTask`][trio_mcp.tasks.ToolTask]: every method blocks the calling
+    thread while the session's Trio thread does the work, and Ctrl-C cancels the wait (the task on
     the server is cancelled when the ``with`` block is left, as in Trio). Use it only
     inside its ``with`` block.
     """
@@ -334,10 +338,10 @@ class BlockingToolTask(ToolTaskView):
         """Ask the server for the task's state now (one ``tasks/get``).
 
         Args:
-            timeout: Seconds before :class:`trio.TooSlowError`; None waits as long as needed.
+            timeout: Seconds before `trio.TooSlowError`; None waits as long as needed.
 
         Returns:
-            The new :class:`TaskState` (``None`` without a task).
+            The new [`TaskState`][trio_mcp.tasks.TaskState] (``None`` without a task).
 
         Raises:
             TaskLostError: The server no longer knows the task.
@@ -348,10 +352,10 @@ class BlockingToolTask(ToolTaskView):
         """Poll at the server's interval until the status (or status message) changes.
 
         Args:
-            timeout: Seconds before :class:`trio.TooSlowError` (the task keeps running).
+            timeout: Seconds before `trio.TooSlowError` (the task keeps running).
 
         Returns:
-            The new :class:`TaskState` (``None`` without a task).
+            The new [`TaskState`][trio_mcp.tasks.TaskState] (``None`` without a task).
 
         Raises:
             TaskLostError: The server no longer knows the task.
@@ -363,11 +367,12 @@ class BlockingToolTask(ToolTaskView):
         """Wait for the task to end, answering its input requests, and return its result.
 
         Args:
-            timeout: Seconds before :class:`trio.TooSlowError`. The task keeps running on the
-                server until the ``with`` block is left or :meth:`cancel` is called.
+            timeout: Seconds before `trio.TooSlowError`. The task keeps running on the
+                server until the ``with`` block is left or
+                [`cancel()`][trio_mcp.BlockingToolTask.cancel] is called.
 
         Returns:
-            The tool's :class:`CallToolResult`.
+            The tool's [`CallToolResult`][trio_mcp.types.CallToolResult].
 
         Raises:
             TaskFailedError: The task failed.
@@ -399,12 +404,13 @@ def _bounded(func: Callable[[], Awaitable[R]], timeout: float | None) -> Callabl
 
 
 class BlockingSessionBase(SessionView, metaclass=NoPublicConstructor):
-    """The hand-written part of :class:`BlockingSession`: state, closing, and the crossings.
+    """The hand-written part of [`BlockingSession`][trio_mcp.BlockingSession]: state, closing, and
+    the crossings.
 
-    :class:`BlockingSession` (``trio_mcp/_blocking_api.py``) adds every public method of
-    :class:`ClientSession`, generated by ``scripts/gen_bridges.py`` as calls of the helpers
-    here: :meth:`Runner.call` for async methods, :meth:`_hold` for async context managers,
-    :meth:`_run_sync` for plain methods, :meth:`_callback` for callbacks.
+    [`BlockingSession`][trio_mcp.BlockingSession] (``trio_mcp/_blocking_api.py``) adds every public
+    method of [`ClientSession`][trio_mcp.ClientSession], generated by ``scripts/gen_bridges.py`` as
+    calls of the helpers here: `Runner.call()` for async methods, `_hold()` for async context
+    managers, `_run_sync()` for plain methods, `_callback()` for callbacks.
     """
 
     _open_with: ClassVar[str] = "trio_mcp.open_blocking_session(...)"
@@ -422,12 +428,13 @@ class BlockingSessionBase(SessionView, metaclass=NoPublicConstructor):
 
     @property
     def closed(self) -> bool:
-        """Whether :meth:`close` has been called."""
+        """Whether [`close()`][trio_mcp.BlockingSession.close] has been called."""
         return self._runner.closed or self._session.closed
 
     @property
     def async_session(self) -> ClientSession:
-        """The underlying :class:`ClientSession`, for code running on its Trio thread."""
+        """The underlying [`ClientSession`][trio_mcp.ClientSession], for code running on its Trio
+        thread."""
         return self._session
 
     # -- closing -------------------------------------------------------------------------
@@ -435,7 +442,7 @@ class BlockingSessionBase(SessionView, metaclass=NoPublicConstructor):
     def close(self) -> None:
         """Close the session, the server process (stdio) and the Trio thread. Idempotent.
 
-        Calls still running in other threads fail with :class:`trio.ClosedResourceError`.
+        Calls still running in other threads fail with `trio.ClosedResourceError`.
         Sessions still open at interpreter exit are closed then.
         """
         check_not_in_trio("BlockingSession.close()")

@@ -123,7 +123,7 @@ class BlockingSession(BlockingToolsAPI, BlockingFeaturesAPI, BlockingNotificatio
         Args:
             method: The JSON-RPC method.
             params: The params, in wire form (camelCase keys).
-            timeout: Seconds before :class:`trio.TooSlowError` (default: the session's).
+            timeout: Seconds before `trio.TooSlowError` (default: the session's).
             on_progress: Called (or awaited) with each progress notification for this request.
             result_type: Decode the result into this type (a msgspec Struct or any type
                 msgspec understands); by default the decoded JSON is returned.
@@ -201,7 +201,7 @@ class BlockingSession(BlockingToolsAPI, BlockingFeaturesAPI, BlockingNotificatio
         cancels it (the server is told) and re-raises `KeyboardInterrupt`.
 
         Args:
-            timeout: Seconds before :class:`trio.TooSlowError`.
+            timeout: Seconds before `trio.TooSlowError`.
         """
         self._runner.call(
             "ping()",

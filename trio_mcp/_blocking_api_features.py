@@ -67,7 +67,7 @@ class BlockingFeaturesAPI(BlockingSessionBase):
         Args:
             cursor: The previous page's ``next_cursor``, or None for the first page.
             cache: Use a cached page while it is fresh.
-            timeout: Seconds before :class:`trio.TooSlowError`.
+            timeout: Seconds before `trio.TooSlowError`.
         """
         return self._runner.call(
             "list_resources_page()",
@@ -118,7 +118,7 @@ class BlockingFeaturesAPI(BlockingSessionBase):
         Args:
             cursor: The previous page's ``next_cursor``, or None for the first page.
             cache: Use a cached page while it is fresh.
-            timeout: Seconds before :class:`trio.TooSlowError`.
+            timeout: Seconds before `trio.TooSlowError`.
         """
         return self._runner.call(
             "list_resource_templates_page()",
@@ -145,7 +145,7 @@ class BlockingFeaturesAPI(BlockingSessionBase):
         Args:
             uri: The resource's URI.
             cache: Use a cached result while the server's ``ttlMs`` hint says it is fresh.
-            timeout: Seconds before :class:`trio.TooSlowError`.
+            timeout: Seconds before `trio.TooSlowError`.
 
         Raises:
             ResourceNotFoundError: The server has no such resource.
@@ -199,7 +199,7 @@ class BlockingFeaturesAPI(BlockingSessionBase):
         Args:
             cursor: The previous page's ``next_cursor``, or None for the first page.
             cache: Use a cached page while it is fresh.
-            timeout: Seconds before :class:`trio.TooSlowError`.
+            timeout: Seconds before `trio.TooSlowError`.
         """
         return self._runner.call(
             "list_prompts_page()",
@@ -226,7 +226,7 @@ class BlockingFeaturesAPI(BlockingSessionBase):
         Args:
             name: The prompt's name.
             arguments: Values for the prompt's arguments.
-            timeout: Seconds before :class:`trio.TooSlowError`.
+            timeout: Seconds before `trio.TooSlowError`.
         """
         return self._runner.call(
             "get_prompt()",

@@ -48,7 +48,7 @@ class BlockingNotificationsAPI(BlockingSessionBase):
 
         Args:
             method: The notification method, or ``"*"`` for every notification.
-            callback: Called with each :class:`Notification`.
+            callback: Called with each [`Notification`][trio_mcp.Notification].
 
         Returns:
             A function that removes the handler again.
@@ -111,7 +111,8 @@ class BlockingNotificationsAPI(BlockingSessionBase):
         returned may be called from any thread.
 
         Args:
-            callback: Called with a :class:`LoggingMessageNotificationParams`.
+            callback: Called with a
+                [`LoggingMessageNotificationParams`][trio_mcp.types.LoggingMessageNotificationParams].
 
         Returns:
             A function that removes the callback again.
@@ -138,7 +139,8 @@ class BlockingNotificationsAPI(BlockingSessionBase):
         returned may be called from any thread.
 
         Args:
-            callback: Called with a :class:`ProgressNotificationParams`.
+            callback: Called with a
+                [`ProgressNotificationParams`][trio_mcp.types.ProgressNotificationParams].
 
         Returns:
             A function that removes the callback again.
@@ -198,7 +200,8 @@ class BlockingNotificationsAPI(BlockingSessionBase):
         returned may be called from any thread.
 
         Args:
-            callback: Called with a :class:`ResourceUpdatedNotificationParams`.
+            callback: Called with a
+                [`ResourceUpdatedNotificationParams`][trio_mcp.types.ResourceUpdatedNotificationParams].
 
         Returns:
             A function that removes the callback again.
@@ -387,7 +390,7 @@ class BlockingNotificationsAPI(BlockingSessionBase):
 
         Args:
             elicitation_id: The ``elicitationId`` of the elicitation.
-            timeout: Seconds before :class:`trio.TooSlowError` (default: wait forever,
+            timeout: Seconds before `trio.TooSlowError` (default: wait forever,
                 bounded by your cancel scope).
 
         Raises:

@@ -104,7 +104,7 @@ class BlockingToolsAPI(BlockingSessionBase):
         Args:
             cursor: The previous page's ``next_cursor``, or None for the first page.
             cache: Use a cached page while the server's ``ttlMs`` hint says it is fresh.
-            timeout: Seconds before :class:`trio.TooSlowError`.
+            timeout: Seconds before `trio.TooSlowError`.
         """
         return self._runner.call(
             "list_tools_page()",
@@ -157,13 +157,14 @@ class BlockingToolsAPI(BlockingSessionBase):
         Args:
             name: The tool's name.
             arguments: The tool's arguments (JSON-compatible values).
-            timeout: Seconds before :class:`trio.TooSlowError` and cancellation.
+            timeout: Seconds before `trio.TooSlowError` and cancellation.
             on_progress: Called (or awaited) with each progress notification of this call.
             result_type: Decode ``structured_content`` into this type (a msgspec Struct,
                 dataclass or TypedDict) and return that instead of the result.
 
         Returns:
-            The :class:`CallToolResult`, or the decoded ``result_type`` value.
+            The [`CallToolResult`][trio_mcp.types.CallToolResult], or the decoded ``result_type``
+                value.
 
         Raises:
             OutputValidationError: Strict mode and the result does not match its
@@ -241,7 +242,7 @@ class BlockingToolsAPI(BlockingSessionBase):
             timeout: Seconds for each page request.
 
         Returns:
-            A :class:`TaskState` per task.
+            A [`TaskState`][trio_mcp.tasks.TaskState] per task.
 
         Raises:
             ServerError: The server has no ``tasks/list`` (e.g. a modern server).

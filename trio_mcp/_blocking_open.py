@@ -1,8 +1,8 @@
 """`open_blocking_session`: the entry point of the blocking client.
 
-Kept apart from ``_blocking.py`` (the hand-written runner and :class:`BlockingSessionBase`)
-and ``_blocking_api.py`` (the :class:`BlockingSession` generated from that base class) so
-that it can import both at module level: the generated module imports ``_blocking``, so a
+Kept apart from ``_blocking.py`` (the hand-written runner and `BlockingSessionBase`)
+and ``_blocking_api.py`` (the [`BlockingSession`][trio_mcp.BlockingSession] generated from that base
+class) so that it can import both at module level: the generated module imports ``_blocking``, so a
 function there that needed ``_blocking_api`` would tie the two modules into a cycle.
 """
 
@@ -22,20 +22,23 @@ def open_blocking_session(target: Any, /, **options: Any) -> BlockingSession:
 
     Starts ``trio.run`` in a daemon thread and opens the session there with
     ``trio_mcp.open_mcp_session(target, **options)``; returns once the session is ready.
-    Use it as a context manager, or call :meth:`BlockingSession.close` (sessions still open
-    at interpreter exit are closed then)::
+    Use it as a context manager, or call [`BlockingSession.close()`][trio_mcp.BlockingSession.close]
+    (sessions still open at interpreter exit are closed then):
 
-        with trio_mcp.open_blocking_session(["python", "-m", "server"]) as session:
-            print(session.list_tools())
+    ```python
+    with trio_mcp.open_blocking_session(["python", "-m", "server"]) as session:
+        print(session.list_tools())
+    ```
 
     Args:
-        target: What :func:`open_mcp_session` connects to: an argv list, a command line, an
-            ``http(s)://`` or ``ws(s)://`` URL, or a parameters object.
-        **options: The options of :func:`open_mcp_session`. ``sampling``, ``elicitation``
-            and ``roots`` handlers may be plain functions: they run in a worker thread.
+        target: What [`open_mcp_session()`][trio_mcp.open_mcp_session] connects to: an argv list, a
+            command line, an ``http(s)://`` or ``ws(s)://`` URL, or a parameters object.
+        **options: The options of [`open_mcp_session()`][trio_mcp.open_mcp_session]. ``sampling``,
+            ``elicitation`` and ``roots`` handlers may be plain functions: they run in a worker
+            thread.
 
     Returns:
-        The open :class:`BlockingSession`.
+        The open [`BlockingSession`][trio_mcp.BlockingSession].
 
     Raises:
         RuntimeError: Called from inside a Trio task.

@@ -30,7 +30,8 @@ async def hold_open(
 
     Args:
         what: The bridge method, for the log.
-        open_cm: Makes the async context manager (a method of :class:`ClientSession`).
+        open_cm: Makes the async context manager (a method of
+            [`ClientSession`][trio_mcp.ClientSession]).
         leave: Set it to leave the context manager.
         left: Set once it has been left.
         task_status: From ``nursery.start``.

@@ -26,26 +26,28 @@ _KINDS = {
 
 
 class Lister(Protocol):
-    """What a catalogue uses of its session (a :class:`ClientSession`): the full listings."""
+    """What a catalogue uses of its session (a [`ClientSession`][trio_mcp.ClientSession]): the full
+    listings."""
 
     async def list_tools(self, *, cache: bool = True) -> list[t.Tool]:
-        """Every tool (:meth:`ClientSession.list_tools`)."""
+        """Every tool ([`ClientSession.list_tools()`][trio_mcp.ClientSession.list_tools])."""
         ...
 
     async def list_prompts(self, *, cache: bool = True) -> list[t.Prompt]:
-        """Every prompt (:meth:`ClientSession.list_prompts`)."""
+        """Every prompt ([`ClientSession.list_prompts()`][trio_mcp.ClientSession.list_prompts])."""
         ...
 
     async def list_resources(self, *, cache: bool = True) -> list[t.Resource]:
-        """Every resource (:meth:`ClientSession.list_resources`)."""
+        """Every resource
+        ([`ClientSession.list_resources()`][trio_mcp.ClientSession.list_resources])."""
         ...
 
 
 class Catalogue(metaclass=NoPublicConstructor):
     """The server's tools, prompts and resources, kept up to date.
 
-    Made by :meth:`ClientSession.catalogue`. Read the lists at any time; they are replaced
-    (never mutated) on each refresh.
+    Made by [`ClientSession.catalogue()`][trio_mcp.ClientSession.catalogue]. Read the lists at any
+    time; they are replaced (never mutated) on each refresh.
 
     Attributes:
         tools: The tools (empty unless kept).

@@ -4,7 +4,7 @@
 ``open_mcp_session(target)`` gives the session a nursery of its own around your block and
 unwraps what that nursery raises, so your exceptions arrive bare. Both resolve the target
 (argv, command line, URL or parameters object) into a transport, start a
-:class:`~trio_mcp.ClientSession` on it, negotiate the era, and restart a stdio server once
+[`ClientSession`][trio_mcp.ClientSession] on it, negotiate the era, and restart a stdio server once
 when it died on the era probe (old SDKs do).
 """
 
@@ -117,7 +117,7 @@ def take_transport_options(
 
     Returns the target (a parameters object when any applied) and the other options. The
     warning names the parameters object to use and points ``stacklevel`` frames above the
-    caller; an option that does not fit the target is a :class:`TypeError`, as before.
+    caller; an option that does not fit the target is a `TypeError`, as before.
     """
     if not any(key in _TRANSPORT_OPTIONS for key in options):
         return target, dict(options)
@@ -160,7 +160,7 @@ def with_transport_options(
     For the APIs whose own options still mix both kinds (server groups, the CLI, config
     entries), with no warning: ``target, rest = with_transport_options(target, options)``,
     then ``open_mcp_session(target, **rest)`` gets only session options. Raises
-    :class:`TypeError` as ``open_mcp_session`` does for an option that does not apply to
+    `TypeError` as ``open_mcp_session`` does for an option that does not apply to
     the target.
     """
     transport = {key: value for key, value in options.items() if key in _TRANSPORT_OPTIONS}
@@ -259,7 +259,7 @@ def open_mcp_session(
     extensions: Mapping[str, Mapping[str, Any]] | None = None,
     **transport_options: Any,
 ) -> AbstractAsyncContextManager[ClientSession]:
-    """Connect to an MCP server and yield a ready :class:`ClientSession`.
+    """Connect to an MCP server and yield a ready [`ClientSession`][trio_mcp.ClientSession].
 
     Two forms, as trio-websocket's ``open_websocket`` and ``connect_websocket`` have:
 
@@ -273,8 +273,9 @@ def open_mcp_session(
 
     Leaving the block closes the session and its transport (shielded, bounded graceful
     steps, then force), also when the block is cancelled. None of the session's tasks ever
-    raises into the nursery: a failure is recorded (:attr:`ClientSession.failure`) and
-    every caller gets an exception of its own.
+    raises into the nursery: a failure is recorded
+    ([`ClientSession.failure`][trio_mcp.ClientSession.failure]) and every caller gets an exception
+    of its own.
 
     Args:
         nursery_or_target: The nursery that owns the session's tasks, with the target
@@ -282,8 +283,8 @@ def open_mcp_session(
         target: What to connect to: an argv list (a stdio server process), a command line
             string (split like a POSIX shell does, no shell runs), an ``http(s)://`` URL
             (Streamable HTTP, with legacy HTTP+SSE fallback), a ``ws(s)://`` URL (WebSocket),
-            or a parameters object such as :class:`StdioParameters` or
-            ``trio_mcp.testing.MockServer``.
+            or a parameters object such as [`StdioParameters`][trio_mcp.transports.StdioParameters]
+            or ``trio_mcp.testing.MockServer``.
         sampling: Handles ``sampling/createMessage`` requests from the server.
         elicitation: Handles ``elicitation/create`` requests from the server.
         roots: Handles ``roots/list``: an async callable, or a static list of roots/URIs.
@@ -308,19 +309,21 @@ def open_mcp_session(
         max_input_rounds: How many multi-round-trip input rounds one call may take.
         max_pages: How many pages ``list_*`` follows before giving up.
         notification_buffer: How many notifications a subscriber channel holds unread.
-        listen_ack_timeout: How long :meth:`ClientSession.listen` waits for the modern
-            server's acknowledgement.
+        listen_ack_timeout: How long [`ClientSession.listen()`][trio_mcp.ClientSession.listen] waits
+            for the modern server's acknowledgement.
         max_server_requests: How many server-to-client requests may run at once.
         era_cache: Where eras are remembered per origin / command (default: one cache
             shared by the process; pass ``EraCache()`` to isolate).
-        output_validation: What :meth:`ClientSession.call_tool` does with a result whose
-            ``structuredContent`` does not match the tool's ``outputSchema``: ``"report"``
-            (default: keep it, outcome on ``result.validation``), ``"strict"`` (raise
-            :class:`OutputValidationError` carrying it) or ``"off"``.
+        output_validation: What [`ClientSession.call_tool()`][trio_mcp.ClientSession.call_tool] does
+            with a result whose ``structuredContent`` does not match the tool's ``outputSchema``:
+            ``"report"`` (default: keep it, outcome on ``result.validation``), ``"strict"`` (raise
+            [`OutputValidationError`][trio_mcp.validation.OutputValidationError] carrying it) or
+            ``"off"``.
         tasks: Advertise the Tasks extension (SEP-2663, ``io.modelcontextprotocol/tasks``)
             and run 2025-11-25 tools whose ``taskSupport`` is ``"optional"`` as tasks.
-            Tasks a server makes are driven by :meth:`ClientSession.call_tool` either way
-            (see ``docs/tasks.md``).
+            Tasks a server makes are driven by
+            [`ClientSession.call_tool()`][trio_mcp.ClientSession.call_tool] either way (see
+            ``docs/tasks.md``).
         apps: Advertise MCP Apps (``io.modelcontextprotocol/ui``, SEP-1865) with the
             ``text/html;profile=mcp-app`` MIME type: say so only if your host renders apps
             (servers may then list app-only tools). Off by default. Tools and resources
@@ -329,9 +332,10 @@ def open_mcp_session(
             ``{"com.example/feature": {"setting": 1}}``.
         **transport_options: Deprecated: transport options (``env=``, ``cwd=``,
             ``headers=``, ``auth=``, ``ssl_context=``...) belong on the parameters object
-            (:class:`StdioParameters`, :class:`StreamableHTTPParameters`,
-            :class:`WebSocketParameters`), given as the target. Still accepted for one
-            release with a :class:`DeprecationWarning`; type checkers flag them.
+            ([`StdioParameters`][trio_mcp.transports.StdioParameters],
+            [`StreamableHTTPParameters`][trio_mcp.transports.StreamableHTTPParameters],
+            [`WebSocketParameters`][trio_mcp.transports.WebSocketParameters]), given as the target.
+            Still accepted for one release with a `DeprecationWarning`; type checkers flag them.
 
     Yields:
         The session, with the era negotiated and the handshake (if any) done.

@@ -10,7 +10,7 @@ T = TypeVar("T")
 
 
 class NoPublicConstructor(type):
-    """Metaclass: ``Cls(...)`` raises :class:`TypeError`; the library uses ``Cls._create``.
+    """Metaclass: ``Cls(...)`` raises `TypeError`; the library uses ``Cls._create``.
 
     The message names what to call instead: the class's ``_open_with`` attribute.
     """

@@ -2,10 +2,10 @@
 
 A server that floods notifications (or garbage) must not flood the log too: every place
 that drops a message it cannot deliver (a full subscriber, too many callbacks running, an
-invalid message, a full reply queue) reports it to a :class:`DropLog` instead of logging
+invalid message, a full reply queue) reports it to a `DropLog` instead of logging
 each drop. The first drop is logged as it happens; drops within the next ``interval``
 seconds of Trio's clock are only counted, and the next drop after the interval logs one
-summary line with that count (then a new interval starts). :meth:`DropLog.flush` logs what
+summary line with that count (then a new interval starts). `DropLog.flush()` logs what
 is still counted when the source ends (a subscription closes, a session closes).
 """
 
@@ -20,8 +20,8 @@ __all__ = ["DropLog"]
 
 logger = logging.getLogger("trio_mcp")
 
-#: Seconds (Trio's clock) between two log lines of one :class:`DropLog`.
 DROP_LOG_INTERVAL: Final = 10.0
+"""Seconds (Trio's clock) between two log lines of one `DropLog`."""
 
 
 class DropLog:
@@ -46,8 +46,8 @@ class DropLog:
         self._since = 0.0
         self._pending = 0
         self._last = ""
-        #: How many drops there were in all.
         self.total = 0
+        """How many drops there were in all."""
 
     def dropped(self, detail: str) -> None:
         """Count one drop (call from inside Trio); ``detail`` says which message it was."""

@@ -1,7 +1,7 @@
 """Protocol eras: which revisions trio_mcp speaks and how it tells a server's era.
 
 The decision logic lives here, in one place, for every transport: the session sends a
-modern request (``server/discover``) and :func:`classify_probe` turns the outcome into a
+modern request (``server/discover``) and `classify_probe()` turns the outcome into a
 verdict following ``2026-07-28/basic/versioning.mdx`` and the transport binding pages:
 
 * a ``DiscoverResult`` with a mutual modern version: modern;
@@ -15,7 +15,7 @@ verdict following ``2026-07-28/basic/versioning.mdx`` and the transport binding 
 No answer within the probe timeout is not a verdict: the session sends ``initialize`` and
 keeps the probe pending, and whichever the server answers first decides (see
 ``trio_mcp._negotiation``). Verdicts are remembered per origin or command in an
-:class:`EraCache`.
+[`EraCache`][trio_mcp.EraCache].
 """
 
 from __future__ import annotations
@@ -47,16 +47,16 @@ __all__ = [
     "era_cache",
 ]
 
-#: A session's era: ``"legacy"`` (``initialize`` handshake) or ``"modern"`` (stateless).
 Era = Literal["legacy", "modern"]
+"""A session's era: ``"legacy"`` (``initialize`` handshake) or ``"modern"`` (stateless)."""
 
-#: Modern (stateless, per-request ``_meta``) revisions, newest first.
 MODERN_VERSIONS: Final = ("2026-07-28",)
-#: Legacy (``initialize`` handshake) revisions, newest first.
+"""Modern (stateless, per-request ``_meta``) revisions, newest first."""
 LEGACY_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+"""Legacy (``initialize`` handshake) revisions, newest first."""
 LATEST_LEGACY_VERSION: Final = LEGACY_VERSIONS[0]
-#: JSON-RPC error codes only a modern server sends.
 MODERN_ERROR_CODES: Final = frozenset({-32020, -32021, -32022})
+"""JSON-RPC error codes only a modern server sends."""
 
 
 class EraCache:
@@ -65,7 +65,8 @@ class EraCache:
     The spec says clients SHOULD cache the era per origin and re-probe when the cached
     assumption fails; the session does both. One cache is shared by the process
     (``trio_mcp._eras.era_cache``); pass ``era_cache=EraCache()`` to
-    :func:`~trio_mcp.open_mcp_session` to isolate a group of sessions (tests, tenants).
+    [`open_mcp_session()`][trio_mcp.open_mcp_session] to isolate a group of sessions (tests,
+    tenants).
 
     Args:
         max_entries: How many servers are remembered; the least recently used is dropped.
@@ -125,8 +126,8 @@ class EraCache:
         self.put(key, era)
 
 
-#: The era verdicts of this process (see :class:`EraCache`).
 era_cache: EraCache = EraCache()
+"""The era verdicts of this process (see [`EraCache`][trio_mcp.EraCache])."""
 
 
 class ProbeVerdict(enum.Enum):

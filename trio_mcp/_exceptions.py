@@ -1,59 +1,61 @@
 """The exceptions trio_mcp raises.
 
-The tree is small on purpose::
+The tree is small on purpose:
 
-    MCPError                          base of everything trio_mcp raises itself
-    ├── ServerError                   the server answered with a JSON-RPC error
-    │   ├── ResourceNotFoundError     resource not found (-32002 legacy; -32602 on resources/read)
-    │   ├── UnsupportedProtocolVersionError   -32022, no mutually supported version
-    │   ├── HeaderMismatchError       -32020, HTTP headers disagree with the body
-    │   ├── MissingClientCapabilityError      -32021, the request needs a capability we lack
-    │   └── URLElicitationRequiredError       -32042, visit URL(s) first, then retry (2025-11-25)
-    ├── ProtocolError                 an undecodable or invalid message, failed negotiation
-    │   └── MessageTooLargeError      a message over the configured size limit
-    ├── TransportError                the connection failed below JSON-RPC
-    │   ├── ConnectionClosed          the server went away (exit code, stderr tail)
-    │   └── HTTPStatusError           an HTTP request failed (status code, body)
-    ├── InputRequestError             a multi-round-trip input could not be provided
-    ├── TaskError                     a task-augmented call did not give a result (``task_id``)
-    │   ├── TaskFailedError           the task ended ``failed`` (``code``, ``message``, ``data``)
-    │   ├── TaskCancelledError        the task ended ``cancelled`` by someone else
-    │   └── TaskLostError             the server no longer knows the task (``tasks/get`` error)
-    ├── SkillVerificationError        a skill file does not match its manifest (digest, size...)
-    ├── CircuitOpenError              the circuit breaker is open (``trio_mcp.CircuitBreaker``)
-    ├── ConfigError                   a server config file is invalid (file, key path, problem)
-    ├── CassetteError                 a cassette file is malformed (file, line; a ValueError)
-    ├── ServerUnavailableError        a server of a group is not running (why, stderr tail)
-    ├── NameCollisionError            two servers of a group offer the same name
-    ├── AuthError                     OAuth authorization failed (``auth=trio_mcp.OAuth(...)``)
-    │   ├── AuthDiscoveryError        metadata missing, malformed, wrong issuer or resource
-    │   ├── ClientRegistrationError   no client identity (pre-registered, CIMD, DCR)
-    │   ├── AuthorizationDeniedError  the redirect carried an error, wrong state or iss
-    │   ├── TokenRequestError         the token endpoint answered an OAuth error
-    │   ├── InsufficientScopeError    403 insufficient_scope after the step-up limit
-    │   ├── DeviceCodeExpiredError    the device flow's user code expired unapproved
-    │   ├── DPoPError                 DPoP (RFC 9449) impossible: no common alg, unbound key
-    │   │   └── DPoPNonceError        a DPoP-Nonce missing or malformed, or a nonce loop
-    │   └── LoginRequiredError        headless: no usable stored token, a login is needed
-    ├── ToolError                     raised by ``CallToolResult.raise_for_error()``
-    ├── OutputValidationError         a tool result does not match its ``outputSchema``
-    ├── SchemaError                   a JSON Schema that does not compile
-    ├── ElicitationContentError       elicitation content does not match ``requestedSchema``
-    ├── UnsafeURLError                a URL failed :func:`~trio_mcp.urls.check_url`
-    ├── ModelError                    a model adapter failed (HTTP error, malformed JSON)
-    └── AgentError                    the agentic tool loop stopped early (has ``transcript``)
-        ├── AgentIterationLimitError  the model still asked for tools at the iteration cap
-        └── AgentDeadlineError        the loop's timeout passed (also a trio.TooSlowError)
+```text
+MCPError                          base of everything trio_mcp raises itself
+├── ServerError                   the server answered with a JSON-RPC error
+│   ├── ResourceNotFoundError     resource not found (-32002 legacy; -32602 on resources/read)
+│   ├── UnsupportedProtocolVersionError   -32022, no mutually supported version
+│   ├── HeaderMismatchError       -32020, HTTP headers disagree with the body
+│   ├── MissingClientCapabilityError      -32021, the request needs a capability we lack
+│   └── URLElicitationRequiredError       -32042, visit URL(s) first, then retry (2025-11-25)
+├── ProtocolError                 an undecodable or invalid message, failed negotiation
+│   └── MessageTooLargeError      a message over the configured size limit
+├── TransportError                the connection failed below JSON-RPC
+│   ├── ConnectionClosed          the server went away (exit code, stderr tail)
+│   └── HTTPStatusError           an HTTP request failed (status code, body)
+├── InputRequestError             a multi-round-trip input could not be provided
+├── TaskError                     a task-augmented call did not give a result (``task_id``)
+│   ├── TaskFailedError           the task ended ``failed`` (``code``, ``message``, ``data``)
+│   ├── TaskCancelledError        the task ended ``cancelled`` by someone else
+│   └── TaskLostError             the server no longer knows the task (``tasks/get`` error)
+├── SkillVerificationError        a skill file does not match its manifest (digest, size...)
+├── CircuitOpenError              the circuit breaker is open (``trio_mcp.CircuitBreaker``)
+├── ConfigError                   a server config file is invalid (file, key path, problem)
+├── CassetteError                 a cassette file is malformed (file, line; a ValueError)
+├── ServerUnavailableError        a server of a group is not running (why, stderr tail)
+├── NameCollisionError            two servers of a group offer the same name
+├── AuthError                     OAuth authorization failed (``auth=trio_mcp.OAuth(...)``)
+│   ├── AuthDiscoveryError        metadata missing, malformed, wrong issuer or resource
+│   ├── ClientRegistrationError   no client identity (pre-registered, CIMD, DCR)
+│   ├── AuthorizationDeniedError  the redirect carried an error, wrong state or iss
+│   ├── TokenRequestError         the token endpoint answered an OAuth error
+│   ├── InsufficientScopeError    403 insufficient_scope after the step-up limit
+│   ├── DeviceCodeExpiredError    the device flow's user code expired unapproved
+│   ├── DPoPError                 DPoP (RFC 9449) impossible: no common alg, unbound key
+│   │   └── DPoPNonceError        a DPoP-Nonce missing or malformed, or a nonce loop
+│   └── LoginRequiredError        headless: no usable stored token, a login is needed
+├── ToolError                     raised by ``CallToolResult.raise_for_error()``
+├── OutputValidationError         a tool result does not match its ``outputSchema``
+├── SchemaError                   a JSON Schema that does not compile
+├── ElicitationContentError       elicitation content does not match ``requestedSchema``
+├── UnsafeURLError                a URL failed [`check_url()`][trio_mcp.urls.check_url]
+├── ModelError                    a model adapter failed (HTTP error, malformed JSON)
+└── AgentError                    the agentic tool loop stopped early (has ``transcript``)
+    ├── AgentIterationLimitError  the model still asked for tools at the iteration cap
+    └── AgentDeadlineError        the loop's timeout passed (also a trio.TooSlowError)
+```
 
 The exceptions a caller catches every day are exported from ``trio_mcp``; those of one
 feature from its namespace (``trio_mcp.auth.TokenRequestError``,
 ``trio_mcp.tasks.TaskFailedError``, ``trio_mcp.groups.ServerUnavailableError``, ...).
 
-Besides these a caller sees only trio's own: :class:`trio.TooSlowError` (from ``timeout=``
-or the caller's ``trio.fail_after``), :class:`trio.ClosedResourceError` (the session was
+Besides these a caller sees only trio's own: `trio.TooSlowError` (from ``timeout=``
+or the caller's ``trio.fail_after``), `trio.ClosedResourceError` (the session was
 closed by its owner, also for calls that were pending at that moment) and
-:class:`trio.Cancelled`. An argument the caller got wrong (a value that cannot be encoded
-as JSON, an unknown option) raises :class:`TypeError` or :class:`ValueError` at once,
+`trio.Cancelled`. An argument the caller got wrong (a value that cannot be encoded
+as JSON, an unknown option) raises `TypeError` or `ValueError` at once,
 before anything is sent.
 
 No exception from the session's own tasks ever reaches a caller as an ``ExceptionGroup``,
@@ -295,8 +297,8 @@ class TaskCancelledError(TaskError):
 class TaskLostError(TaskError):
     """The server no longer knows the task: ``tasks/get`` (or ``tasks/result``) failed.
 
-    The server's :class:`ServerError` is the ``__cause__``. The task may have expired
-    (its ``ttl`` passed) or the server restarted without keeping its tasks.
+    The server's [`ServerError`][trio_mcp.ServerError] is the ``__cause__``. The task may have
+    expired (its ``ttl`` passed) or the server restarted without keeping its tasks.
     """
 
 
@@ -316,25 +318,26 @@ class SkillVerificationError(MCPError):
 
 
 class CircuitState(enum.Enum):
-    """The states of a :class:`~trio_mcp.CircuitBreaker`.
+    """The states of a [`CircuitBreaker`][trio_mcp.CircuitBreaker].
 
-    Defined beside :class:`CircuitOpenError`, which carries one, so that this module
-    depends on nothing of the package (``_resilience`` imports it from here).
+    Defined beside [`CircuitOpenError`][trio_mcp.CircuitOpenError], which carries one, so that this
+    module depends on nothing of the package (``_resilience`` imports it from here).
     """
 
-    #: Calls go through; consecutive failures are counted.
     CLOSED = "closed"
-    #: Calls are refused with :class:`CircuitOpenError` until the recovery time has passed.
+    """Calls go through; consecutive failures are counted."""
     OPEN = "open"
-    #: A limited number of trial calls go through to probe whether the service recovered.
+    """Calls are refused with [`CircuitOpenError`][trio_mcp.CircuitOpenError] until the recovery
+    time has passed."""
     HALF_OPEN = "half_open"
+    """A limited number of trial calls go through to probe whether the service recovered."""
 
 
 class CircuitOpenError(MCPError):
-    """A :class:`~trio_mcp.CircuitBreaker` refused a call without making it.
+    """A [`CircuitBreaker`][trio_mcp.CircuitBreaker] refused a call without making it.
 
     Attributes:
-        retry_at: The earliest trio time (:func:`trio.current_time`) at which the breaker
+        retry_at: The earliest trio time (`trio.current_time()`) at which the breaker
             may admit a call again. For a half-open breaker whose trial calls are all in
             flight it is the current time: retry once they finish.
         state: The breaker's state when it refused the call.
@@ -431,8 +434,9 @@ class DeviceCodeExpiredError(AuthError):
 
     The user did not approve the ``user_code`` before it expired (the server's
     ``expires_in``, or its ``expired_token`` error). Start the authorization again: a new
-    request gets a new code. A user who refused raises :class:`AuthorizationDeniedError`
-    (``error="access_denied"``) instead.
+    request gets a new code. A user who refused raises
+    [`AuthorizationDeniedError`][trio_mcp.auth.AuthorizationDeniedError] (``error="access_denied"``)
+    instead.
     """
 
 
@@ -487,7 +491,7 @@ class CassetteError(MCPError, ValueError):
 
     Raised when the cassette is loaded, before anything is replayed, for every way a line
     can be wrong: not JSON, not an object, a missing or mistyped field, an unknown
-    direction, no header. It is also a :class:`ValueError`.
+    direction, no header. It is also a `ValueError`.
 
     Attributes:
         path: The cassette file.
@@ -504,7 +508,8 @@ class CassetteError(MCPError, ValueError):
 
 
 class ServerUnavailableError(MCPError):
-    """A server of a :class:`~trio_mcp.ServerGroup` is not running, so a call cannot reach it.
+    """A server of a [`ServerGroup`][trio_mcp.groups.ServerGroup] is not running, so a call cannot
+    reach it.
 
     Attributes:
         server: The server's name in the group.
@@ -555,7 +560,7 @@ class ToolError(MCPError):
     """A tool call returned ``isError: true``; raised by ``CallToolResult.raise_for_error()``.
 
     Attributes:
-        result: The :class:`~trio_mcp.CallToolResult` that carried the error.
+        result: The [`CallToolResult`][trio_mcp.types.CallToolResult] that carried the error.
     """
 
     def __init__(self, message: str, result: Any = None):
@@ -566,9 +571,10 @@ class ToolError(MCPError):
 class URLElicitationRequiredError(ServerError):
     """The request needs URL-mode elicitations completed first (``-32042``, 2025-11-25).
 
-    Show each of :attr:`elicitations` to the user (check it with
-    :func:`~trio_mcp.urls.check_url` first), wait for ``notifications/elicitation/complete``
-    (:meth:`~trio_mcp.ClientSession.wait_elicitation_complete`), then retry the request.
+    Show each of `elicitations` to the user (check it with
+    [`check_url()`][trio_mcp.urls.check_url] first), wait for ``notifications/elicitation/complete``
+    ([`wait_elicitation_complete()`][trio_mcp.ClientSession.wait_elicitation_complete]), then retry
+    the request.
 
     Args:
         code: The JSON-RPC error code (``-32042``).
@@ -577,13 +583,13 @@ class URLElicitationRequiredError(ServerError):
             built from ``elicitations`` (what a test server sends on the wire).
         method: The method of the request that failed, when known.
         elicitations: The required elicitations, as
-            :class:`~trio_mcp.types.ElicitRequestURLParams`.
+            [`ElicitRequestURLParams`][trio_mcp.types.ElicitRequestURLParams].
 
     Attributes:
         elicitations: The required elicitations, as
-            :class:`~trio_mcp.types.ElicitRequestURLParams`: for an error the server sent, parsed
-            from ``data["elicitations"]`` when the error was decoded (entries that are not
-            valid URL-mode elicitations are left out); otherwise those given to the
+            [`ElicitRequestURLParams`][trio_mcp.types.ElicitRequestURLParams]: for an error the
+            server sent, parsed from ``data["elicitations"]`` when the error was decoded (entries
+            that are not valid URL-mode elicitations are left out); otherwise those given to the
             constructor.
     """
 
@@ -607,11 +613,12 @@ class OutputValidationError(MCPError):
 
     Raised only in strict mode (``open_mcp_session(output_validation="strict")``) or when
     ``call_tool(..., result_type=T)`` cannot decode the result; by default the outcome is
-    reported on :attr:`CallToolResult.validation` instead, and the result kept.
+    reported on [`CallToolResult.validation`][trio_mcp.types.CallToolResult.validation] instead, and
+    the result kept.
 
     Attributes:
-        result: The :class:`~trio_mcp.CallToolResult`, intact.
-        validation: The :class:`~trio_mcp.OutputValidation` outcome.
+        result: The [`CallToolResult`][trio_mcp.types.CallToolResult], intact.
+        validation: The [`OutputValidation`][trio_mcp.validation.OutputValidation] outcome.
     """
 
     def __init__(self, message: str, result: Any, validation: Any) -> None:
@@ -650,10 +657,11 @@ class ElicitationContentError(MCPError):
 
 
 class UnsafeURLError(MCPError):
-    """A URL failed :func:`~trio_mcp.urls.check_url` (raised by ``URLCheck.raise_for_error()``).
+    """A URL failed [`check_url()`][trio_mcp.urls.check_url] (raised by
+    ``URLCheck.raise_for_error()``).
 
     Attributes:
-        check: The :class:`~trio_mcp.urls.URLCheck` with the reason in ``error``.
+        check: The [`URLCheck`][trio_mcp.urls.URLCheck] with the reason in ``error``.
     """
 
     def __init__(self, message: str, check: Any) -> None:
@@ -677,10 +685,12 @@ class ModelError(MCPError):
 
 
 class AgentError(MCPError):
-    """The agentic tool loop (:func:`~trio_mcp.run_agent`) stopped before the model finished.
+    """The agentic tool loop ([`run_agent()`][trio_mcp.agent.run_agent]) stopped before the model
+    finished.
 
     Attributes:
-        transcript: The conversation so far (a list of :class:`~trio_mcp.types.SamplingMessage`).
+        transcript: The conversation so far (a list of
+            [`SamplingMessage`][trio_mcp.types.SamplingMessage]).
     """
 
     def __init__(self, message: str, transcript: list[Any]) -> None:

@@ -3,9 +3,10 @@
 The same handlers serve both eras: legacy servers send real JSON-RPC requests
 (``sampling/createMessage``, ``elicitation/create``, ``roots/list``); modern servers put the
 same requests into the ``inputRequests`` of an ``input_required`` result (multi-round-trip).
-Either way the handler receives the typed params and a :class:`RequestContext` (defined with
-the session in :mod:`trio_mcp._session`, as it names the session's type), and returns
-the typed result or the same as a plain dict in wire form.
+Either way the handler receives the typed params and a
+[`RequestContext`][trio_mcp.handlers.RequestContext] (defined with the session in
+`trio_mcp._session`, as it names the session's type), and returns the typed result or the same as a
+plain dict in wire form.
 """
 
 from __future__ import annotations
@@ -48,8 +49,8 @@ _Elicitation: TypeAlias = Callable[
     [t.ElicitRequestFormParams | t.ElicitRequestURLParams, Any],
     Awaitable[t.ElicitResult | Mapping[str, Any]],
 ]
-#: What a roots handler may return.
 RootsValue: TypeAlias = t.ListRootsResult | Sequence[t.Root | str] | Mapping[str, Any]
+"""What a roots handler may return."""
 
 
 class Roots:
@@ -63,7 +64,7 @@ class Roots:
     Every root is a ``file://`` URI, as the spec requires.
 
     Args:
-        roots: The initial roots (:class:`Root` objects or ``file://`` URIs).
+        roots: The initial roots ([`Root`][trio_mcp.types.Root] objects or ``file://`` URIs).
 
     Raises:
         ValueError: A root is not a ``file://`` URI.
@@ -101,7 +102,7 @@ class Roots:
         """Add a root (or replace the one with the same URI) and announce the change.
 
         Args:
-            root: A :class:`Root` or a ``file://`` URI.
+            root: A [`Root`][trio_mcp.types.Root] or a ``file://`` URI.
 
         Raises:
             ValueError: Not a ``file://`` URI.
@@ -211,9 +212,9 @@ def _handler_failed(method: str) -> str:
 async def _run_handler(method: str, call: Callable[[], Awaitable[Any]]) -> Any:
     """Await the application's handler; its failures are its own (``-32603``, logged).
 
-    A :class:`HandlerError` goes out as raised; any other exception is logged with its
-    traceback and becomes a generic internal error, whatever its type: a ``ValueError``
-    inside a handler says nothing about the server's params.
+    A [`HandlerError`][trio_mcp.handlers.HandlerError] goes out as raised; any other exception is
+    logged with its traceback and becomes a generic internal error, whatever its type: a
+    ``ValueError`` inside a handler says nothing about the server's params.
     """
     try:
         return _to_wire(await call())
@@ -298,8 +299,8 @@ class ServerRequestHandlers:
         """The client capabilities these handlers support, in wire form.
 
         Only what the client really does is claimed: URL-mode elicitation only when asked
-        for, and ``roots.listChanged`` only for a :class:`Roots` set (which announces its
-        changes).
+        for, and ``roots.listChanged`` only for a [`Roots`][trio_mcp.handlers.Roots] set (which
+        announces its changes).
         """
         caps: dict[str, Any] = {}
         if self.sampling is not None:
@@ -332,8 +333,8 @@ class ServerRequestHandlers:
         included) or returns wrongly (an elicitation ``action`` that is not ``accept``,
         ``decline`` or ``cancel``) is the application's bug: it is logged here with its
         traceback and answers ``-32603`` internal error with a generic message, so no
-        internals reach the server. A :class:`HandlerError` the handler raises on purpose
-        is sent as it is.
+        internals reach the server. A [`HandlerError`][trio_mcp.handlers.HandlerError] the handler
+        raises on purpose is sent as it is.
 
         Raises:
             HandlerError: No handler, invalid params, or the handler failed.

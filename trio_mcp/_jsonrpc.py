@@ -1,13 +1,13 @@
 """JSON-RPC 2.0 envelopes, and the one trust boundary for every byte a peer sends.
 
-Incoming messages are decoded into :class:`Envelope` with ``params`` and ``result`` kept as
-:class:`msgspec.Raw`, so the payload is decoded exactly once, by the code that knows its type.
+Incoming messages are decoded into `Envelope` with ``params`` and ``result`` kept as
+`msgspec.Raw`, so the payload is decoded exactly once, by the code that knows its type.
 
-Every decode of peer bytes goes through this module: :func:`decode_envelope` (one message),
-:func:`split_batch` (a JSON-RPC batch), :func:`decode_payload` (a ``params``/``result``
-payload into its type) and :func:`decode_json` (untyped). Each returns a value or raises
-:class:`~trio_mcp.ProtocolError` chained to the cause, whatever the bytes are: invalid JSON,
-invalid UTF-8 in any string, nesting deep enough to exhaust the stack, wrong types in any
+Every decode of peer bytes goes through this module: `decode_envelope()` (one message),
+`split_batch()` (a JSON-RPC batch), `decode_payload()` (a ``params``/``result``
+payload into its type) and `decode_json()` (untyped). Each returns a value or raises
+[`ProtocolError`][trio_mcp.ProtocolError] chained to the cause, whatever the bytes are: invalid
+JSON, invalid UTF-8 in any string, nesting deep enough to exhaust the stack, wrong types in any
 field. Nothing foreign (msgspec, Unicode, Recursion errors) gets past it.
 """
 
@@ -53,11 +53,11 @@ __all__ = [
     "encode_response",
 ]
 
-#: What msgspec raises for bytes that are not the JSON asked for: malformed or mistyped
-#: (``DecodeError`` and its ``ValidationError``), invalid UTF-8 inside a string
-#: (``UnicodeDecodeError``), nesting too deep (``RecursionError``). Every decode of peer
-#: bytes outside this module catches exactly these.
 UNDECODABLE: Final = (msgspec.DecodeError, UnicodeDecodeError, RecursionError)
+"""What msgspec raises for bytes that are not the JSON asked for: malformed or mistyped
+(``DecodeError`` and its ``ValidationError``), invalid UTF-8 inside a string
+(``UnicodeDecodeError``), nesting too deep (``RecursionError``). Every decode of peer bytes outside
+this module catches exactly these."""
 
 PARSE_ERROR: Final = -32700
 INVALID_REQUEST: Final = -32600
@@ -362,7 +362,7 @@ _ERROR_CLASSES: Final[dict[int, type[ServerError]]] = {
 def server_error_from_wire(
     code: int, message: str, data: Any = None, *, method: str | None = None, modern: bool = False
 ) -> ServerError:
-    """Build the most specific :class:`ServerError` for a JSON-RPC error.
+    """Build the most specific [`ServerError`][trio_mcp.ServerError] for a JSON-RPC error.
 
     ``data`` is the error's decoded ``data`` member; what a subclass reads from it is parsed
     here, at the trust boundary (the elicitations of a ``-32042``).

@@ -1,6 +1,6 @@
 """Era negotiation: the ``initialize`` handshake, ``server/discover``, and ``auto``'s probe.
 
-:class:`EraNegotiation` is the part of :class:`~trio_mcp.ClientSession` that runs before the
+`EraNegotiation` is the part of [`ClientSession`][trio_mcp.ClientSession] that runs before the
 session is handed to you (``ClientSession._start``). In ``auto`` mode it sends the
 ``server/discover`` probe; an answer decides at once (``trio_mcp._eras.classify_probe``).
 A probe that gets no answer within ``probe_timeout`` stays pending while ``initialize`` is
@@ -57,8 +57,8 @@ _META_CAPS = t.META_CLIENT_CAPABILITIES
 _META_CLIENT = t.META_CLIENT_INFO
 _META_LOG = t.META_LOG_LEVEL
 _META_SERVER = t.META_SERVER_INFO
-#: Revisions that allow JSON-RPC batches (2025-06-18 removed them again).
 _BATCH_VERSIONS: Final = frozenset({"2025-03-26"})
+"""Revisions that allow JSON-RPC batches (2025-06-18 removed them again)."""
 
 
 class _ProbeCrashedError(Exception):
@@ -70,7 +70,7 @@ class _ProbeCrashedError(Exception):
 
 
 class EraNegotiation:
-    """The era negotiation of :class:`~trio_mcp.ClientSession` (a mixin: the session sets
+    """The era negotiation of [`ClientSession`][trio_mcp.ClientSession] (a mixin: the session sets
     the attributes declared here in its ``__init__``)."""
 
     if not TYPE_CHECKING:  # (type checkers would refuse the mixin's own assignments)

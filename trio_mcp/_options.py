@@ -14,7 +14,7 @@ __all__ = ["_Options"]
 
 @dataclass(frozen=True, slots=True)
 class _Options:
-    """The session options of :func:`open_mcp_session`, checked once."""
+    """The session options of [`open_mcp_session()`][trio_mcp.open_mcp_session], checked once."""
 
     client_info: t.Implementation | None = None
     protocol: str = "auto"

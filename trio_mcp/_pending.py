@@ -2,9 +2,9 @@
 
 A request's answer (or its failure, or its progress) reaches the caller through a trio
 memory channel of its own, opened for the request and recycled through one pool per trio
-run. :class:`PendingCall` is the caller's handle: :meth:`~PendingCall.wait` collects the
-answer, :meth:`~PendingCall.abandon` forgets it. The engine (``_rpc``) makes them and feeds
-their channels; it is known here only as the small :class:`CallOwner` protocol.
+run. `PendingCall` is the caller's handle: `wait()` collects the
+answer, `abandon()` forgets it. The engine (``_rpc``) makes them and feeds
+their channels; it is known here only as the small `CallOwner` protocol.
 """
 
 from __future__ import annotations
@@ -30,13 +30,13 @@ __all__ = [
     "run_channel_pool",
 ]
 
-#: Called with each progress notification of a request (a plain or an async function).
 ProgressCallback = Callable[[t.ProgressNotificationParams], Awaitable[None] | None]
+"""Called with each progress notification of a request (a plain or an async function)."""
 CHANNEL_POOL_SIZE: Final = 1024  # idle response channels kept, per trio run
 
 
 class CallOwner(Protocol):
-    """What a :class:`PendingCall` needs of its connection (``RPCConnection``)."""
+    """What a `PendingCall` needs of its connection (``RPCConnection``)."""
 
     def _recycle(self, channels: Channels) -> None: ...
     def _forget(self, request_id: RequestId) -> None: ...
@@ -67,9 +67,9 @@ def run_channel_pool() -> list[Channels]:
 class PendingCall:
     """One request on the wire whose answer has not been collected yet.
 
-    Made by :meth:`RPCConnection.start_request`. :meth:`wait` collects the answer; a call
-    that is no longer wanted is dropped with :meth:`abandon` (or announced as cancelled with
-    :meth:`RPCConnection.cancel`).
+    Made by `RPCConnection.start_request()`. `wait()` collects the answer; a call
+    that is no longer wanted is dropped with `abandon()` (or announced as cancelled with
+    `RPCConnection.cancel()`).
     """
 
     __slots__ = ("_channels", "_conn", "_on_progress", "done", "method", "request_id")
@@ -100,7 +100,7 @@ class PendingCall:
     async def wait(self) -> msgspec.Raw:
         """Wait for the answer; return its raw ``result``.
 
-        Cancelling the wait leaves the request pending (see :meth:`abandon`).
+        Cancelling the wait leaves the request pending (see `abandon()`).
 
         Raises:
             ServerError: The server answered with an error.
@@ -126,7 +126,7 @@ class PendingCall:
         """The answer if it has arrived (progress is skipped), else None. Never blocks.
 
         Raises:
-            The same as :meth:`wait`, when the answer has arrived and is a failure.
+            The same as `wait()`, when the answer has arrived and is a failure.
         """
         receive = self._channels[1]
         while True:
@@ -143,7 +143,7 @@ class PendingCall:
     def abandon(self) -> None:
         """Forget the request: a late answer is dropped; the transport may close its stream.
 
-        No ``notifications/cancelled`` is sent (use :meth:`RPCConnection.cancel` for that).
+        No ``notifications/cancelled`` is sent (use `RPCConnection.cancel()` for that).
         """
         if not self.done:
             self.done = True

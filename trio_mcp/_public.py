@@ -1,7 +1,7 @@
 """Make each public name show where it is documented: ``trio_mcp.auth.OAuth``, no private module.
 
 Each public namespace (``trio_mcp``, ``trio_mcp.auth``, ``trio_mcp.agent``, ...) calls
-:func:`publish` on the names it exports, so ``__module__`` (shown in reprs, tracebacks and
+`publish()` on the names it exports, so ``__module__`` (shown in reprs, tracebacks and
 ``help()``) names a public module that lists the name. A name exported from a feature
 namespace and re-exported from ``trio_mcp`` shows the namespace, as protocol types show
 ``trio_mcp.types``: only a name still in a private module is changed, and ``trio_mcp``

@@ -3,12 +3,12 @@
 When a transport starts a new server session (a legacy Streamable HTTP session the server
 lost, a reconnected WebSocket, ...), the server has forgotten what the application set up:
 the session runs its re-setup work (``logging/setLevel``, ``resources/subscribe``) again
-through a :class:`Recovery`, made on the first renewal (a session that never sees one
+through a `Recovery`, made on the first renewal (a session that never sees one
 carries nothing). A modern (stateless) session runs its own work the same way after any
 gap: ``server/discover`` again, since the server may be a new process. The work runs as a
 task of the session's own nursery (through the RPC engine's guard, so it never raises into
-it), bounded by :data:`RESETUP_TIMEOUT`; a renewal while it runs does not start a second
-task but one more pass after this one, and at most :data:`MAX_PASSES` passes run in a row
+it), bounded by `RESETUP_TIMEOUT`; a renewal while it runs does not start a second
+task but one more pass after this one, and at most `MAX_PASSES` passes run in a row
 (a server that loses every new session at once does not keep the client busy).
 """
 
@@ -24,13 +24,13 @@ __all__ = ["MAX_PASSES", "RESETUP_TIMEOUT", "Recovery"]
 
 logger = logging.getLogger("trio_mcp")
 
-#: How long one pass of re-setup work may take, in seconds of trio's clock.
 RESETUP_TIMEOUT: Final = 30.0
-#: How many passes run in a row when renewals keep coming while the work runs.
+"""How long one pass of re-setup work may take, in seconds of trio's clock."""
 MAX_PASSES: Final = 3
+"""How many passes run in a row when renewals keep coming while the work runs."""
 
-#: Start a task in the session's nursery; False if it no longer takes tasks.
 Spawn = Callable[..., bool]
+"""Start a task in the session's nursery; False if it no longer takes tasks."""
 
 
 class Recovery:
@@ -41,8 +41,8 @@ class Recovery:
     def __init__(self) -> None:
         self._running = False
         self._again = False
-        #: how many passes of re-setup work have run (for tests and statistics)
         self.passes = 0
+        """how many passes of re-setup work have run (for tests and statistics)"""
 
     @property
     def running(self) -> bool:

@@ -3,7 +3,7 @@
 Reprs end up in logs, tracebacks and ``pytest --showlocals``; a secret must not. A field
 named as secret shows ``'***'`` (a mapping shows its keys, each value ``'***'``): a reader
 still sees *which* header or variable is set, never its value. A URL shows without its
-userinfo (``https://user:password@host/`` as ``https://host/``): :func:`display_url`, the
+userinfo (``https://user:password@host/`` as ``https://host/``): `display_url()`, the
 one function every repr, exception message and log line that quotes a URL uses.
 """
 
@@ -15,8 +15,8 @@ from typing import Any
 
 __all__ = ["display_url", "hidden", "redacted_repr", "URL_FIELDS"]
 
-#: Fields that hold a URL: :func:`redacted_repr` shows them with :func:`display_url`.
 URL_FIELDS = frozenset({"url", "endpoint", "proxy", "server_url"})
+"""Fields that hold a URL: `redacted_repr()` shows them with `display_url()`."""
 
 
 def display_url(url: object) -> str:
@@ -54,7 +54,7 @@ def hidden(value: object) -> str:
 
 
 def redacted_repr(obj: Any, secret: Collection[str]) -> str:
-    """The dataclass repr of ``obj`` with the fields in ``secret`` shown by :func:`hidden`."""
+    """The dataclass repr of ``obj`` with the fields in ``secret`` shown by `hidden()`."""
     parts: list[str] = []
     for item in dataclasses.fields(obj):
         if not item.repr:

@@ -1,6 +1,6 @@
 """The request path of a session: one meaning of ``timeout=``, and the multi-round-trip loop.
 
-:class:`RequestPath` is a mixin of :class:`~trio_mcp.ClientSession` (the session sets the
+`RequestPath` is a mixin of [`ClientSession`][trio_mcp.ClientSession] (the session sets the
 attributes it reads in its ``__init__``; a mixin, not a component, so that the hot path
 stays one method call from ``call_tool`` to the connection). It holds, for requests in
 both directions:
@@ -12,7 +12,8 @@ both directions:
 * **The multi-round-trip loop** (modern era): ``_meta`` added, protocol-version retry,
   idempotent re-issue after a broken stream, ``input_required`` rounds answered through
   the session's handlers, tasks driven to their end, claimed ``resultType`` values.
-* **Server-to-client requests**: their :class:`RequestContext`, and the task receiver.
+* **Server-to-client requests**: their [`RequestContext`][trio_mcp.handlers.RequestContext], and the
+  task receiver.
 """
 
 from __future__ import annotations
@@ -63,12 +64,12 @@ T = TypeVar("T")
 R = TypeVar("R", bound=t.Result)
 
 _INPUT_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
-#: With ``progress_resets_timeout`` and no ``max_timeout``: progress may extend a call to at
-#: most this many times its timeout (docs/cancellation.md says why there is always a limit).
 PROGRESS_LIMIT_FACTOR: Final = 10
+"""With ``progress_resets_timeout`` and no ``max_timeout``: progress may extend a call to at most
+this many times its timeout (docs/cancellation.md says why there is always a limit)."""
 ResultClaimHandler = Callable[[str, dict[str, Any]], Awaitable[Mapping[str, Any]]]
-#: Sees the bytes a result was decoded from (None: bytes not seen, e.g. a cached page).
 RawTap = Callable[["msgspec.Raw | None"], None]
+"""Sees the bytes a result was decoded from (None: bytes not seen, e.g. a cached page)."""
 
 
 class ResultHead(msgspec.Struct, rename="camel"):
@@ -106,7 +107,7 @@ def request_meta(params: msgspec.Raw) -> Mapping[str, Any] | None:
 
 
 class RequestPath(EraNegotiation):
-    """The request path of :class:`~trio_mcp.ClientSession` (a mixin: the session sets the
+    """The request path of [`ClientSession`][trio_mcp.ClientSession] (a mixin: the session sets the
     attributes declared here in its ``__init__``)."""
 
     if not TYPE_CHECKING:  # (type checkers would refuse the mixin's own assignments)
@@ -445,8 +446,9 @@ class RequestPath(EraNegotiation):
         return responses
 
     def _context(self, method: str, request_id: RequestId, params: msgspec.Raw) -> Any:
-        """The :class:`RequestContext` a handler of this request gets (ClientSession's: the
-        context names the session's own type, so it is made above this module)."""
+        """The [`RequestContext`][trio_mcp.handlers.RequestContext] a handler of this request gets
+        (ClientSession's: the context names the session's own type, so it is made above this
+        module)."""
         raise NotImplementedError  # pragma: no cover - ClientSession overrides it
 
     def _can_handle(self, method: str) -> bool:
@@ -563,7 +565,8 @@ class RequestPath(EraNegotiation):
         timeout: float | None,
         on_progress: ProgressCallback | None,
     ) -> AsyncGenerator[ToolTask, None]:
-        """:meth:`ClientSession.start_tool_task`: the call, and the task it became."""
+        """[`ClientSession.start_tool_task()`][trio_mcp.ClientSession.start_tool_task]: the call,
+        and the task it became."""
         args: Mapping[str, Any] = arguments if arguments is not None else {}
         params, headers = self._tool_call(name, args)
         await self._tools.prepare_output_schema(name)  # (the result is checked synchronously)
@@ -591,7 +594,8 @@ class RequestPath(EraNegotiation):
             await task._close()  # pyright: ignore[reportPrivateUsage]
 
     async def _task_states(self, timeout: float | None) -> list[TaskState]:
-        """:meth:`ClientSession.list_tasks`: every page of ``tasks/list``."""
+        """[`ClientSession.list_tasks()`][trio_mcp.ClientSession.list_tasks]: every page of
+        ``tasks/list``."""
         states: list[TaskState] = []
         cursor: str | None = None
         for _ in range(self._opts.max_pages):

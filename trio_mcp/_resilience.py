@@ -1,14 +1,15 @@
 """Retries with backoff, and a circuit breaker, on trio's clock.
 
-Everything here takes time only from :func:`trio.current_time` and waits only with
-:func:`trio.sleep`, so a :class:`trio.testing.MockClock` drives it exactly.
+Everything here takes time only from `trio.current_time()` and waits only with
+`trio.sleep()`, so a `trio.testing.MockClock` drives it exactly.
 
-* :class:`Backoff` computes the delay before each retry (exponential, capped, with jitter).
-* :class:`RetryPolicy` re-runs an async callable while it fails with a retryable error, and
-  re-raises the last error unchanged once it gives up.
-* :class:`CircuitBreaker` stops calling a failing service for a while after too many
-  consecutive failures (``CLOSED`` → ``OPEN`` → ``HALF_OPEN`` → ``CLOSED``), raising
-  :class:`CircuitOpenError` instead of calling.
+* [`Backoff`][trio_mcp.Backoff] computes the delay before each retry (exponential, capped, with
+  jitter).
+* [`RetryPolicy`][trio_mcp.RetryPolicy] re-runs an async callable while it fails with a retryable
+  error, and re-raises the last error unchanged once it gives up.
+* [`CircuitBreaker`][trio_mcp.CircuitBreaker] stops calling a failing service for a while after too
+  many consecutive failures (``CLOSED`` → ``OPEN`` → ``HALF_OPEN`` → ``CLOSED``), raising
+  [`CircuitOpenError`][trio_mcp.CircuitOpenError] instead of calling.
 
 Cancellation is never retried and never counts as a failure.
 """
@@ -48,10 +49,12 @@ def _matches(rule: _ExceptionRule, exc: BaseException) -> bool:
 class Backoff:
     """An exponential backoff schedule with a cap and optional jitter.
 
-    The delay before retry number ``attempt`` (1 for the first retry) is::
+    The delay before retry number ``attempt`` (1 for the first retry) is:
 
-        base = min(maximum, initial * multiplier ** (attempt - 1))
-        delay = base * (1 - jitter * U)        # U uniform in [0, 1)
+    ```python
+    base = min(maximum, initial * multiplier ** (attempt - 1))
+    delay = base * (1 - jitter * U)        # U uniform in [0, 1)
+    ```
 
     so a delay never exceeds ``base`` (nor ``maximum``) and never drops below
     ``base * (1 - jitter)``. ``jitter=0`` gives a deterministic schedule, ``jitter=1.0``
@@ -92,8 +95,8 @@ class Backoff:
             attempt: The retry about to be made: 1 after the first failure, 2 after the
                 second, and so on.
             random: The random number generator for the jitter. Pass a seeded
-                :class:`random.Random` for a reproducible schedule; the default uses the
-                :mod:`random` module's global generator. Not used when ``jitter`` is 0.
+                `random.Random` for a reproducible schedule; the default uses the
+                `random` module's global generator. Not used when ``jitter`` is 0.
 
         Returns:
             The delay in seconds.
@@ -134,20 +137,23 @@ def _retry_after(exc: BaseException) -> float | None:
 class RetryPolicy:
     """How often, and after how long, to retry a failed operation.
 
-    With the default ``retry_on`` a policy retries :class:`~trio_mcp.TransportError`
+    With the default ``retry_on`` a policy retries [`TransportError`][trio_mcp.TransportError]
     (connection failures, HTTP 5xx, 408 and 429) and nothing else: never
-    :class:`~trio_mcp.ServerError` (the server answered), :class:`~trio_mcp.ProtocolError`,
-    an HTTP 4xx other than 408/429, or :class:`CircuitOpenError`. :class:`trio.Cancelled`
-    and other non-:class:`Exception` errors are never retried, whatever ``retry_on`` says.
+    [`ServerError`][trio_mcp.ServerError] (the server answered),
+    [`ProtocolError`][trio_mcp.ProtocolError], an HTTP 4xx other than 408/429, or
+    [`CircuitOpenError`][trio_mcp.CircuitOpenError]. `trio.Cancelled` and other non-`Exception`
+    errors are never retried, whatever ``retry_on`` says.
 
     If a retryable exception has a ``retry_after`` attribute holding a number of seconds
     (for example from an HTTP ``Retry-After`` header), the policy waits exactly that long
-    instead of the backoff delay. Bound the total time with :func:`trio.fail_after`.
+    instead of the backoff delay. Bound the total time with `trio.fail_after()`.
 
-    Example::
+    For example:
 
-        policy = trio_mcp.RetryPolicy(max_attempts=5)
-        tools = await policy.call(session.list_tools)
+    ```python
+    policy = trio_mcp.RetryPolicy(max_attempts=5)
+    tools = await policy.call(session.list_tools)
+    ```
 
     Attributes:
         max_attempts: How many times to call in total, the first call included (at least 1).
@@ -174,8 +180,8 @@ class RetryPolicy:
             exc: The exception the last attempt raised.
 
         Returns:
-            True if ``retry_on`` matches ``exc``; always False for :class:`trio.Cancelled`,
-            :class:`CircuitOpenError` and other non-:class:`Exception` errors.
+            True if ``retry_on`` matches ``exc``; always False for `trio.Cancelled`,
+            [`CircuitOpenError`][trio_mcp.CircuitOpenError] and other non-`Exception` errors.
         """
         if not isinstance(exc, Exception) or isinstance(exc, CircuitOpenError):
             return False
@@ -189,23 +195,25 @@ class RetryPolicy:
         """Decide whether to retry after a failed attempt, and after how long.
 
         This is the building block for retry loops that cannot be written as one
-        :meth:`call`, such as a transport re-opening a stream::
+        [`call()`][trio_mcp.RetryPolicy.call], such as a transport re-opening a stream:
 
-            attempt = 0
-            while True:
-                attempt += 1
-                try:
-                    return await connect()
-                except Exception as exc:
-                    delay = policy.next_delay(attempt, exc)
-                    if delay is None:
-                        raise
-                await trio.sleep(delay)
+        ```python
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return await connect()
+            except Exception as exc:
+                delay = policy.next_delay(attempt, exc)
+                if delay is None:
+                    raise
+            await trio.sleep(delay)
+        ```
 
         Args:
             attempt: The number of the attempt that just failed (1 for the first call).
             exc: The exception it raised.
-            random: Passed to :meth:`Backoff.delay` for reproducible jitter.
+            random: Passed to [`Backoff.delay()`][trio_mcp.Backoff.delay] for reproducible jitter.
 
         Returns:
             The delay in seconds before the next attempt, or ``None`` to give up
@@ -223,14 +231,14 @@ class RetryPolicy:
     ) -> T:
         """Call ``fn()`` until it succeeds or the policy gives up.
 
-        Use :func:`functools.partial` to pass arguments. Each attempt is a fresh call of
-        ``fn``; the waits between attempts are :func:`trio.sleep` calls, so an enclosing
+        Use `functools.partial()` to pass arguments. Each attempt is a fresh call of
+        ``fn``; the waits between attempts are `trio.sleep()` calls, so an enclosing
         cancel scope interrupts them.
 
         Args:
             fn: An async callable taking no arguments.
             breaker: A circuit breaker each attempt goes through. When it is open, the
-                :class:`CircuitOpenError` is raised at once, not retried.
+                [`CircuitOpenError`][trio_mcp.CircuitOpenError] is raised at once, not retried.
 
         Returns:
             What ``fn`` returned.
@@ -262,25 +270,27 @@ class CircuitBreaker:
 
     * ``CLOSED``: calls go through. After ``failure_threshold`` consecutive failures the
       breaker opens. A success resets the count.
-    * ``OPEN``: calls raise :class:`CircuitOpenError` without being made. Once
+    * ``OPEN``: calls raise [`CircuitOpenError`][trio_mcp.CircuitOpenError] without being made. Once
       ``recovery_time`` seconds of trio time have passed since it opened, the next call
-      (or read of :attr:`state`) moves the breaker to ``HALF_OPEN``; there is no
-      background task.
+      (or read of [`state`][trio_mcp.CircuitBreaker.state]) moves the breaker to ``HALF_OPEN``;
+      there is no background task.
     * ``HALF_OPEN``: at most ``half_open_max_calls`` trial calls run at once; others are
       refused. ``success_threshold`` successful trials close the breaker; one failed trial
       opens it again for another ``recovery_time``.
 
-    A failure is an :class:`Exception` matching ``failure_on`` (by default any). Other
-    exceptions are ignored: :class:`trio.Cancelled`, :class:`KeyboardInterrupt`, and
+    A failure is an `Exception` matching ``failure_on`` (by default any). Other
+    exceptions are ignored: `trio.Cancelled`, `KeyboardInterrupt`, and
     exceptions ``failure_on`` excludes neither count as failures nor as successes. Results
     of calls that started before the breaker last changed state are ignored too.
 
-    Example::
+    For example:
 
-        breaker = trio_mcp.CircuitBreaker(failure_threshold=3, recovery_time=10.0)
-        result = await breaker.call(functools.partial(session.call_tool, "echo", {}))
-        with breaker.guard():
-            await session.ping()
+    ```python
+    breaker = trio_mcp.CircuitBreaker(failure_threshold=3, recovery_time=10.0)
+    result = await breaker.call(functools.partial(session.call_tool, "echo", {}))
+    with breaker.guard():
+        await session.ping()
+    ```
 
     A breaker belongs to one trio run; share it among the tasks that call the same service.
 
@@ -290,7 +300,7 @@ class CircuitBreaker:
         half_open_max_calls: Trial calls allowed at once while half-open (at least 1).
         success_threshold: Successful trials needed to close the breaker (at least 1).
         failure_on: Which exceptions count as failures: a type, a tuple of types, or a
-            predicate; ``None`` counts every :class:`Exception`. For example
+            predicate; ``None`` counts every `Exception`. For example
             ``failure_on=trio_mcp.TransportError`` ignores errors the server answered with.
 
     Raises:
@@ -352,7 +362,7 @@ class CircuitBreaker:
         """Call ``fn()`` through the breaker and record the outcome.
 
         Args:
-            fn: An async callable taking no arguments (use :func:`functools.partial`).
+            fn: An async callable taking no arguments (use `functools.partial()`).
 
         Returns:
             What ``fn`` returned.
@@ -368,9 +378,9 @@ class CircuitBreaker:
     def guard(self) -> AbstractContextManager[None]:
         """Return a context manager that runs its block as one call through the breaker.
 
-        Entering checks the breaker (and may raise :class:`CircuitOpenError`, skipping the
-        block); leaving records a success if the block finished and a failure if it raised
-        a matching exception. It is a plain ``with`` block, usable around ``await``
+        Entering checks the breaker (and may raise [`CircuitOpenError`][trio_mcp.CircuitOpenError],
+        skipping the block); leaving records a success if the block finished and a failure if it
+        raised a matching exception. It is a plain ``with`` block, usable around ``await``
         expressions in async code; use each returned guard once.
 
         Returns:
@@ -445,7 +455,7 @@ class CircuitBreaker:
 
 
 class _Guard(AbstractContextManager[None]):
-    """One call through a :class:`CircuitBreaker`, as a ``with`` block."""
+    """One call through a [`CircuitBreaker`][trio_mcp.CircuitBreaker], as a ``with`` block."""
 
     __slots__ = ("_breaker", "_ticket")
 

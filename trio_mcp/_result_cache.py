@@ -24,10 +24,10 @@ class ResultCache:
     __slots__ = ("enabled", "entries")
 
     def __init__(self, *, enabled: bool) -> None:
-        #: whether results are kept at all (``open_mcp_session(cache=...)``)
         self.enabled = enabled
-        #: (method, key) -> (expiry time, value); read ``if cache.entries:`` first (cheap)
+        """whether results are kept at all (``open_mcp_session(cache=...)``)"""
         self.entries: dict[tuple[str, str], tuple[float, Any]] = {}
+        """(method, key) -> (expiry time, value); read ``if cache.entries:`` first (cheap)"""
 
     def __len__(self) -> int:
         return len(self.entries)

@@ -1,22 +1,22 @@
 """The JSON-RPC engine under every session: ids, the pending table, the reader, dispatch.
 
-:class:`RPCConnection` owns one transport and keeps three invariants:
+`RPCConnection` owns one transport and keeps three invariants:
 
 1. **One trust boundary.** Every byte the peer sends goes through ``_jsonrpc``'s decode
-   functions, which return a message or raise :class:`~trio_mcp.ProtocolError`. A message
+   functions, which return a message or raise [`ProtocolError`][trio_mcp.ProtocolError]. A message
    that cannot be decoded is dropped and logged; when it can be told to be the answer to a
    pending request, that request (and only that one) fails with ``ProtocolError``. Routing
    is total: peer values are type-checked before they are used as keys. JSON-RPC batches
    are split here, for every transport, when the negotiated revision allows them.
 2. **Background tasks never raise into the owner's nursery.** Every task started here runs
-   under :meth:`RPCConnection.spawn`'s guard, which logs and records an unexpected failure
+   under `RPCConnection.spawn()`'s guard, which logs and records an unexpected failure
    instead of raising it. The reader ends in ``finally: fail_all(...)``: whatever stops it
    (end of stream, a broken connection, a bug, the nursery being cancelled), every pending
-   caller is failed and the reason is kept in :attr:`RPCConnection.failure`.
+   caller is failed and the reason is kept in `RPCConnection.failure`.
 3. **Per-request transport failures** reach exactly that request, as typed exceptions,
-   through :meth:`RPCConnection.fail_request` (the transport's ``attach`` callback).
+   through `RPCConnection.fail_request()` (the transport's ``attach`` callback).
 
-Every caller gets an exception object of its own (:func:`~trio_mcp._exceptions.fresh_copy`).
+Every caller gets an exception object of its own (`fresh_copy()`).
 Work started by the server is bounded: at most ``max_server_requests`` handler tasks, a
 bounded queue of quick replies (``ping``, method not found), bounded progress per request.
 """
@@ -71,13 +71,13 @@ logger = logging.getLogger("trio_mcp")
 
 _MAX_QUEUED_PROGRESS: Final = 64
 _NO_HEADERS: Final[Mapping[str, str]] = {}
-#: What each kind of dropped message is logged as (its DropLog is made at the first drop).
 _DROPS: Final = {
     "invalid": "dropping an invalid message from the server:",
     "reply": "dropping a reply to the server",
     "batch": "dropping a JSON-RPC batch",
     "reused_id": "dropping a server request that reuses the id",
 }
+"""What each kind of dropped message is logged as (its DropLog is made at the first drop)."""
 
 
 async def _guard(fn: Callable[..., Awaitable[object]], args: tuple[Any, ...], name: str) -> None:
@@ -195,7 +195,7 @@ class RPCConnection(ServerRequests):
         return fresh_copy(self.failure)
 
     def check_usable(self) -> None:
-        """Raise :meth:`error_for_caller` unless the connection is usable."""
+        """Raise `error_for_caller()` unless the connection is usable."""
         if not self.usable:
             raise self.error_for_caller()
 
@@ -218,7 +218,7 @@ class RPCConnection(ServerRequests):
         """Start the reader in the nursery (the reply writer starts with the first reply).
 
         The reader is its own guard (it catches everything and ends in ``fail_all``), so
-        it runs without :meth:`spawn`'s wrapper: one coroutine frame less per session.
+        it runs without `spawn()`'s wrapper: one coroutine frame less per session.
         """
         try:
             self.nursery.start_soon(self._reader, name="trio_mcp reader")
@@ -265,10 +265,10 @@ class RPCConnection(ServerRequests):
         headers: Mapping[str, str] | None = None,
         idempotent: bool = False,
     ) -> PendingCall:
-        """Send a request and return its :class:`PendingCall` (the answer is not awaited).
+        """Send a request and return its `PendingCall` (the answer is not awaited).
 
         This is a checkpoint only when it has to wait for the transport
-        (:meth:`PendingCall.wait` always is one). ``params`` gets ``_meta.progressToken``
+        (`PendingCall.wait()` always is one). ``params`` gets ``_meta.progressToken``
         (the request id) when ``on_progress`` is given. The request is registered only once
         it is encoded, and unregistered if the send fails or is cancelled before the
         message was handed over.
@@ -444,7 +444,8 @@ class RPCConnection(ServerRequests):
     def fail_all(self, reason: MCPError) -> None:
         """Stop: fail every pending request (each with its own exception), cancel handlers.
 
-        The first reason is kept in :attr:`failure`; later calls only fail what is pending.
+        The first reason is kept in [`failure`][trio_mcp.ClientSession.failure]; later calls only
+        fail what is pending.
         """
         first = self.failure is None and not self.closed
         if self.failure is None:

@@ -1,6 +1,6 @@
 """The server's requests to the client: the table of running handlers, their tasks, quick replies.
 
-:class:`ServerRequests` is the part of the JSON-RPC engine (``_rpc.RPCConnection``, its only
+`ServerRequests` is the part of the JSON-RPC engine (``_rpc.RPCConnection``, its only
 subclass) that serves what the server asks of us: ``ping`` is answered at once, a method the
 client does not serve gets ``-32601``, every other request runs its handler in a task and
 cancel scope of its own (so a slow handler never stalls the reader), and the server's
@@ -35,9 +35,9 @@ __all__ = ["RequestHandler", "ServerRequests"]
 
 logger = logging.getLogger("trio_mcp")
 
-#: Serves one server-to-client request: ``(request_id, method, params)`` to the result in
-#: wire form; raising ``HandlerError`` answers with that error.
 RequestHandler = Callable[[RequestId, str, msgspec.Raw], Awaitable[Any]]
+"""Serves one server-to-client request: ``(request_id, method, params)`` to the result in wire form;
+raising ``HandlerError`` answers with that error."""
 
 _REPLY_QUEUE: Final = 256
 

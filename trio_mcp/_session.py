@@ -1,36 +1,38 @@
-"""The session: :class:`ClientSession`, a thin typed API over the parts that do the work.
+"""The session: [`ClientSession`][trio_mcp.ClientSession], a thin typed API over the parts that do
+the work.
 
 The public API is split by area into mixins, each in the module named for it; this module
 keeps the class itself and what is about the session as a whole: opening state
-(``__init__``), the properties, the low-level :meth:`~ClientSession.request`,
-:meth:`~ClientSession.notify` and request-handler registration, result-type claims,
-:meth:`~ClientSession.ping`, :meth:`~ClientSession.keep_alive` and closing; plus
-:class:`RequestContext` and the handler types, which name the session's own type.
+(``__init__``), the properties, the low-level [`request()`][trio_mcp.ClientSession.request],
+[`notify()`][trio_mcp.ClientSession.notify] and request-handler registration, result-type claims,
+[`ping()`][trio_mcp.ClientSession.ping], [`keep_alive()`][trio_mcp.ClientSession.keep_alive] and
+closing; plus [`RequestContext`][trio_mcp.handlers.RequestContext] and the handler types, which name
+the session's own type.
 
-* :mod:`trio_mcp._session_tools` (``ToolsAPI``): tools and tool tasks.
-* :mod:`trio_mcp._session_features` (``FeaturesAPI``): resources, prompts, completion, the
+* `trio_mcp._session_tools` (``ToolsAPI``): tools and tool tasks.
+* `trio_mcp._session_features` (``FeaturesAPI``): resources, prompts, completion, the
   logging level.
-* :mod:`trio_mcp._session_notifications` (``NotificationsAPI``): notification handlers,
+* `trio_mcp._session_notifications` (``NotificationsAPI``): notification handlers,
   typed callbacks, channels, ``listen``, resource subscriptions, the live catalogue.
 
 Every public method (signature, docstring) is defined in one of those classes; the bridges
 (``_blocking_api*.py``, ``_asyncio_api*.py``) are generated from them, split the same way,
 by ``scripts/gen_bridges.py``. The methods delegate to the part whose job it is:
 
-* :mod:`trio_mcp._rpc`: the JSON-RPC engine (ids, the pending table, the reader, dispatch,
+* `trio_mcp._rpc`: the JSON-RPC engine (ids, the pending table, the reader, dispatch,
   cancellation notices, server-request tasks, the one decode boundary).
-* :mod:`trio_mcp._negotiation` (mixin ``EraNegotiation``): ``initialize`` for legacy
+* `trio_mcp._negotiation` (mixin ``EraNegotiation``): ``initialize`` for legacy
   servers, ``server/discover`` for modern ones, the ``auto`` probe.
-* :mod:`trio_mcp._requests` (mixin ``RequestPath``, the base of the API mixins): the request
+* `trio_mcp._requests` (mixin ``RequestPath``, the base of the API mixins): the request
   path, with one meaning of ``timeout=`` and the multi-round-trip loop; paging; tool-call
   params and tool tasks; server-to-client requests. It declares the session attributes the
   mixins use (annotations only), so no lower module imports this one.
-* :mod:`trio_mcp._subscriptions` (``Notifications``): routing every notification,
+* `trio_mcp._subscriptions` (``Notifications``): routing every notification,
   subscriber channels, callbacks, ``listen``.
-* :mod:`trio_mcp._tools` (``ToolBook``): the x-mcp-header rules, output schemas and their
+* `trio_mcp._tools` (``ToolBook``): the x-mcp-header rules, output schemas and their
   validation, tools' task support.
-* :mod:`trio_mcp._result_cache` (``ResultCache``): results kept for their ``ttlMs``.
-* :mod:`trio_mcp._options` (``_Options``): the session options, checked once.
+* `trio_mcp._result_cache` (``ResultCache``): results kept for their ``ttlMs``.
+* `trio_mcp._options` (``_Options``): the session options, checked once.
 """
 
 from __future__ import annotations
@@ -79,11 +81,11 @@ logger = logging.getLogger("trio_mcp")
 
 T = TypeVar("T")
 
-#: The engine's kinds of dropped message, as statistics() names them.
 _DROP_REASONS: Final = {"reply": "reply_queue_full"}
+"""The engine's kinds of dropped message, as statistics() names them."""
 
-#: The ``_meta`` of a session that is not modern: shared, never changed.
 _NO_META: Final[dict[str, Any]] = {}
+"""The ``_meta`` of a session that is not modern: shared, never changed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,8 +130,8 @@ async function of the [`RequestContext`][trio_mcp.handlers.RequestContext] retur
 
 
 class SessionView:
-    """The read-only state of a :class:`ClientSession`, shared by the wrappers that drive one
-    from another world (the blocking session and the asyncio session)."""
+    """The read-only state of a [`ClientSession`][trio_mcp.ClientSession], shared by the wrappers
+    that drive one from another world (the blocking session and the asyncio session)."""
 
     @property
     def _session(self) -> ClientSession:
@@ -167,14 +169,15 @@ class SessionView:
 
 
 class ClientSession(ToolsAPI, FeaturesAPI, NotificationsAPI, metaclass=NoPublicConstructor):
-    """A session with one MCP server. Open it with :func:`open_mcp_session`.
+    """A session with one MCP server. Open it with
+    [`open_mcp_session()`][trio_mcp.open_mcp_session].
 
     All methods may be called concurrently from many tasks, and every one is a checkpoint.
     Every method that talks to the server takes the caller's cancel scope as its timeout
     (``trio.fail_after``), and most also a ``timeout=`` in seconds raising
-    :class:`trio.TooSlowError`. After the session is closed every method raises
-    :class:`trio.ClosedResourceError`; after the connection broke, a fresh
-    :class:`ConnectionClosed` telling why.
+    `trio.TooSlowError`. After the session is closed every method raises
+    `trio.ClosedResourceError`; after the connection broke, a fresh
+    [`ConnectionClosed`][trio_mcp.ConnectionClosed] telling why.
     """
 
     _open_with: ClassVar[str] = "trio_mcp.open_mcp_session(...)"
@@ -303,7 +306,7 @@ class ClientSession(ToolsAPI, FeaturesAPI, NotificationsAPI, metaclass=NoPublicC
 
     @property
     def closed(self) -> bool:
-        """Whether :meth:`aclose` has been called."""
+        """Whether [`aclose()`][trio_mcp.ClientSession.aclose] has been called."""
         return self._rpc.closed
 
     @property
@@ -401,7 +404,7 @@ class ClientSession(ToolsAPI, FeaturesAPI, NotificationsAPI, metaclass=NoPublicC
         Args:
             method: The JSON-RPC method.
             params: The params, in wire form (camelCase keys).
-            timeout: Seconds before :class:`trio.TooSlowError` (default: the session's).
+            timeout: Seconds before `trio.TooSlowError` (default: the session's).
             on_progress: Called (or awaited) with each progress notification for this request.
             result_type: Decode the result into this type (a msgspec Struct or any type
                 msgspec understands); by default the decoded JSON is returned.
@@ -430,8 +433,9 @@ class ClientSession(ToolsAPI, FeaturesAPI, NotificationsAPI, metaclass=NoPublicC
     ) -> None:
         """Serve server-to-client requests of ``method`` with ``handler``.
 
-        The handler receives the decoded params and a :class:`RequestContext` and returns the
-        result (a dict or Struct); raising :class:`HandlerError` answers with that error.
+        The handler receives the decoded params and a
+        [`RequestContext`][trio_mcp.handlers.RequestContext] and returns the result (a dict or
+        Struct); raising [`HandlerError`][trio_mcp.handlers.HandlerError] answers with that error.
 
         Args:
             method: The request method, e.g. ``"x-vendor/thing"``.
@@ -449,7 +453,7 @@ class ClientSession(ToolsAPI, FeaturesAPI, NotificationsAPI, metaclass=NoPublicC
         ``server/discover``, which every modern server must answer.
 
         Args:
-            timeout: Seconds before :class:`trio.TooSlowError`.
+            timeout: Seconds before `trio.TooSlowError`.
         """
         if self._era == "modern":
             await self._call("server/discover", None, timeout=timeout)
@@ -506,7 +510,7 @@ class ClientSession(ToolsAPI, FeaturesAPI, NotificationsAPI, metaclass=NoPublicC
     async def aclose(self) -> None:
         """Close the session and its transport. Idempotent; completes even when cancelled.
 
-        Calls still pending fail with :class:`trio.ClosedResourceError`; handler tasks are
+        Calls still pending fail with `trio.ClosedResourceError`; handler tasks are
         cancelled; for stdio the server process is shut down (stdin closed, then SIGTERM,
         then SIGKILL of its process group).
         """
@@ -527,7 +531,7 @@ class ClientSession(ToolsAPI, FeaturesAPI, NotificationsAPI, metaclass=NoPublicC
 
         Every cached list goes stale at once (catalogues re-list, list-changed handlers
         run); after a new server session a task sets up again what the application set up
-        (:meth:`_resetup`). Synchronous, quick and total: transports call it from their
+        (`_resetup()`). Synchronous, quick and total: transports call it from their
         own tasks.
         """
         if self._rpc.closed or self._protocol_version is None:
@@ -582,7 +586,8 @@ class ClientSession(ToolsAPI, FeaturesAPI, NotificationsAPI, metaclass=NoPublicC
             logger.warning("could not send %s to the new server session again: %r", method, exc)
 
     async def _roots_changed(self) -> None:
-        """Tell a legacy server that the :class:`Roots` set changed (bounded, never raises)."""
+        """Tell a legacy server that the [`Roots`][trio_mcp.handlers.Roots] set changed (bounded,
+        never raises)."""
         if self._era != "legacy" or self._protocol_version is None or not self._rpc.usable:
             return
         with trio.move_on_after(self._opts.cancel_notice_timeout) as scope:

@@ -1,11 +1,11 @@
 """The session's API for the server's other features: resources, prompts, completion, logging.
 
-:class:`FeaturesAPI` is a mixin of :class:`~trio_mcp.ClientSession`: the public signatures and
+`FeaturesAPI` is a mixin of [`ClientSession`][trio_mcp.ClientSession]: the public signatures and
 docstrings of those methods, each a thin layer over the request path
-(:class:`~trio_mcp._requests.RequestPath`, which declares the session's attributes it uses)
+(`RequestPath`, which declares the session's attributes it uses)
 and the result cache. The blocking and asyncio bridges are generated from it
-(``scripts/gen_bridges.py``). Tools are in :mod:`trio_mcp._session_tools`; resource
-subscriptions, with the other notifications, in :mod:`trio_mcp._session_notifications`.
+(``scripts/gen_bridges.py``). Tools are in `trio_mcp._session_tools`; resource
+subscriptions, with the other notifications, in `trio_mcp._session_notifications`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ __all__ = ["FeaturesAPI"]
 
 class FeaturesAPI(RequestPath):
     """Resources, resource templates, prompts, completion and the logging level: the part of
-    :class:`~trio_mcp.ClientSession` for the server's features other than tools."""
+    [`ClientSession`][trio_mcp.ClientSession] for the server's features other than tools."""
 
     __slots__ = ()
 
@@ -54,7 +54,7 @@ class FeaturesAPI(RequestPath):
         Args:
             cursor: The previous page's ``next_cursor``, or None for the first page.
             cache: Use a cached page while it is fresh.
-            timeout: Seconds before :class:`trio.TooSlowError`.
+            timeout: Seconds before `trio.TooSlowError`.
         """
         return await self._page(
             "resources/list", t.ListResourcesResult, cursor, cache=cache, timeout=timeout
@@ -86,7 +86,7 @@ class FeaturesAPI(RequestPath):
         Args:
             cursor: The previous page's ``next_cursor``, or None for the first page.
             cache: Use a cached page while it is fresh.
-            timeout: Seconds before :class:`trio.TooSlowError`.
+            timeout: Seconds before `trio.TooSlowError`.
         """
         return await self._page(
             "resources/templates/list",
@@ -104,7 +104,7 @@ class FeaturesAPI(RequestPath):
         Args:
             uri: The resource's URI.
             cache: Use a cached result while the server's ``ttlMs`` hint says it is fresh.
-            timeout: Seconds before :class:`trio.TooSlowError`.
+            timeout: Seconds before `trio.TooSlowError`.
 
         Raises:
             ResourceNotFoundError: The server has no such resource.
@@ -146,7 +146,7 @@ class FeaturesAPI(RequestPath):
         Args:
             cursor: The previous page's ``next_cursor``, or None for the first page.
             cache: Use a cached page while it is fresh.
-            timeout: Seconds before :class:`trio.TooSlowError`.
+            timeout: Seconds before `trio.TooSlowError`.
         """
         return await self._page(
             "prompts/list", t.ListPromptsResult, cursor, cache=cache, timeout=timeout
@@ -160,7 +160,7 @@ class FeaturesAPI(RequestPath):
         Args:
             name: The prompt's name.
             arguments: Values for the prompt's arguments.
-            timeout: Seconds before :class:`trio.TooSlowError`.
+            timeout: Seconds before `trio.TooSlowError`.
         """
         params: dict[str, Any] = {"name": name}
         if arguments:

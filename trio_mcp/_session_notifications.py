@@ -1,14 +1,14 @@
 """The session's notifications API: handlers, typed callbacks, channels, subscriptions.
 
-:class:`NotificationsAPI` is a mixin of :class:`~trio_mcp.ClientSession`: the public
+`NotificationsAPI` is a mixin of [`ClientSession`][trio_mcp.ClientSession]: the public
 signatures and docstrings of the methods that receive what the server sends unasked, each a
-thin layer over :class:`~trio_mcp._subscriptions.Notifications` (routing, subscriber
+thin layer over `Notifications` (routing, subscriber
 channels, callbacks, ``subscriptions/listen``) and the request path
-(:class:`~trio_mcp._requests.RequestPath`, which declares the session's attributes it uses):
-notification handlers and typed ``on_*`` callbacks, :meth:`notifications` and :meth:`listen`
-channels, resource subscriptions, the live :meth:`catalogue`, and the wait for a URL
-elicitation's completion. The blocking and asyncio bridges are generated from it
-(``scripts/gen_bridges.py``).
+(`RequestPath`, which declares the session's attributes it uses):
+notification handlers and typed ``on_*`` callbacks, `notifications()` and
+[`listen()`][trio_mcp.ClientSession.listen] channels, resource subscriptions, the live
+[`catalogue()`][trio_mcp.ClientSession.catalogue], and the wait for a URL elicitation's completion.
+The blocking and asyncio bridges are generated from it (``scripts/gen_bridges.py``).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ T = TypeVar("T")
 
 class NotificationsAPI(RequestPath):
     """Notifications, subscriptions and the live catalogue: the part of
-    :class:`~trio_mcp.ClientSession` that receives what the server sends unasked."""
+    [`ClientSession`][trio_mcp.ClientSession] that receives what the server sends unasked."""
 
     __slots__ = ()
 
@@ -56,7 +56,7 @@ class NotificationsAPI(RequestPath):
 
         Args:
             method: The notification method, or ``"*"`` for every notification.
-            callback: Called with each :class:`Notification`.
+            callback: Called with each [`Notification`][trio_mcp.Notification].
 
         Returns:
             A function that removes the handler again.
@@ -105,10 +105,12 @@ class NotificationsAPI(RequestPath):
 
         Messages are also logged to the ``trio_mcp.server`` logger, with or without
         callbacks. A plain function runs in the reader task and must be quick; an async one
-        runs in its own task (see :meth:`add_notification_handler`).
+        runs in its own task (see
+        [`add_notification_handler()`][trio_mcp.ClientSession.add_notification_handler]).
 
         Args:
-            callback: Called with a :class:`LoggingMessageNotificationParams`.
+            callback: Called with a
+                [`LoggingMessageNotificationParams`][trio_mcp.types.LoggingMessageNotificationParams].
 
         Returns:
             A function that removes the callback again.
@@ -125,7 +127,8 @@ class NotificationsAPI(RequestPath):
         For the progress of one call use that call's ``on_progress=`` instead.
 
         Args:
-            callback: Called with a :class:`ProgressNotificationParams`.
+            callback: Called with a
+                [`ProgressNotificationParams`][trio_mcp.types.ProgressNotificationParams].
 
         Returns:
             A function that removes the callback again.
@@ -140,7 +143,8 @@ class NotificationsAPI(RequestPath):
         """Call ``callback`` with ``"tools"``, ``"prompts"`` or ``"resources"`` on list changes.
 
         Legacy servers send list_changed notifications unasked; modern servers only inside
-        :meth:`listen` (or :meth:`catalogue`), so open one of those as well.
+        [`listen()`][trio_mcp.ClientSession.listen] (or
+        [`catalogue()`][trio_mcp.ClientSession.catalogue]), so open one of those as well.
 
         After a gap in what the server told the session (it restarted and a new session
         began, a notification stream was re-opened), ``callback`` is called for every kind
@@ -164,11 +168,13 @@ class NotificationsAPI(RequestPath):
     ) -> Callable[[], None]:
         """Call ``callback`` with each ``notifications/resources/updated``, typed.
 
-        Subscribe first (:meth:`subscribe_resource` on legacy servers, or :meth:`listen`
-        with ``resource_uris=`` in either era).
+        Subscribe first ([`subscribe_resource()`][trio_mcp.ClientSession.subscribe_resource] on
+        legacy servers, or [`listen()`][trio_mcp.ClientSession.listen] with ``resource_uris=`` in
+        either era).
 
         Args:
-            callback: Called with a :class:`ResourceUpdatedNotificationParams`.
+            callback: Called with a
+                [`ResourceUpdatedNotificationParams`][trio_mcp.types.ResourceUpdatedNotificationParams].
 
         Returns:
             A function that removes the callback again.
@@ -181,9 +187,9 @@ class NotificationsAPI(RequestPath):
         """Call ``callback`` with each task status the server pushes, typed, in both eras.
 
         ``notifications/tasks`` (the tasks extension, 2026-07-28: ask for them with
-        :meth:`listen` and ``task_ids=``) and ``notifications/tasks/status`` (2025-11-25)
-        both become a [`TaskState`][trio_mcp.tasks.TaskState]; a malformed one is dropped
-        (logged at DEBUG).
+        [`listen()`][trio_mcp.ClientSession.listen] and ``task_ids=``) and
+        ``notifications/tasks/status`` (2025-11-25) both become a
+        [`TaskState`][trio_mcp.tasks.TaskState]; a malformed one is dropped (logged at DEBUG).
 
         Args:
             callback: Called (or awaited) with the task's state.
@@ -223,7 +229,8 @@ class NotificationsAPI(RequestPath):
                 (with a warning). Default: the session's ``notification_buffer``.
 
         Yields:
-            A :class:`trio.MemoryReceiveChannel` of :class:`Notification`; it ends when the
+            A `trio.MemoryReceiveChannel` of [`Notification`][trio_mcp.Notification]; it ends when
+                the
             session closes.
         """
         self._rpc.check_usable()
@@ -275,7 +282,8 @@ class NotificationsAPI(RequestPath):
         again for ``resource_uris``.
 
         Yields:
-            A channel of :class:`Notification`; it ends if the server ends the subscription
+            A channel of [`Notification`][trio_mcp.Notification]; it ends if the server ends the
+                subscription
             or the session stops.
 
         Raises:
@@ -302,10 +310,12 @@ class NotificationsAPI(RequestPath):
         """Ask for ``notifications/resources/updated`` about ``uri`` (legacy servers).
 
         Modern (2026-07-28) servers have no ``resources/subscribe``: nothing is sent; use
-        :meth:`listen` with ``resource_uris=[uri]`` instead, which works in both eras.
+        [`listen()`][trio_mcp.ClientSession.listen] with ``resource_uris=[uri]`` instead, which
+        works in both eras.
 
-        The subscription lasts until :meth:`unsubscribe_resource`: when the server loses
-        the session (it restarted) and a new one is started, it is sent again.
+        The subscription lasts until
+        [`unsubscribe_resource()`][trio_mcp.ClientSession.unsubscribe_resource]: when the server
+        loses the session (it restarted) and a new one is started, it is sent again.
 
         Args:
             uri: The resource's URI.
@@ -337,12 +347,13 @@ class NotificationsAPI(RequestPath):
         """Wait for ``notifications/elicitation/complete`` naming ``elicitation_id``.
 
         The out-of-band step of a URL-mode elicitation is done (2025-11-25): retry the
-        request that raised :class:`URLElicitationRequiredError`. Returns at once when the
-        notification has already arrived (the last 1024 ids are remembered).
+        request that raised [`URLElicitationRequiredError`][trio_mcp.URLElicitationRequiredError].
+        Returns at once when the notification has already arrived (the last 1024 ids are
+        remembered).
 
         Args:
             elicitation_id: The ``elicitationId`` of the elicitation.
-            timeout: Seconds before :class:`trio.TooSlowError` (default: wait forever,
+            timeout: Seconds before `trio.TooSlowError` (default: wait forever,
                 bounded by your cancel scope).
 
         Raises:
@@ -363,9 +374,9 @@ class NotificationsAPI(RequestPath):
         """Keep a live catalogue of the server's tools, prompts and resources.
 
         Lists them now, then re-lists a kind whenever the server says it changed (through
-        :meth:`listen`, so in both eras), waiting ``debounce`` seconds of trio's clock
-        after a change for more changes, so that a burst costs one refresh. The refresher
-        runs in the session's nursery and stops when the block ends.
+        [`listen()`][trio_mcp.ClientSession.listen], so in both eras), waiting ``debounce`` seconds
+        of trio's clock after a change for more changes, so that a burst costs one refresh. The
+        refresher runs in the session's nursery and stops when the block ends.
 
         After a gap in the server's notifications (a restart, a re-opened stream) every
         kept kind is listed again, so a tool the restarted server added shows up.
@@ -377,7 +388,7 @@ class NotificationsAPI(RequestPath):
             debounce: Seconds to wait for further changes before refreshing.
 
         Yields:
-            The :class:`Catalogue`.
+            The [`Catalogue`][trio_mcp.Catalogue].
 
         Raises:
             ValueError: ``debounce`` is negative or nothing is kept.

@@ -1,9 +1,9 @@
 """The session's tools API: listing and calling tools, and the server tasks a call becomes.
 
-:class:`ToolsAPI` is a mixin of :class:`~trio_mcp.ClientSession`: the public signatures and
+`ToolsAPI` is a mixin of [`ClientSession`][trio_mcp.ClientSession]: the public signatures and
 docstrings of the tool methods, each a thin layer over the request path
-(:class:`~trio_mcp._requests.RequestPath`, which declares the session's attributes it uses)
-and the tool book (:class:`~trio_mcp._tools.ToolBook`: headers, output schemas, task support).
+(`RequestPath`, which declares the session's attributes it uses)
+and the tool book (`ToolBook`: headers, output schemas, task support).
 The blocking and asyncio bridges are generated from it (``scripts/gen_bridges.py``).
 """
 
@@ -26,8 +26,8 @@ __all__ = ["ToolsAPI"]
 
 
 class ToolsAPI(RequestPath):
-    """Tools and tool tasks: the part of :class:`~trio_mcp.ClientSession` that lists and calls
-    the server's tools."""
+    """Tools and tool tasks: the part of [`ClientSession`][trio_mcp.ClientSession] that lists and
+    calls the server's tools."""
 
     __slots__ = ()
 
@@ -94,13 +94,14 @@ class ToolsAPI(RequestPath):
         """Fetch one page of tools.
 
         Over modern Streamable HTTP a tool whose ``x-mcp-header`` annotations break the
-        spec's rules is left out of the page (and logged), as in :meth:`list_tools`; the
-        tools kept get their ``Mcp-Param-*`` headers when called.
+        spec's rules is left out of the page (and logged), as in
+        [`list_tools()`][trio_mcp.ClientSession.list_tools]; the tools kept get their
+        ``Mcp-Param-*`` headers when called.
 
         Args:
             cursor: The previous page's ``next_cursor``, or None for the first page.
             cache: Use a cached page while the server's ``ttlMs`` hint says it is fresh.
-            timeout: Seconds before :class:`trio.TooSlowError`.
+            timeout: Seconds before `trio.TooSlowError`.
         """
         scan = ListingScan() if self._transport.wants_param_headers else None
         page: t.ListToolsResult = await self._page(
@@ -147,23 +148,25 @@ class ToolsAPI(RequestPath):
         """Call a tool and return its result.
 
         A result with ``is_error`` set is returned, not raised: call
-        :meth:`CallToolResult.raise_for_error` to turn it into a :class:`ToolError`.
+        [`CallToolResult.raise_for_error()`][trio_mcp.types.CallToolResult.raise_for_error] to turn
+        it into a [`ToolError`][trio_mcp.ToolError].
 
         ``structured_content`` is checked against the tool's ``outputSchema`` (known from
-        the last :meth:`list_tools`; compiled once per tool) and the outcome put on
-        :attr:`CallToolResult.validation`; with ``output_validation="strict"`` a mismatch
-        raises instead. See ``docs/tool-results.md``.
+        the last [`list_tools()`][trio_mcp.ClientSession.list_tools]; compiled once per tool) and
+        the outcome put on [`CallToolResult.validation`][trio_mcp.types.CallToolResult.validation];
+        with ``output_validation="strict"`` a mismatch raises instead. See ``docs/tool-results.md``.
 
         Args:
             name: The tool's name.
             arguments: The tool's arguments (JSON-compatible values).
-            timeout: Seconds before :class:`trio.TooSlowError` and cancellation.
+            timeout: Seconds before `trio.TooSlowError` and cancellation.
             on_progress: Called (or awaited) with each progress notification of this call.
             result_type: Decode ``structured_content`` into this type (a msgspec Struct,
                 dataclass or TypedDict) and return that instead of the result.
 
         Returns:
-            The :class:`CallToolResult`, or the decoded ``result_type`` value.
+            The [`CallToolResult`][trio_mcp.types.CallToolResult], or the decoded ``result_type``
+                value.
 
         Raises:
             OutputValidationError: Strict mode and the result does not match its
@@ -202,11 +205,12 @@ class ToolsAPI(RequestPath):
     ) -> AsyncGenerator[ToolTask, None]:
         """Call a tool and hold the server task it becomes, to watch and wait yourself.
 
-        :meth:`call_tool` already drives tasks transparently; use this for the task id,
-        its status changes and your own waiting (see ``docs/tasks.md``). A server that
-        answers at once gives a :class:`ToolTask` whose ``task_id`` is None and whose
-        :meth:`ToolTask.result` returns that answer. Leaving the block before the task
-        ended cancels it on the server (``tasks/cancel``, shielded and bounded).
+        [`call_tool()`][trio_mcp.ClientSession.call_tool] already drives tasks transparently; use
+        this for the task id, its status changes and your own waiting (see ``docs/tasks.md``). A
+        server that answers at once gives a [`ToolTask`][trio_mcp.tasks.ToolTask] whose ``task_id``
+        is None and whose [`ToolTask.result()`][trio_mcp.tasks.ToolTask.result] returns that answer.
+        Leaving the block before the task ended cancels it on the server (``tasks/cancel``, shielded
+        and bounded).
 
         Args:
             name: The tool's name.
@@ -215,7 +219,7 @@ class ToolsAPI(RequestPath):
             on_progress: Called (or awaited) with each progress notification of the call.
 
         Yields:
-            The :class:`ToolTask`.
+            The [`ToolTask`][trio_mcp.tasks.ToolTask].
 
         Raises:
             ProtocolError: The task the server made has an unknown status.
@@ -232,7 +236,7 @@ class ToolsAPI(RequestPath):
             timeout: Seconds for each page request.
 
         Returns:
-            A :class:`TaskState` per task.
+            A [`TaskState`][trio_mcp.tasks.TaskState] per task.
 
         Raises:
             ServerError: The server has no ``tasks/list`` (e.g. a modern server).

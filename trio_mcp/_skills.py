@@ -1,10 +1,11 @@
 """Skills over MCP (SEP-2640, ``io.modelcontextprotocol/skills``): discover, then load on use.
 
 ``skills/list`` names each skill's ``SKILL.md`` URI, its frontmatter and a manifest of its
-files (URI, ``sha256:`` digest, size). Nothing is read ahead of need: :func:`list_skills`
-reads no file; :func:`load_skill` reads a skill's files when the application uses it and
+files (URI, ``sha256:`` digest, size). Nothing is read ahead of need:
+[`list_skills()`][trio_mcp.skills.list_skills] reads no file;
+[`load_skill()`][trio_mcp.skills.load_skill] reads a skill's files when the application uses it and
 checks each against its manifest entry, failing closed with
-:class:`SkillVerificationError`.
+[`SkillVerificationError`][trio_mcp.skills.SkillVerificationError].
 """
 
 from __future__ import annotations
@@ -70,8 +71,8 @@ class _ListSkillsResult(msgspec.Struct):
     skills: list[Skill]
 
 
-#: The largest ``SKILL.md`` frontmatter parsed, in characters (ordinary ones are < 2 KiB).
 MAX_FRONTMATTER_SIZE: Final = 64 * 1024
+"""The largest ``SKILL.md`` frontmatter parsed, in characters (ordinary ones are < 2 KiB)."""
 # How deep lists and maps may nest in a frontmatter.
 _MAX_DEPTH: Final = 32
 _loader: Any = None  # the safe YAML loader class, built on first use
@@ -142,7 +143,7 @@ def parse_frontmatter(text: str, *, uri: str = "SKILL.md") -> dict[str, Any]:
 
     Ordinary YAML is read (folded ``>`` and literal ``|`` text, lists, maps, comments,
     quoted strings) with PyYAML's safe loader (libyaml's when built): no Python objects are
-    made, dates stay strings. Bounds: :data:`MAX_FRONTMATTER_SIZE` characters, nesting
+    made, dates stay strings. Bounds: `MAX_FRONTMATTER_SIZE` characters, nesting
     depth 32, and no aliases or anchors (``&a`` / ``*a``: a "billion laughs" document
     expands exponentially through them; a skill's metadata never needs them).
 
@@ -196,10 +197,10 @@ async def list_skills(session: ClientSession, *, timeout: float | None = None) -
 
     Args:
         session: The session.
-        timeout: Seconds before :class:`trio.TooSlowError`.
+        timeout: Seconds before `trio.TooSlowError`.
 
     Returns:
-        The :class:`Skill` entries.
+        The [`Skill`][trio_mcp.skills.Skill] entries.
 
     Raises:
         ServerError: The server has no skills (``-32601``) or refused.
@@ -217,7 +218,7 @@ async def read_skill_file(
 
     Args:
         session: The session.
-        skill: The skill, from :func:`list_skills`.
+        skill: The skill, from [`list_skills()`][trio_mcp.skills.list_skills].
         uri: The file's URI (one of ``skill.resources``).
         timeout: Seconds for the read.
 
@@ -265,7 +266,7 @@ async def load_skill(
 
     Args:
         session: The session.
-        skill: The skill, from :func:`list_skills`.
+        skill: The skill, from [`list_skills()`][trio_mcp.skills.list_skills].
         timeout: Seconds for each read.
 
     Returns:

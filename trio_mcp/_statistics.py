@@ -89,5 +89,5 @@ class SessionStatistics:
 
     @property
     def dropped_total(self) -> int:
-        """How many messages were dropped in all (the sum of :attr:`dropped`)."""
+        """How many messages were dropped in all (the sum of `dropped`)."""
         return sum(self.dropped.values())

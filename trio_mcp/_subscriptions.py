@@ -1,6 +1,6 @@
 """Notifications: route each one the server sends, to channels, callbacks and waiters.
 
-One :class:`Notifications` per session owns everything notification-shaped: the subscriber
+One `Notifications` per session owns everything notification-shaped: the subscriber
 channels (``notifications()``, ``listen()``), the callbacks (``add_notification_handler``
 and the typed ``on_*`` helpers), the ``elicitation/complete`` waiters, and the routing of
 each notification the reader hands over (in the reader: quick, and total), which also
@@ -55,10 +55,10 @@ T = TypeVar("T")
 ListKind = Literal["tools", "prompts", "resources"]
 
 _META_SUBSCRIPTION: Final = t.META_SUBSCRIPTION_ID
-#: The schedule of re-opening a broken ``subscriptions/listen`` stream (capped below).
 LISTEN_BACKOFF: Final = Backoff(initial=1.0, multiplier=2.0, maximum=30.0, jitter=0.1)
-#: The longest wait between attempts to re-open it while the server is down.
+"""The schedule of re-opening a broken ``subscriptions/listen`` stream (capped below)."""
 LISTEN_MAX_DELAY: Final = 5.0
+"""The longest wait between attempts to re-open it while the server is down."""
 _MAX_CALLBACK_TASKS: Final = 64
 LOG_LEVELS: Final = {
     "debug": logging.DEBUG,
@@ -76,12 +76,12 @@ _INVALIDATES: Final = {
     "notifications/resources/list_changed": ("resources/list", "resources/templates/list"),
 }
 
-#: The ``subscriptions/listen`` keys of the list_changed notifications they ask for.
 _LISTENED: Final = {
     "toolsListChanged": "notifications/tools/list_changed",
     "promptsListChanged": "notifications/prompts/list_changed",
     "resourcesListChanged": "notifications/resources/list_changed",
 }
+"""The ``subscriptions/listen`` keys of the list_changed notifications they ask for."""
 
 
 def _call_with_kind(callback: Callable[[ListKind], Any], kind: ListKind, _note: Any) -> Any:
@@ -114,9 +114,9 @@ class Subscriber:
     drops: DropLog = field(
         default_factory=lambda: DropLog("notification subscriber is full; dropped")
     )
-    #: the list_changed methods a ``subscriptions/listen`` stream asked for (what a gap
-    #: in the notifications re-sends it); channels without a subscription id use ``methods``
     listened: frozenset[str] = frozenset()
+    """the list_changed methods a ``subscriptions/listen`` stream asked for (what a gap in the
+    notifications re-sends it); channels without a subscription id use ``methods``"""
 
 
 class Notifications:
@@ -207,7 +207,8 @@ class Notifications:
             event.set()
 
     async def wait_elicitation_complete(self, elicitation_id: str, timeout: float | None) -> None:
-        """See :meth:`ClientSession.wait_elicitation_complete`."""
+        """See
+        [`ClientSession.wait_elicitation_complete()`][trio_mcp.ClientSession.wait_elicitation_complete]."""
         self.rpc.check_usable()
         if elicitation_id in (self._elicitations_done or ()):
             await trio.lowlevel.checkpoint()
@@ -247,7 +248,7 @@ class Notifications:
         ``notifications/{tools,prompts,resources}/list_changed`` to every channel and
         callback that would get the server's own (a ``subscriptions/listen`` stream only
         the kinds it asked for), so catalogues re-list and list-changed handlers run.
-        Synchronous and quick, like :meth:`route`.
+        Synchronous and quick, like `route()`.
         """
         self._cache.entries.clear()  # reads too: resources may have changed
         for method in _INVALIDATES:
@@ -368,7 +369,8 @@ class Notifications:
     def add_handler(
         self, method: str, callback: Callable[[Notification], Any]
     ) -> Callable[[], None]:
-        """See :meth:`ClientSession.add_notification_handler`."""
+        """See
+        [`ClientSession.add_notification_handler()`][trio_mcp.ClientSession.add_notification_handler]."""
         self.handlers.setdefault(method, []).append(callback)
 
         def remove() -> None:
@@ -402,7 +404,7 @@ class Notifications:
     def on_list_changed(
         self, callback: Callable[[ListKind], Any], kinds: tuple[ListKind, ...]
     ) -> Callable[[], None]:
-        """See :meth:`ClientSession.on_list_changed`."""
+        """See [`ClientSession.on_list_changed()`][trio_mcp.ClientSession.on_list_changed]."""
         wanted = kinds or ("tools", "prompts", "resources")
         for kind in wanted:
             if kind not in ("tools", "prompts", "resources"):
@@ -540,7 +542,7 @@ class Notifications:
 
         A stream the server acknowledged that then breaks (the connection, the server
         going down) is re-opened with the same subscription id, with backoff capped at
-        :data:`LISTEN_MAX_DELAY`, until the block ends or the session stops; once the
+        `LISTEN_MAX_DELAY`, until the block ends or the session stops; once the
         server acknowledges it again, the session hears of the gap (lists may have
         changed meanwhile). A stream that fails before its acknowledgement, or that the
         server ends or refuses, is not re-opened.
@@ -608,7 +610,6 @@ def _broken(error: MCPError) -> bool:
     return isinstance(error, (TransportError, CircuitOpenError))
 
 
-#: The filter fields of ``subscriptions/listen`` that ``listen()`` spells as keywords.
 LISTEN_KEYWORDS: Final = {
     "toolsListChanged": "tools",
     "promptsListChanged": "prompts",
@@ -616,6 +617,7 @@ LISTEN_KEYWORDS: Final = {
     "resourceSubscriptions": "resource_uris",
     "taskIds": "task_ids",
 }
+"""The filter fields of ``subscriptions/listen`` that ``listen()`` spells as keywords."""
 
 
 def listen_wanted(

@@ -1,9 +1,9 @@
 """One ``subscriptions/listen`` stream per session for the status of every task it waits on.
 
 2026-07-28 servers with the tasks extension push ``notifications/tasks`` for the task ids a
-listen stream names (``taskIds``). :class:`TaskPushes` keeps one such stream per session,
+listen stream names (``taskIds``). `TaskPushes` keeps one such stream per session,
 naming every task a handle waits on right now: a handle joins with
-:meth:`TaskPushes.watching`, which (re)opens the stream with the new set of ids in the
+`TaskPushes.watching()`, which (re)opens the stream with the new set of ids in the
 session's nursery, and leaves when its task ended. The pushes themselves reach the waiting
 handles through the session's notification handlers; the stream's channel is drained here.
 The handles poll ``tasks/get`` at the server's ``pollInterval`` all the same (a push only
@@ -27,11 +27,11 @@ __all__ = ["TaskPushes"]
 
 logger = logging.getLogger("trio_mcp")
 
-#: Opens a listen stream for these task ids; appends the acknowledged filter to the list.
 OpenListen = Callable[
     [frozenset[str], list[Mapping[str, Any]]],
     AbstractAsyncContextManager["trio.MemoryReceiveChannel[Any]"],
 ]
+"""Opens a listen stream for these task ids; appends the acknowledged filter to the list."""
 Spawn = Callable[..., bool]
 
 

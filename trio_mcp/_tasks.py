@@ -12,8 +12,9 @@ Two wire forms, one caller-facing behaviour:
   ``notifications/tasks/status``) and fetches the outcome with ``tasks/result``, during
   which the server sends its input requests as ordinary server-to-client requests.
 
-The :class:`TaskDriver` does both; :class:`ToolTask` is the handle of
-:meth:`ClientSession.start_tool_task`. Time is trio's clock only.
+The `TaskDriver` does both; [`ToolTask`][trio_mcp.tasks.ToolTask] is the handle of
+[`ClientSession.start_tool_task()`][trio_mcp.ClientSession.start_tool_task]. Time is trio's clock
+only.
 """
 
 from __future__ import annotations
@@ -60,10 +61,10 @@ TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
 
 TERMINAL_STATUSES: Final = frozenset({"completed", "failed", "cancelled"})
 KNOWN_STATUSES: Final = frozenset({"working", "input_required", *TERMINAL_STATUSES})
-#: Seconds between polls when the server suggests no interval.
 DEFAULT_POLL_INTERVAL: Final = 1.0
-#: The shortest poll interval honoured, so a server's ``0`` cannot make a busy loop.
+"""Seconds between polls when the server suggests no interval."""
 MIN_POLL_INTERVAL: Final = 0.01
+"""The shortest poll interval honoured, so a server's ``0`` cannot make a busy loop."""
 
 _encoder = msgspec.json.Encoder()
 
@@ -128,7 +129,7 @@ def decode_task(body: Mapping[str, Any], where: str) -> TaskState:
         where: What the object is, for error messages.
 
     Returns:
-        The :class:`TaskState`.
+        The [`TaskState`][trio_mcp.tasks.TaskState].
 
     Raises:
         ProtocolError: No ``taskId``, or a status this client does not know.
@@ -258,7 +259,7 @@ class TaskDriver:
 
     @contextlib.contextmanager
     def listening(self) -> Generator[None]:
-        """While the block runs, status pushes about this task wake :meth:`pause`: the
+        """While the block runs, status pushes about this task wake `pause()`: the
         handlers of both eras' notifications, and the session's listen stream (modern)."""
         remove = self.add_handler("notifications/tasks/status", self.on_status)
         remove_pushed = self.add_handler("notifications/tasks", self.on_status)
@@ -383,7 +384,7 @@ class TaskDriver:
             logger.warning("tasks/cancel for task %s could not be sent in time", self.task_id)
 
     async def run(self) -> msgspec.Raw:
-        """:meth:`finish`, cancelling the task on the server if anything goes wrong."""
+        """`finish()`, cancelling the task on the server if anything goes wrong."""
         try:
             return await self.finish()
         except BaseException:
@@ -392,7 +393,8 @@ class TaskDriver:
 
 
 class ToolTask:
-    """A tool call running as a server task: the handle of :meth:`ClientSession.start_tool_task`.
+    """A tool call running as a server task: the handle of
+    [`ClientSession.start_tool_task()`][trio_mcp.ClientSession.start_tool_task].
 
     Use it inside its ``async with`` block; leaving the block cancels the task on the
     server if it has not ended (``tasks/cancel``), so nothing is left running. Every
@@ -425,7 +427,7 @@ class ToolTask:
         """Ask the server for the task's state now (one ``tasks/get``).
 
         Returns:
-            The new :class:`TaskState` (``None`` without a task).
+            The new [`TaskState`][trio_mcp.tasks.TaskState] (``None`` without a task).
 
         Raises:
             TaskLostError: The server no longer knows the task.
@@ -440,10 +442,11 @@ class ToolTask:
         """Wait until the status (or status message) changes: pushed, or polled at the
         server's interval.
 
-        Input requests are not answered here: :meth:`result` answers them.
+        Input requests are not answered here: [`result()`][trio_mcp.tasks.ToolTask.result] answers
+        them.
 
         Returns:
-            The new :class:`TaskState` (``None`` without a task).
+            The new [`TaskState`][trio_mcp.tasks.TaskState] (``None`` without a task).
 
         Raises:
             TaskLostError: The server no longer knows the task.
@@ -464,7 +467,7 @@ class ToolTask:
         """Wait for the task to end, answering its input requests, and return its result.
 
         Returns:
-            The tool's :class:`CallToolResult`.
+            The tool's [`CallToolResult`][trio_mcp.types.CallToolResult].
 
         Raises:
             TaskFailedError: The task failed.
@@ -501,10 +504,10 @@ RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
 RECEIVER_METHODS: Final = frozenset({"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"})
 RECEIVABLE: Final = {"sampling/createMessage": ("sampling", "createMessage"),
                      "elicitation/create": ("elicitation", "create")}  # fmt: skip
-#: The most tasks the client keeps for a server at once (ended ones are dropped first).
 MAX_RECEIVED_TASKS: Final = 64
-#: How long an ended task is kept when the server asked for no ``ttl`` (seconds).
+"""The most tasks the client keeps for a server at once (ended ones are dropped first)."""
 DEFAULT_RECEIVED_TTL: Final = 300.0
+"""How long an ended task is kept when the server asked for no ``ttl`` (seconds)."""
 _INVALID_PARAMS: Final = -32602
 _INTERNAL_ERROR: Final = -32603
 
@@ -559,7 +562,7 @@ class TaskReceiver:
     ``task`` param: the client answers at once with a ``CreateTaskResult``, runs the
     handler as a task of the session's nursery, and serves ``tasks/get``,
     ``tasks/result``, ``tasks/list`` and ``tasks/cancel``. At most
-    :data:`MAX_RECEIVED_TASKS` are kept; ended ones go after their ``ttl``.
+    `MAX_RECEIVED_TASKS` are kept; ended ones go after their ``ttl``.
     """
 
     def __init__(
@@ -676,8 +679,8 @@ class TaskReceiver:
 
 
 class ToolTaskView:
-    """What a :class:`ToolTask` handle shows without I/O, shared by the handles that drive
-    one from another world (the blocking and the asyncio session's)."""
+    """What a [`ToolTask`][trio_mcp.tasks.ToolTask] handle shows without I/O, shared by the handles
+    that drive one from another world (the blocking and the asyncio session's)."""
 
     _task: ToolTask
 

@@ -4,7 +4,8 @@ A server controls tool names, descriptions, results, errors, prompts, resource t
 stderr, elicitation messages, progress messages and the URLs an authorization server hands
 out. Printed raw, such a string can clear the screen, retitle the window, write the clipboard
 (OSC 52), hide a hyperlink (OSC 8) or reorder the text a person reads (U+202E). Every path
-that prints a peer string for a person passes it through :func:`for_terminal` first:
+that prints a peer string for a person passes it through [`for_terminal()`][trio_mcp.for_terminal]
+first:
 
 * C0 control characters (except tab and, where allowed, newline), DEL and the C1 range are
   shown visibly as ``\\xNN`` escapes, so no ESC, BEL, CSI or OSC ever reaches the terminal;
@@ -13,7 +14,7 @@ that prints a peer string for a person passes it through :func:`for_terminal` fi
 * nothing is ever interpreted as markup: this function only returns plain text, and the
   CLI prints it with markup off (or as a ``rich.text.Text``).
 
-``--json`` output stays exact JSON and goes through :func:`json_for_terminal`: JSON escapes
+``--json`` output stays exact JSON and goes through `json_for_terminal()`: JSON escapes
 C0 itself, and DEL, C1, the bidi controls, U+2028/9 and lone surrogates become ``\\uNNNN``
 escapes too, so the document decodes to the very same value and a terminal sees none of them.
 """

@@ -1,6 +1,6 @@
 """What a session knows of the server's tools, and the rules it applies with it.
 
-One :class:`ToolBook` per session keeps, from the tool listings:
+One `ToolBook` per session keeps, from the tool listings:
 
 * the **header rules** of modern Streamable HTTP: a tool whose ``x-mcp-header``
   annotations break the spec's rules is dropped from a listing (and logged); the tools
@@ -57,8 +57,8 @@ class ListingScan:
     __slots__ = ("clean",)
 
     def __init__(self) -> None:
-        #: no page so far could hold an annotation
         self.clean = True
+        """no page so far could hold an annotation"""
 
     def __call__(self, raw: msgspec.Raw | None) -> None:
         if self.clean and (raw is None or may_hold_annotation(memoryview(raw))):
@@ -81,10 +81,10 @@ class ToolBook:
     def __init__(self, output_validation: str) -> None:
         #: ``output_validation``: "report", "strict" or "off"
         self.mode = output_validation
-        #: the tools' wire form (name, inputSchema) of those with annotations, by name
         self.header_wire: dict[str, dict[str, Any]] = {}
-        #: the last listing checked, and the positions of the tools it kept
+        """the tools' wire form (name, inputSchema) of those with annotations, by name"""
         self.listing: tuple[list[t.Tool], list[int]] | None = None
+        """the last listing checked, and the positions of the tools it kept"""
         # the tools of the last listing by name, for their outputSchema (compiled lazily,
         # once per tool); both dropped when the tool list changes.
         self.output_schemas: dict[str, t.Tool] = {}
@@ -92,8 +92,8 @@ class ToolBook:
         # every tool ever listed, by name (kept when the list changes), for its
         # execution.taskSupport (2025-11-25)
         self.known: dict[str, t.Tool] = {}
-        #: the last full listing's search index (search_tools); None once the list changed
         self.search_index: ToolIndex | None = None
+        """the last full listing's search index (search_tools); None once the list changed"""
 
     # -- listings ------------------------------------------------------------------------
 
@@ -121,7 +121,7 @@ class ToolBook:
     def check_tool_headers(self, tools: list[t.Tool], *, clean: bool = False) -> list[t.Tool]:
         """Drop tools with invalid x-mcp-header annotations; keep the rest in wire form.
 
-        ``clean``: the listing's bytes cannot hold an annotation (:class:`ListingScan`), so
+        ``clean``: the listing's bytes cannot hold an annotation (`ListingScan`), so
         every tool is kept and none has header rules.
         """
         if clean:
@@ -168,7 +168,7 @@ class ToolBook:
         self, page: t.ListToolsResult, *, more: bool, clean: bool = False
     ) -> t.ListToolsResult:
         """One page of a listing under the header rules (``more``: not the first page;
-        ``clean``: its bytes cannot hold an annotation, see :class:`ListingScan`)."""
+        ``clean``: its bytes cannot hold an annotation, see `ListingScan`)."""
         # the same rules as list_tools, page by page (the whole-listing memo no longer holds)
         self.listing = None
         if clean:
@@ -192,7 +192,7 @@ class ToolBook:
 
         Called before the request is sent (a cancellation then loses nothing). Large
         schemas compile in a worker thread, oversized ones not at all (see
-        ``_validation``); :meth:`validate_output` then finds the result ready. No
+        ``_validation``); `validate_output()` then finds the result ready. No
         checkpoint when there is nothing to compile.
         """
         tool = self.output_schemas.get(name)

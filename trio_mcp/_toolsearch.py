@@ -1,9 +1,9 @@
 """Searching a large tool catalogue: a lowercase index per tool, ranked matches, in milliseconds.
 
 A server (or a group) with thousands of tools cannot hand them all to a model. A
-:class:`ToolIndex` is built once per listing (each tool's name, title, description and
-argument names, lowercased and split into words: about 2 µs per tool) and answers a search
-by scanning one precomputed string per tool for each query word (a C-level substring
+[`ToolIndex`][trio_mcp.agent.ToolIndex] is built once per listing (each tool's name, title,
+description and argument names, lowercased and split into words: about 2 µs per tool) and answers a
+search by scanning one precomputed string per tool for each query word (a C-level substring
 test), scoring only the tools that match: 10,000 tools in a few milliseconds
 (``bench/toolsearch.py``). Pure: no I/O, no trio.
 """
@@ -23,7 +23,6 @@ __all__ = ["ToolIndex"]
 _WORD: Final = re.compile(r"[a-z0-9]+")
 _CAMEL: Final = re.compile(r"([a-z0-9])(?=[A-Z])")
 _SEPARATOR: Final = "\x00"
-#: Words a query may hold that say nothing about a tool (dropped unless nothing else is left).
 _STOP_WORDS: Final = frozenset(
     [
         "a",
@@ -51,6 +50,7 @@ _STOP_WORDS: Final = frozenset(
         "with",
     ]
 )
+"""Words a query may hold that say nothing about a tool (dropped unless nothing else is left)."""
 _ALNUM: Final = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
 
 # Points per query word, by where it is found: as a whole word, or as part of one.
@@ -124,8 +124,8 @@ class ToolIndex:
     __slots__ = ("_fields", "_names", "tools")
 
     def __init__(self, tools: Iterable[t.Tool]) -> None:
-        #: The tools indexed, in the order given.
         self.tools: tuple[t.Tool, ...] = tuple(tools)
+        """The tools indexed, in the order given."""
         listed = self.tools
         self._names: dict[str, list[int]] = {}
         for position, tool in enumerate(listed):

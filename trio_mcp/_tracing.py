@@ -4,7 +4,7 @@ Active only when ``opentelemetry-api`` is installed (the ``otel`` extra) and in 
 never imports it itself until the application has (a span can be current, or a provider
 set, only through the API's modules) or ``OTEL_PYTHON_TRACER_PROVIDER`` names a provider;
 so neither ``import trio_mcp`` nor a first request pays for its import. A request is traced
-only when there is something to record or propagate (:func:`active`): a tracer provider was
+only when there is something to record or propagate (`active()`): a tracer provider was
 configured (an OpenTelemetry SDK), or the caller runs inside a valid span context (e.g. one
 extracted from an incoming request). Otherwise the session skips this module entirely: no
 span, no context manager, nothing on the wire.

@@ -1,12 +1,12 @@
 """Checking URLs before a user is asked to open them (URL-mode elicitation).
 
-:func:`check_url` parses with a real WHATWG URL parser (`ada-url
+[`check_url()`][trio_mcp.urls.check_url] parses with a real WHATWG URL parser (`ada-url
 <https://pypi.org/project/ada-url/>`_, the ``urls`` extra, imported on first use), so a URL
 is judged exactly as a browser will read it: ``https://0x7f.1/``, ``https://2130706433/``
 and ``https://017700000001/`` are all ``127.0.0.1``. It never resolves or fetches
-anything. :func:`url_elicitation_handler` builds an elicitation handler on it: a URL that
-fails the check never reaches the application's consent callback unless the application
-says so, and trio_mcp never opens a URL itself.
+anything. [`url_elicitation_handler()`][trio_mcp.urls.url_elicitation_handler] builds an elicitation
+handler on it: a URL that fails the check never reaches the application's consent callback unless
+the application says so, and trio_mcp never opens a URL itself.
 """
 
 from __future__ import annotations
@@ -159,7 +159,7 @@ def _normalise_host(host: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class URLPolicy:
-    """What :func:`check_url` accepts. The defaults are strict.
+    """What [`check_url()`][trio_mcp.urls.check_url] accepts. The defaults are strict.
 
     Attributes:
         allow_http: Accept ``http://`` as well as ``https://`` (never any other scheme).
@@ -210,7 +210,7 @@ _DEFAULT_POLICY = URLPolicy()
 
 @dataclass(frozen=True, slots=True)
 class URLCheck:
-    """The verdict of :func:`check_url`.
+    """The verdict of [`check_url()`][trio_mcp.urls.check_url].
 
     Attributes:
         url: The URL as given.
@@ -238,7 +238,8 @@ class URLCheck:
         """Raise if the URL is blocked; otherwise return this check.
 
         Raises:
-            UnsafeURLError: :attr:`error` is set; the exception carries this check.
+            UnsafeURLError: [`error`][trio_mcp.testing.Faults.error] is set; the exception carries
+                this check.
         """
         if self.error is not None:
             raise UnsafeURLError(f"unsafe URL {self.url[:200]!r}: {self.error}", self)
@@ -393,10 +394,11 @@ def check_url(url: str, policy: URLPolicy | None = None) -> URLCheck:
         policy: What to accept (default: ``URLPolicy()``, https only, public hosts only).
 
     Returns:
-        The verdict: :attr:`URLCheck.error` says why a URL is blocked (it cannot be parsed,
+        The verdict: `URLCheck.error` says why a URL is blocked (it cannot be parsed,
         wrong scheme, credentials, a non-global address, a local or single-label name, too
-        long or too deep, denied or not allowed); call :meth:`URLCheck.raise_for_error`
-        to raise :class:`UnsafeURLError`.
+        long or too deep, denied or not allowed); call
+            [`URLCheck.raise_for_error()`][trio_mcp.urls.URLCheck.raise_for_error]
+        to raise [`UnsafeURLError`][trio_mcp.urls.UnsafeURLError].
 
     Raises:
         TypeError: ``url`` is not a string.
@@ -477,14 +479,14 @@ def check_url(url: str, policy: URLPolicy | None = None) -> URLCheck:
     return URLCheck(url, normalized, display, tuple(warnings))
 
 
-#: The application's consent callback: show ``params.message`` and ``check.display_domain``
-#: to the user and, if they agree, open ``check.normalized`` (the library never opens a
-#: URL). Return ``True``/``"accept"`` when the user agreed, ``False``/``"decline"`` when not,
-#: ``"cancel"`` when they dismissed the prompt.
 URLConsent = Callable[
     [t.ElicitRequestURLParams, URLCheck, Any],
     Awaitable["bool | Literal['accept', 'decline', 'cancel']"],
 ]
+"""The application's consent callback: show ``params.message`` and ``check.display_domain`` to the
+user and, if they agree, open ``check.normalized`` (the library never opens a URL). Return
+``True``/``"accept"`` when the user agreed, ``False``/``"decline"`` when not, ``"cancel"`` when they
+dismissed the prompt."""
 
 
 def url_elicitation_handler(
@@ -497,13 +499,13 @@ def url_elicitation_handler(
     """An elicitation handler that checks every URL before asking for consent.
 
     Use it with ``open_mcp_session(elicitation=..., elicitation_modes=("form", "url"))``.
-    Each URL-mode request is checked with :func:`check_url`; a URL that fails is declined
-    without calling ``consent`` (and logged), unless ``consent_to_unsafe`` is true, in which
-    case ``consent`` sees the failing check and decides.
+    Each URL-mode request is checked with [`check_url()`][trio_mcp.urls.check_url]; a URL that fails
+    is declined without calling ``consent`` (and logged), unless ``consent_to_unsafe`` is true, in
+    which case ``consent`` sees the failing check and decides.
 
     Args:
-        consent: Awaited with ``(params, check, ctx)``; see :data:`URLConsent`.
-        policy: The :class:`URLPolicy` (default: strict).
+        consent: Awaited with ``(params, check, ctx)``; see `URLConsent`.
+        policy: The [`URLPolicy`][trio_mcp.urls.URLPolicy] (default: strict).
         form: The handler for form-mode requests; without one they are declined.
         consent_to_unsafe: Pass URLs that fail the check to ``consent`` too.
 

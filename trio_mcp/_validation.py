@@ -2,8 +2,10 @@
 
 The spec says a client SHOULD validate ``structuredContent`` against the tool's
 ``outputSchema``. The official SDK does so strictly and drops the result; trio_mcp keeps the
-result and reports the outcome on :attr:`CallToolResult.validation` (or raises
-:class:`OutputValidationError`, carrying the result, in strict mode).
+result and reports the outcome on
+[`CallToolResult.validation`][trio_mcp.types.CallToolResult.validation] (or raises
+[`OutputValidationError`][trio_mcp.validation.OutputValidationError], carrying the result, in strict
+mode).
 
 Schemas are compiled with `jsonschema-rs <https://pypi.org/project/jsonschema-rs/>`_ (the
 ``validation`` extra), imported on first use: draft 2020-12 by default, older drafts when
@@ -11,7 +13,7 @@ Schemas are compiled with `jsonschema-rs <https://pypi.org/project/jsonschema-rs
 
 A server's ``outputSchema`` is compiled without blocking the event loop: one of at most
 4 KiB (as JSON; compiling takes at most ~0.3 ms) is compiled inline, a larger one
-in a worker thread (``trio.to_thread``), and one over :data:`MAX_OUTPUT_SCHEMA_SIZE` is not
+in a worker thread (``trio.to_thread``), and one over `MAX_OUTPUT_SCHEMA_SIZE` is not
 compiled at all: the tool's results are reported ``"unchecked"`` and a warning is logged.
 """
 
@@ -64,10 +66,10 @@ class OutputValidation:
     """The outcome of validating a tool result against the tool's ``outputSchema``.
 
     Attributes:
-        status: ``"valid"``; ``"invalid"`` (see :attr:`errors`); ``"missing"`` (the tool
+        status: ``"valid"``; ``"invalid"`` (see `errors`); ``"missing"`` (the tool
             has an ``outputSchema`` but the result has no ``structuredContent``); or
             ``"unchecked"`` (no schema known for the tool, an ``isError`` result, or
-            validation impossible: see :attr:`reason`).
+            validation impossible: see `reason`).
         errors: The violations (at most 20), for ``"invalid"``.
         reason: Why the result was not checked, for ``"unchecked"``.
     """
@@ -102,7 +104,7 @@ class _Validator(Protocol):
 class CompiledSchema:
     """A JSON Schema compiled once, ready to validate many values.
 
-    Build with :func:`compile_schema`.
+    Build with [`compile_schema()`][trio_mcp.validation.compile_schema].
 
     Attributes:
         schema: The schema as given.
@@ -135,7 +137,8 @@ class CompiledSchema:
             value: A JSON value.
 
         Returns:
-            An :class:`OutputValidation` with status ``"valid"`` or ``"invalid"``.
+            An [`OutputValidation`][trio_mcp.validation.OutputValidation] with status ``"valid"`` or
+                ``"invalid"``.
         """
         errors = self.violations(value)
         return OutputValidation("invalid", errors) if errors else OutputValidation("valid")
@@ -187,9 +190,9 @@ def compile_schema(schema: Mapping[str, Any] | bool) -> CompiledSchema:
     return CompiledSchema(cast("Mapping[str, Any]", given), validator)
 
 
-#: The largest server-supplied ``outputSchema`` compiled, in bytes of JSON (256 KiB, about
-#: 6,000 properties). A larger one is not compiled: the tool's results go unchecked.
 MAX_OUTPUT_SCHEMA_SIZE: Final = 256 * 1024
+"""The largest server-supplied ``outputSchema`` compiled, in bytes of JSON (256 KiB, about 6,000
+properties). A larger one is not compiled: the tool's results go unchecked."""
 # Up to this size (bytes of JSON, ~100 properties) a schema compiles in at most ~0.3 ms:
 # inline, as the hop to a thread (~50 us, and the compiling thread still takes the GIL
 # part of the time) would save little. Measured: 230 B 10 us, 1.9 KB 0.1-0.3 ms,
@@ -199,7 +202,8 @@ _size_encoder: Final = msgspec.json.Encoder()
 
 
 def _server_schema_size(schema: Any) -> int:
-    """The schema's size as JSON; :class:`SchemaError` when over the limit."""
+    """The schema's size as JSON; [`SchemaError`][trio_mcp.validation.SchemaError] when over the
+    limit."""
     try:
         size = len(_size_encoder.encode(schema))
     except (TypeError, ValueError, OverflowError) as exc:
@@ -214,7 +218,7 @@ def _server_schema_size(schema: Any) -> int:
 
 
 def compile_server_schema(schema: Any) -> CompiledSchema:
-    """Compile a server-supplied schema inline, within :data:`MAX_OUTPUT_SCHEMA_SIZE`.
+    """Compile a server-supplied schema inline, within `MAX_OUTPUT_SCHEMA_SIZE`.
 
     Raises:
         SchemaError: The schema does not compile or is over the size limit.
@@ -245,7 +249,7 @@ def decode_structured(result: Any, tp: type[T]) -> T:
     """Decode a tool result's ``structured_content`` into ``tp``.
 
     Args:
-        result: A :class:`~trio_mcp.CallToolResult`.
+        result: A [`CallToolResult`][trio_mcp.types.CallToolResult].
         tp: A msgspec Struct, dataclass, TypedDict or any type msgspec converts to.
 
     Returns:

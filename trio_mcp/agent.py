@@ -1,11 +1,14 @@
-"""The agentic tool loop: :func:`run_agent`, model adapters, and sampling with a model.
+"""The agentic tool loop: [`run_agent()`][trio_mcp.agent.run_agent], model adapters, and sampling
+with a model.
 
-:func:`run_agent` (also ``trio_mcp.run_agent``) lets a :data:`Model` call a session's
-tools until it answers; :class:`AnthropicModel` and :class:`OpenAIChatModel` adapt the two
-common HTTP APIs, and :func:`sampling_handler` answers a server's ``sampling/createMessage``
-requests with a model; :class:`ToolIndex` searches a large catalogue so a model is offered
-only the best matches. Failures are :class:`ModelError` (the model's API) and
-:class:`AgentError` (the loop stopped early).
+[`run_agent()`][trio_mcp.agent.run_agent] (also ``trio_mcp.run_agent``) lets a `Model` call a
+session's tools until it answers; [`AnthropicModel`][trio_mcp.agent.AnthropicModel] and
+[`OpenAIChatModel`][trio_mcp.agent.OpenAIChatModel] adapt the two common HTTP APIs, and
+[`sampling_handler()`][trio_mcp.agent.sampling_handler] answers a server's
+``sampling/createMessage`` requests with a model; [`ToolIndex`][trio_mcp.agent.ToolIndex] searches a
+large catalogue so a model is offered only the best matches. Failures are
+[`ModelError`][trio_mcp.agent.ModelError] (the model's API) and
+[`AgentError`][trio_mcp.agent.AgentError] (the loop stopped early).
 """
 
 from __future__ import annotations

@@ -1,17 +1,23 @@
 """OAuth 2.1 authorization for HTTP sessions: the provider, token stores, grants, errors.
 
-Pass :class:`OAuth` as ``auth=`` of an HTTP target (``trio_mcp.OAuth`` is the same class)::
+Pass [`OAuth`][trio_mcp.auth.OAuth] as ``auth=`` of an HTTP target (``trio_mcp.OAuth`` is the same
+class):
 
-    params = trio_mcp.StreamableHTTPParameters(url, auth=trio_mcp.auth.OAuth(
-        store=trio_mcp.auth.FileTokenStore("~/.config/my-app/tokens.json"),
-    ))
+```python
+params = trio_mcp.StreamableHTTPParameters(url, auth=trio_mcp.auth.OAuth(
+    store=trio_mcp.auth.FileTokenStore("~/.config/my-app/tokens.json"),
+))
+```
 
-Token stores (:class:`TokenStore`, :class:`FileTokenStore`, :class:`MemoryTokenStore`,
-:class:`KeyringTokenStore`) keep what a login earned; :class:`DeviceFlow`,
-:class:`JWTBearerGrant` and :class:`IdentityAssertionGrant` are the grants besides the
-browser's authorization code flow (:class:`LoopbackBrowser`, :class:`UserAgent`). Every
-failure is an :class:`AuthError` (also ``trio_mcp.AuthError``), whose subclasses say which
-step failed.
+Token stores ([`TokenStore`][trio_mcp.auth.TokenStore],
+[`FileTokenStore`][trio_mcp.auth.FileTokenStore],
+[`MemoryTokenStore`][trio_mcp.auth.MemoryTokenStore],
+[`KeyringTokenStore`][trio_mcp.auth.KeyringTokenStore]) keep what a login earned;
+[`DeviceFlow`][trio_mcp.auth.DeviceFlow], [`JWTBearerGrant`][trio_mcp.auth.JWTBearerGrant] and
+[`IdentityAssertionGrant`][trio_mcp.auth.IdentityAssertionGrant] are the grants besides the
+browser's authorization code flow ([`LoopbackBrowser`][trio_mcp.auth.LoopbackBrowser],
+[`UserAgent`][trio_mcp.auth.UserAgent]). Every failure is an [`AuthError`][trio_mcp.auth.AuthError]
+(also ``trio_mcp.AuthError``), whose subclasses say which step failed.
 
 Importing this module is cheap: the classes that need httpx load on first use.
 """

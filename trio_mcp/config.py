@@ -1,11 +1,14 @@
 """Server config files (the ``mcpServers`` dialect and VS Code's) and consent to run them.
 
-:func:`load_config` (also ``trio_mcp.load_config``) reads a file into an :class:`MCPConfig`
-of :class:`ServerConfig` entries ready to open as a group; :func:`parse_config` does the same
-from text. :func:`check_consent` asks about every entry that is new or changed since it was last
-approved (a :class:`ConsentRequest`), and remembers the answers in a :class:`ConsentStore`
-(:class:`FileConsentStore`, :class:`MemoryConsentStore`). An invalid file raises
-:class:`ConfigError` (also ``trio_mcp.ConfigError``).
+[`load_config()`][trio_mcp.config.load_config] (also ``trio_mcp.load_config``) reads a file into an
+[`MCPConfig`][trio_mcp.config.MCPConfig] of [`ServerConfig`][trio_mcp.config.ServerConfig] entries
+ready to open as a group; [`parse_config()`][trio_mcp.config.parse_config] does the same from text.
+[`check_consent()`][trio_mcp.config.check_consent] asks about every entry that is new or changed
+since it was last approved (a [`ConsentRequest`][trio_mcp.config.ConsentRequest]), and remembers the
+answers in a [`ConsentStore`][trio_mcp.config.ConsentStore]
+([`FileConsentStore`][trio_mcp.config.FileConsentStore],
+[`MemoryConsentStore`][trio_mcp.config.MemoryConsentStore]). An invalid file raises
+[`ConfigError`][trio_mcp.config.ConfigError] (also ``trio_mcp.ConfigError``).
 """
 
 from __future__ import annotations

@@ -1,12 +1,15 @@
 """Answering the server's requests: sampling, elicitation and roots handlers.
 
-A handler is an async function of the request's typed params and a :class:`RequestContext`
-(``sampling=``, ``elicitation=``, ``roots=`` of ``open_mcp_session``); the aliases
-:data:`SamplingHandler`, :data:`ElicitationHandler` and :data:`RootsHandler` spell their
-types. :class:`Roots` is a set of roots that may change; raise :class:`HandlerError` to
-answer with a JSON-RPC error. An elicitation answer that does not match the form's schema
-raises :class:`ElicitationContentError`. ``RequestContext``, ``Roots`` and ``HandlerError``
-are re-exported from ``trio_mcp`` too.
+A handler is an async function of the request's typed params and a
+[`RequestContext`][trio_mcp.handlers.RequestContext] (``sampling=``, ``elicitation=``, ``roots=`` of
+``open_mcp_session``); the aliases [`SamplingHandler`][trio_mcp.handlers.SamplingHandler],
+[`ElicitationHandler`][trio_mcp.handlers.ElicitationHandler] and
+[`RootsHandler`][trio_mcp.handlers.RootsHandler] spell their types.
+[`Roots`][trio_mcp.handlers.Roots] is a set of roots that may change; raise
+[`HandlerError`][trio_mcp.handlers.HandlerError] to answer with a JSON-RPC error. An elicitation
+answer that does not match the form's schema raises
+[`ElicitationContentError`][trio_mcp.handlers.ElicitationContentError]. ``RequestContext``,
+``Roots`` and ``HandlerError`` are re-exported from ``trio_mcp`` too.
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """Agent skills served over MCP: list them, load ``SKILL.md``, read their files, verified.
 
-:func:`list_skills` returns a server's :class:`Skill` entries, :func:`load_skill` reads and
-parses one skill, :func:`read_skill_file` reads one of its files; a file that does not match
-its manifest (digest, size) raises :class:`SkillVerificationError`.
+[`list_skills()`][trio_mcp.skills.list_skills] returns a server's [`Skill`][trio_mcp.skills.Skill]
+entries, [`load_skill()`][trio_mcp.skills.load_skill] reads and parses one skill,
+[`read_skill_file()`][trio_mcp.skills.read_skill_file] reads one of its files; a file that does not
+match its manifest (digest, size) raises
+[`SkillVerificationError`][trio_mcp.skills.SkillVerificationError].
 """
 
 from __future__ import annotations

@@ -1,8 +1,11 @@
 """Long-running tool calls as tasks: the handle, its state, and how a task can fail.
 
-``session.start_tool_task(...)`` gives a :class:`ToolTask` whose :class:`TaskState` follows
-the server's task; a task that does not give a result raises a :class:`TaskError`
-(:class:`TaskFailedError`, :class:`TaskCancelledError`, :class:`TaskLostError`).
+``session.start_tool_task(...)`` gives a [`ToolTask`][trio_mcp.tasks.ToolTask] whose
+[`TaskState`][trio_mcp.tasks.TaskState] follows the server's task; a task that does not give a
+result raises a [`TaskError`][trio_mcp.tasks.TaskError]
+([`TaskFailedError`][trio_mcp.tasks.TaskFailedError],
+[`TaskCancelledError`][trio_mcp.tasks.TaskCancelledError],
+[`TaskLostError`][trio_mcp.tasks.TaskLostError]).
 """
 
 from __future__ import annotations

@@ -1,10 +1,13 @@
 """Transports: the parameters of each built-in one, and the contract to write your own.
 
-The parameter classes (:class:`StdioParameters`, :class:`StreamableHTTPParameters`,
-:class:`SSEParameters`, :class:`WebSocketParameters`) are options a caller names every day,
-so ``trio_mcp`` re-exports them too. :class:`Transport`, :class:`TransportFactory`,
-:class:`MessageInfo` and :data:`RequestFailure` are what a transport of your own implements
-(``trio_mcp.testing.check_transport`` checks it).
+The parameter classes ([`StdioParameters`][trio_mcp.transports.StdioParameters],
+[`StreamableHTTPParameters`][trio_mcp.transports.StreamableHTTPParameters],
+[`SSEParameters`][trio_mcp.transports.SSEParameters],
+[`WebSocketParameters`][trio_mcp.transports.WebSocketParameters]) are options a caller names every
+day, so ``trio_mcp`` re-exports them too. [`Transport`][trio_mcp.transports.Transport],
+[`TransportFactory`][trio_mcp.transports.TransportFactory],
+[`MessageInfo`][trio_mcp.transports.MessageInfo] and `RequestFailure` are what a transport of your
+own implements (``trio_mcp.testing.check_transport`` checks it).
 
 Importing this module is cheap: the HTTP and WebSocket parameters (httpx, trio-websocket)
 load on first use.

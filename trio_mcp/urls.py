@@ -1,9 +1,11 @@
 """URL checks for URL-mode elicitation: what a server may ask a person to open.
 
-:func:`check_url` judges a URL's text against a :class:`URLPolicy` and returns a
-:class:`URLCheck` (``raise_for_error()`` raises :class:`UnsafeURLError`);
-:func:`url_elicitation_handler` builds an elicitation handler that checks every URL before
-it asks for consent (a :data:`URLConsent` callback); a URL that fails is declined.
+[`check_url()`][trio_mcp.urls.check_url] judges a URL's text against a
+[`URLPolicy`][trio_mcp.urls.URLPolicy] and returns a [`URLCheck`][trio_mcp.urls.URLCheck]
+(``raise_for_error()`` raises [`UnsafeURLError`][trio_mcp.urls.UnsafeURLError]);
+[`url_elicitation_handler()`][trio_mcp.urls.url_elicitation_handler] builds an elicitation handler
+that checks every URL before it asks for consent (a `URLConsent` callback); a URL that fails is
+declined.
 """
 
 from __future__ import annotations

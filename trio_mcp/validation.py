@@ -1,12 +1,14 @@
 """Tool results checked against their ``outputSchema``, and the JSON Schema compiler.
 
 ``call_tool`` checks a result's ``structuredContent`` against its tool's ``outputSchema``
-and reports the outcome as an :class:`OutputValidation` on ``CallToolResult.validation``
-(each problem a :class:`SchemaViolation`); in strict mode a result that does not match
-raises :class:`OutputValidationError`. Both are re-exported from ``trio_mcp`` too.
-:func:`compile_schema` compiles a JSON Schema of your own once into a
-:class:`CompiledSchema`; a schema that does not compile raises :class:`SchemaError`.
-Schemas compile with jsonschema-rs (the ``validation`` extra), imported on first use.
+and reports the outcome as an [`OutputValidation`][trio_mcp.validation.OutputValidation] on
+``CallToolResult.validation`` (each problem a
+[`SchemaViolation`][trio_mcp.validation.SchemaViolation]); in strict mode a result that does not
+match raises [`OutputValidationError`][trio_mcp.validation.OutputValidationError]. Both are
+re-exported from ``trio_mcp`` too. [`compile_schema()`][trio_mcp.validation.compile_schema] compiles
+a JSON Schema of your own once into a [`CompiledSchema`][trio_mcp.validation.CompiledSchema]; a
+schema that does not compile raises [`SchemaError`][trio_mcp.validation.SchemaError]. Schemas
+compile with jsonschema-rs (the ``validation`` extra), imported on first use.
 """
 
 from __future__ import annotations

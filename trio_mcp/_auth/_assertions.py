@@ -3,16 +3,16 @@
 Two flows, both ending in the RFC 7523 ``jwt-bearer`` grant at the MCP server's
 authorization server:
 
-* :class:`JWTBearerGrant`, workload identity federation (SEP-1933): the workload's own JWT
-  (a Kubernetes service-account token, a cloud provider's identity token, a CI job's OIDC
-  token) is the ``assertion``.
-* :class:`IdentityAssertionGrant`, enterprise-managed authorization (SEP-990, "cross-app
-  access"): the user's ID token from the enterprise identity provider is first exchanged
-  there (RFC 8693 token exchange) for an Identity Assertion JWT Authorization Grant
+* [`JWTBearerGrant`][trio_mcp.auth.JWTBearerGrant], workload identity federation (SEP-1933): the
+  workload's own JWT (a Kubernetes service-account token, a cloud provider's identity token, a CI
+  job's OIDC token) is the ``assertion``.
+* [`IdentityAssertionGrant`][trio_mcp.auth.IdentityAssertionGrant], enterprise-managed authorization
+  (SEP-990, "cross-app access"): the user's ID token from the enterprise identity provider is first
+  exchanged there (RFC 8693 token exchange) for an Identity Assertion JWT Authorization Grant
   (ID-JAG), which is then the ``assertion``.
 
 Neither flow opens a browser, and a failed grant is never retried with another grant: the
-error reaches the caller as a :class:`~trio_mcp.auth.TokenRequestError`.
+error reaches the caller as a [`TokenRequestError`][trio_mcp.auth.TokenRequestError].
 """
 
 from __future__ import annotations
@@ -80,12 +80,13 @@ class JWTBearerGrant:
     the grant again with a fresh assertion (no refresh token is needed).
 
     A failure (``invalid_grant``, ``invalid_scope``, ``unauthorized_client``) is raised as
-    :class:`~trio_mcp.auth.TokenRequestError`, never retried, and never answered by switching
-    to another grant.
+    [`TokenRequestError`][trio_mcp.auth.TokenRequestError], never retried, and never answered by
+    switching to another grant.
 
     Args:
         assertion: The JWT, or an async function returning a current one (called for each
-            grant, so a rotating token is re-read). See also :meth:`from_file`.
+            grant, so a rotating token is re-read). See also
+            [`from_file()`][trio_mcp.auth.JWTBearerGrant.from_file].
     """
 
     grant_type: str = JWT_BEARER

@@ -1,18 +1,18 @@
 """Authorizing: what a provider does when a server refuses its token.
 
-The :class:`Authorizer` of a provider runs one authorization at a time (its flow lock: a
+The `Authorizer` of a provider runs one authorization at a time (its flow lock: a
 browser or device login, the discovery before it); requests that hit a ``401`` meanwhile
 wait for it and use its token.
 
-* :meth:`~Authorizer.recover` (after a ``401``): discovery (``_metadata``), then the
+* `recover()` (after a ``401``): discovery (``_metadata``), then the
   cheapest way to a token: another request's new token, a refresh, a stored token
-  (``_keeper``), else the provider's grant (:meth:`~Authorizer.authorize`).
-* :meth:`~Authorizer.step_up` (after a ``403 insufficient_scope``): the grant again, for
+  (``_keeper``), else the provider's grant (`authorize()`).
+* `step_up()` (after a ``403 insufficient_scope``): the grant again, for
   the union of the scopes asked before, held, and asked for now.
-* :meth:`~Authorizer.authorize` picks the grant: client credentials, an assertion grant
+* `authorize()` picks the grant: client credentials, an assertion grant
   (``_assertions``), the device flow (``_device``), or the authorization code flow with
   the user agent (``_flows``); a headless provider never starts a browser
-  (:class:`~trio_mcp.auth.LoginRequiredError`).
+  ([`LoginRequiredError`][trio_mcp.auth.LoginRequiredError]).
 """
 
 from __future__ import annotations
@@ -164,7 +164,7 @@ class Authorizer:
     async def _discover(
         self, http: httpx.AsyncClient, server_url: str, challenge: _metadata.Challenge
     ) -> Discovery:
-        """Discovery for ``server_url`` (:func:`._metadata.discover`), remembered; an
+        """Discovery for ``server_url`` (`_metadata.discover()`), remembered; an
         authorization code flow needs PKCE S256."""
         context = await _metadata.discover(http, server_url, challenge)
         issuer, metadata = context.issuer, context.metadata

@@ -1,15 +1,15 @@
 """Bounded bodies: every answer of an authorization server or protected-resource endpoint.
 
 Metadata documents, token, registration and device authorization answers are small JSON
-documents. :func:`send` reads each one as a stream and stops at :data:`BODY_LIMIT` (1 MiB):
+documents. `send()` reads each one as a stream and stops at `BODY_LIMIT` (1 MiB):
 a larger (or endless) body fails with the caller's error class after at most the limit
 plus one network chunk has been read, so a hostile endpoint cannot grow this process.
 A compressed body is decompressed with the same bound (no decompression bomb); only
 ``identity``, ``gzip`` and ``deflate`` encodings are accepted (``identity`` is asked for).
-Each request, its answer read, must end within :data:`REQUEST_DEADLINE` (60 s): a server
+Each request, its answer read, must end within `REQUEST_DEADLINE` (60 s): a server
 dripping a byte at a time cannot hold a flow. Redirects are never followed (even by a
 caller's client that follows them): a redirect's
-target would escape the endpoint policy. :func:`open_client` is the client those requests
+target would escape the endpoint policy. `open_client()` is the client those requests
 go through: the caller's ``http_client=``, or a short-lived one.
 """
 

@@ -1,7 +1,7 @@
 """The user-agent step of the authorization code flow: the redirect listener and the browser.
 
-:class:`LoopbackBrowser` listens on ``127.0.0.1`` (RFC 8252 §7.3) for the duration of one
-flow. Its ``redirect()`` block only owns the listening socket: the tasks that accept
+[`LoopbackBrowser`][trio_mcp.auth.LoopbackBrowser] listens on ``127.0.0.1`` (RFC 8252 §7.3) for the
+duration of one flow. Its ``redirect()`` block only owns the listening socket: the tasks that accept
 connections and open the browser live in a nursery inside ``authorize()``, so no task
 outlives the call and nothing is ever yielded from inside a nursery (an error in the flow
 reaches the caller as itself, never as an ``ExceptionGroup``).
@@ -9,7 +9,7 @@ reaches the caller as itself, never as an ``ExceptionGroup``).
 What the listener guarantees:
 
 * the authorization URL is opened (or printed) only if it is ``http(s)``
-  (:func:`check_browser_url`): a server never chooses what the operating system's URL
+  (`check_browser_url()`): a server never chooses what the operating system's URL
   handler launches (``file:``, custom schemes);
 * each connection is handled in its own task, with a size limit on the request head and a
   time limit on trio's clock; its errors (a reset, a half request, a port scanner) are
@@ -57,15 +57,15 @@ _IGNORED_PAGE = (
     b"<!doctype html><html><body><p>This response does not belong to the login in "
     b"progress; it was ignored.</p></body></html>"
 )
-#: The largest request head the listener reads (a redirect's URL fits with room to spare).
 MAX_REQUEST = 16 * 1024
-#: Seconds (on trio's clock) one connection may take to send its request and get its page.
+"""The largest request head the listener reads (a redirect's URL fits with room to spare)."""
 CONNECTION_TIMEOUT = 10.0
-#: Connections handled at once; more wait in the listen backlog.
+"""Seconds (on trio's clock) one connection may take to send its request and get its page."""
 MAX_CONNECTIONS = 16
-#: Seconds a connection may stay idle (no whole request yet) before, when every slot is
-#: taken, it is dropped to make room for the next one.
+"""Connections handled at once; more wait in the listen backlog."""
 IDLE_GRACE = 1.0
+"""Seconds a connection may stay idle (no whole request yet) before, when every slot is taken, it is
+dropped to make room for the next one."""
 # accept() failures that pass (trio.serve_listeners sleeps on the same ones)
 _TRANSIENT_ACCEPT = frozenset(
     getattr(errno, name)
@@ -130,7 +130,8 @@ def _print_url(url: str) -> None:
 
 
 class Redirect(Protocol):
-    """One authorization attempt's redirect endpoint (see :class:`UserAgent`)."""
+    """One authorization attempt's redirect endpoint (see
+    [`UserAgent`][trio_mcp.auth.UserAgent])."""
 
     @property
     def redirect_uri(self) -> str:
@@ -149,8 +150,8 @@ class Redirect(Protocol):
 class UserAgent(Protocol):
     """What performs the browser step of the authorization code flow.
 
-    :class:`LoopbackBrowser` is the default. Implement this to drive the step otherwise
-    (an embedded web view, a test that follows the redirect with plain HTTP).
+    [`LoopbackBrowser`][trio_mcp.auth.LoopbackBrowser] is the default. Implement this to drive the
+    step otherwise (an embedded web view, a test that follows the redirect with plain HTTP).
     """
 
     def redirect(self) -> AbstractAsyncContextManager[Redirect]:
@@ -363,11 +364,12 @@ async def _answer(stream: trio.SocketStream, status: str, page: bytes) -> None:
 
 
 class LoopbackBrowser:
-    """The default :class:`UserAgent`: a loopback redirect listener and the system browser.
+    """The default [`UserAgent`][trio_mcp.auth.UserAgent]: a loopback redirect listener and the
+    system browser.
 
     Only ``http(s)`` authorization URLs are opened or printed (anything else raises
-    :class:`~trio_mcp.auth.AuthDiscoveryError`); printed URLs go through
-    :func:`~trio_mcp.for_terminal`. Only the redirect whose ``state`` matches the
+    [`AuthDiscoveryError`][trio_mcp.auth.AuthDiscoveryError]); printed URLs go through
+    [`for_terminal()`][trio_mcp.for_terminal]. Only the redirect whose ``state`` matches the
     authorization request's ends the wait; other requests, resets and half-sent requests
     are answered or dropped without ending it.
 

@@ -1,18 +1,18 @@
 """One request's answers to its server's challenges: ``401``, ``403`` and DPoP nonces.
 
 The provider's ``httpx`` auth flow sends a request with its server's token
-(:func:`apply`: ``Authorization: Bearer``, or ``DPoP`` with a fresh proof for a bound
-token), then hands each response to :meth:`Challenges.retry`, which says with which token
+(`apply()`: ``Authorization: Bearer``, or ``DPoP`` with a fresh proof for a bound
+token), then hands each response to `Challenges.retry()`, which says with which token
 to send the request once more, or that the response is the answer:
 
 * ``401`` with ``error="use_dpop_nonce"`` (a DPoP-bound token): once more with the
   server's nonce; a second demand right after is a nonce loop
-  (:class:`~trio_mcp.auth.DPoPNonceError`).
+  ([`DPoPNonceError`][trio_mcp.auth.DPoPNonceError]).
 * ``401``: recover once (the provider refreshes, finds a stored token or authorizes);
-  a ``401`` to the token just obtained is an :class:`~trio_mcp.AuthError`.
+  a ``401`` to the token just obtained is an [`AuthError`][trio_mcp.auth.AuthError].
 * ``403`` with ``error="insufficient_scope"``: step up (the provider authorizes for the
   union of the scopes), at most ``max_step_up`` times; then
-  :class:`~trio_mcp.auth.InsufficientScopeError`.
+  [`InsufficientScopeError`][trio_mcp.auth.InsufficientScopeError].
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ class Challenges:
 
         Returns:
             ``(False, token)`` when ``response`` is the answer; ``(True, token)`` to send
-            the request again with ``token`` (:func:`apply` it first).
+            the request again with ``token`` (`apply()` it first).
 
         Raises:
             DPoPNonceError: A nonce loop.

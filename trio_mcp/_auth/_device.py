@@ -3,9 +3,9 @@
 The client asks the authorization server's ``device_authorization_endpoint`` for a device
 code and a short ``user_code``, shows the user where to enter it (on a phone, another
 computer), and polls the token endpoint until the user has approved, honouring
-``interval`` and ``slow_down`` (RFC 8628 §3.5). Every wait is a :func:`trio.sleep`, so the
+``interval`` and ``slow_down`` (RFC 8628 §3.5). Every wait is a `trio.sleep()`, so the
 caller's cancel scope bounds it and ``MockClock`` drives it; the code's ``expires_in``
-bounds it too (:class:`~trio_mcp.auth.DeviceCodeExpiredError`).
+bounds it too ([`DeviceCodeExpiredError`][trio_mcp.auth.DeviceCodeExpiredError]).
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def print_device_code(code: DeviceCode) -> None:
     """The default ``show``: tell the user on stderr where to go and what to type.
 
     Only an ``http(s)`` verification URI is shown as a place to visit, and everything the
-    server sent goes through :func:`~trio_mcp.for_terminal` first.
+    server sent goes through [`for_terminal()`][trio_mcp.for_terminal] first.
 
     Raises:
         AuthDiscoveryError: The verification URI is not an ``http(s)`` URL.
@@ -98,13 +98,13 @@ class DeviceFlow:
     Used instead of the browser when the authorization server advertises a
     ``device_authorization_endpoint`` and either ``prefer`` is true, or there is no
     browser: ``OAuth(interactive=False)`` (headless: the device flow is then the only way
-    a user may authorize) or a :class:`~trio_mcp.auth.LoopbackBrowser` with
+    a user may authorize) or a [`LoopbackBrowser`][trio_mcp.auth.LoopbackBrowser] with
     ``open_browser=False``. Otherwise the authorization code flow runs as usual.
 
     Args:
-        show: Called once per flow with the :class:`DeviceCode` to show the user (a plain or
-            async function; default: print it to stderr). It should return at once: the
-            polling starts when it returns.
+        show: Called once per flow with the [`DeviceCode`][trio_mcp.auth.DeviceCode] to show the
+            user (a plain or async function; default: print it to stderr). It should return at once:
+            the polling starts when it returns.
         prefer: Use the device flow whenever the server offers it, even where a browser
             could be opened.
     """
@@ -160,7 +160,7 @@ _decoder = msgspec.json.Decoder(_DeviceAuthorization)
 
 
 async def authorize(flow: Flow, device: DeviceFlow) -> Token:
-    """Run the device flow and keep the token (:func:`should_use` chose it)."""
+    """Run the device flow and keep the token (`should_use()` chose it)."""
     context, scope = flow.context, flow.scope
     endpoint = context.metadata.device_authorization_endpoint
     if endpoint is None:  # (should_use checked it: no assert on a path the peer decides)

@@ -11,8 +11,8 @@ Servers may demand a nonce (``use_dpop_nonce`` with a ``DPoP-Nonce`` header); th
 nonce of each server (origin) is remembered and put in the next proof to it.
 
 JWS signing and JWK conversion come from PyJWT and ``cryptography`` (the ``auth``
-extra), imported on first use; :mod:`hashlib` makes the ``ath`` hash and the JWK
-thumbprint (RFC 7638), :mod:`secrets` the ``jti``.
+extra), imported on first use; `hashlib` makes the ``ath`` hash and the JWK
+thumbprint (RFC 7638), `secrets` the ``jti``.
 """
 
 from __future__ import annotations
@@ -195,7 +195,7 @@ class DPoPKey:
 
     Args:
         private_key: A ``cryptography`` private key (EC P-256/384/521, Ed25519 or RSA).
-        algorithm: The JWS algorithm (one of :data:`SUPPORTED_ALGORITHMS`).
+        algorithm: The JWS algorithm (one of `SUPPORTED_ALGORITHMS`).
     """
 
     def __init__(self, private_key: Any, algorithm: str) -> None:
@@ -225,7 +225,7 @@ class DPoPKey:
 
     @classmethod
     def from_jwk(cls, jwk: Mapping[str, Any]) -> DPoPKey:
-        """The key pair of a private JWK (as :meth:`private_jwk` wrote it).
+        """The key pair of a private JWK (as `private_jwk()` wrote it).
 
         Raises:
             DPoPError: The JWK is not a private key trio_mcp can sign DPoP proofs with.

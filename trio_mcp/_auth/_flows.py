@@ -1,11 +1,11 @@
-"""The grant flows, as functions over a small :class:`Flow`: what one authorization needs.
+"""The grant flows, as functions over a small `Flow`: what one authorization needs.
 
-A flow gets the discovery result (:class:`._metadata.Discovery`), the scope to ask for,
+A flow gets the discovery result (`_metadata.Discovery`), the scope to ask for,
 and three services lent by the provider: the client identity (pre-registered, metadata document,
 stored or registered), the token request (client authentication, DPoP proofs and nonces,
 the 1 MiB bound) and ``keep`` (turn an answer into the token of this server's key and
 store it). No flow reaches into the provider: the authorization code flow lives here,
-the device flow in :mod:`._device`, the assertion grants in :mod:`._assertions`.
+the device flow in `_device`, the assertion grants in `_assertions`.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ async def authorization_code(flow: Flow, user_agent: UserAgent) -> Token:
     Raises:
         AuthDiscoveryError: No authorization endpoint, or one the policy refuses (checked
             again right before the browser step).
-        AuthorizationDeniedError: The redirect is refused (:func:`check_callback`).
+        AuthorizationDeniedError: The redirect is refused (`check_callback()`).
     """
     context, scope = flow.context, flow.scope
     endpoint = context.metadata.authorization_endpoint

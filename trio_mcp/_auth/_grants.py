@@ -1,7 +1,7 @@
 """The OAuth wire: PKCE, state, client authentication, token and registration requests.
 
-Nothing cryptographic is written here: random values come from :mod:`secrets`, hashes from
-:mod:`hashlib`, and every JWT (``private_key_jwt`` client assertions, DPoP proofs) is signed
+Nothing cryptographic is written here: random values come from `secrets`, hashes from
+`hashlib`, and every JWT (``private_key_jwt`` client assertions, DPoP proofs) is signed
 by PyJWT with ``cryptography`` keys, imported on first use.
 """
 
@@ -195,7 +195,8 @@ _error_decoder = msgspec.json.Decoder(_ErrorResponse)
 
 
 def oauth_error(response: Answer, body: bytes, doing: str) -> TokenRequestError:
-    """The :class:`TokenRequestError` for a failed answer from an OAuth endpoint."""
+    """The [`TokenRequestError`][trio_mcp.auth.TokenRequestError] for a failed answer from an OAuth
+    endpoint."""
     try:
         error = _error_decoder.decode(body)
         code, description = error.error, error.error_description
@@ -233,7 +234,7 @@ async def post_form(
     """POST a form to an OAuth endpoint; a request that fails is a ``network_error``.
 
     The form's ``Content-Type`` and ``Accept: application/json`` are set here; the answer
-    is read with the 1 MiB bound of :mod:`._bodies` (``invalid_response`` beyond it).
+    is read with the 1 MiB bound of `_bodies` (``invalid_response`` beyond it).
 
     Args:
         http: The client for the authorization server.

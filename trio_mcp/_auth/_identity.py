@@ -3,7 +3,7 @@
 Chosen in the MCP spec's order (`ClientIdentity.choose`): the pre-registered
 ``client_id`` (for its ``issuer``, or any issuer), a Client ID Metadata Document (when the
 server supports them), a registration stored for the issuer (for a browser login: only
-one made for the same redirect URI), Dynamic Client Registration (:meth:`ClientIdentity.register`);
+one made for the same redirect URI), Dynamic Client Registration (`ClientIdentity.register()`);
 else [`ClientRegistrationError`][trio_mcp.auth.ClientRegistrationError].
 A confidential identity (a client secret, a private key, an assertion) is bound to one
 issuer (`ClientIdentity.check_issuer`): ``issuer=``, else the first one it is used with.
@@ -11,8 +11,8 @@ issuer (`ClientIdentity.check_issuer`): ``issuer=``, else the first one it is us
 Registrations are per redirect URI: an authorization server matches redirect URIs
 exactly, and ``LoopbackBrowser`` listens on a new port for each login, so a login whose
 redirect URI differs registers again. Each registration is stored twice: as the issuer's
-current one, and by its client id (:func:`client_slot`), so a token stored for a server
-stays usable with the client it was issued to (:meth:`ClientIdentity.bound`).
+current one, and by its client id (`client_slot()`), so a token stored for a server
+stays usable with the client it was issued to (`ClientIdentity.bound()`).
 """
 
 from __future__ import annotations

@@ -1,18 +1,18 @@
 """Keeping tokens: a grant's answer turned into a token and stored, stored ones found again.
 
-The :class:`TokenKeeper` of a provider holds its :class:`~._tokens.TokenTable` (one token
+The `TokenKeeper` of a provider holds its `TokenTable` (one token
 per ``(issuer, resource, client_id)`` and the key of each server URL) and its token store:
 
-* :meth:`~TokenKeeper.keep` turns a token endpoint's answer into the token of a server's
+* `keep()` turns a token endpoint's answer into the token of a server's
   key (bound to its DPoP key, if any), keeps it, stores it, and binds the server URL to
-  its issuer and resource in a :class:`~trio_mcp.auth.ServerBindingStore`.
-* :meth:`~TokenKeeper.refresh_once` refreshes one at a time per key: a task that waited
+  its issuer and resource in a [`ServerBindingStore`][trio_mcp.auth.ServerBindingStore].
+* `refresh_once()` refreshes one at a time per key: a task that waited
   for another's refresh uses its token, so a rotating refresh token is never spent twice.
-* :meth:`~TokenKeeper.current` is the token to show a server now (refreshed first when it
-  expired); :meth:`~TokenKeeper.bound` the stored token bound to exactly this server URL
-  (before any discovery); :meth:`~TokenKeeper.stored` the stored token of a server's key
+* `current()` is the token to show a server now (refreshed first when it
+  expired); `bound()` the stored token bound to exactly this server URL
+  (before any discovery); `stored()` the stored token of a server's key
   after discovery.
-* :meth:`~TokenKeeper.forget` drops one key's token (a ``401`` from one server forgets
+* `forget()` drops one key's token (a ``401`` from one server forgets
   only that server's token).
 """
 
@@ -91,7 +91,7 @@ class TokenKeeper:
     async def current(self, server_url: str, context: Discovery | None) -> Token | None:
         """The token to show ``server_url`` now: its own key's, refreshed first when it
         expired (one refresh in flight per key); else the stored token bound to this URL,
-        looked up once (:meth:`bound`).
+        looked up once (`bound()`).
 
         Args:
             server_url: The canonical URL of the MCP server.
@@ -266,7 +266,7 @@ class TokenKeeper:
     async def bound(self, server_url: str) -> Token | None:
         """Before any discovery: the stored token bound to exactly this server URL, if valid.
 
-        :meth:`keep` binds a server URL to the issuer and resource discovery validated for
+        `keep()` binds a server URL to the issuer and resource discovery validated for
         it (``StoredServer``), so a new provider's first request carries the stored token
         instead of taking a 401 first. The token goes only to the URL discovery bound it
         to, issued by that URL's authorization server for that resource; when the server

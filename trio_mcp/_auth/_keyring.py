@@ -27,15 +27,15 @@ def _import_keyring() -> Any:
 
 
 class KeyringTokenStore(_EntryStore):
-    """A :class:`~trio_mcp.auth.TokenStore` in the OS keyring (macOS Keychain, Windows Credential
-    Manager, Secret Service / KWallet on Linux), through the ``keyring`` library.
+    """A [`TokenStore`][trio_mcp.auth.TokenStore] in the OS keyring (macOS Keychain, Windows
+    Credential Manager, Secret Service / KWallet on Linux), through the ``keyring`` library.
 
     Each token, registration and server binding is one keyring entry of ``service``, its
     user name the entry's key (``token ["issuer", "resource", "client id"]``,
     ``client issuer``, ``server URL``), its secret the entry as JSON. Keyrings cannot list
     their entries, so ``trio-mcp auth status`` does not see these; use the file store there.
     Some backends limit an entry's size (Windows: 2560 bytes), which a long JWT with its
-    refresh token may exceed; the store then raises :class:`~trio_mcp.AuthError`.
+    refresh token may exceed; the store then raises [`AuthError`][trio_mcp.auth.AuthError].
 
     Args:
         service: The keyring service name the entries are filed under.

@@ -5,7 +5,7 @@ Metadata Discovery"): protected-resource metadata from the challenge's ``resourc
 first, then path-aware, then root; authorization-server metadata by RFC 8414 and OpenID
 Connect Discovery, with path insertion (and OIDC path appending) for an issuer with a path.
 An issuer is compared by exact string equality, never normalised (RFC 8414 §3.3, RFC 9207).
-:func:`discover` runs that order for one MCP endpoint and returns a :class:`Discovery`.
+`discover()` runs that order for one MCP endpoint and returns a `Discovery`.
 """
 
 from __future__ import annotations
@@ -174,7 +174,7 @@ def as_metadata_urls(issuer: str) -> list[str]:
         issuer: The authorization server's issuer identifier.
 
     Raises:
-        AuthDiscoveryError: The issuer fails the endpoint policy (:mod:`._policy`).
+        AuthDiscoveryError: The issuer fails the endpoint policy (`_policy`).
     """
     check_endpoint(issuer, "the authorization server (issuer)")
     origin, path = _origin_and_path(issuer)
@@ -237,7 +237,7 @@ def decode_as_metadata(body: bytes, url: str, issuer: str) -> AuthorizationServe
 
 
 def check_endpoints(metadata: AuthorizationServerMetadata) -> AuthorizationServerMetadata:
-    """Apply the endpoint policy (:func:`._policy.check_endpoint`) to every endpoint.
+    """Apply the endpoint policy (`_policy.check_endpoint()`) to every endpoint.
 
     Raises:
         AuthDiscoveryError: An endpoint is neither ``https`` nor ``http`` on loopback.
@@ -321,8 +321,8 @@ class Discovery:
 async def discover(http: httpx.AsyncClient, server_url: str, challenge: Challenge) -> Discovery:
     """Protected-resource metadata, then the authorization server's, for ``server_url``.
 
-    Every URL found passes the endpoint policy (:mod:`._policy`); every document is read
-    with the 1 MiB bound (:mod:`._bodies`). A server without protected-resource metadata
+    Every URL found passes the endpoint policy (`_policy`); every document is read
+    with the 1 MiB bound (`_bodies`). A server without protected-resource metadata
     (2025-03-26) has its origin as issuer, and the fallback endpoints when that publishes
     no metadata either.
 

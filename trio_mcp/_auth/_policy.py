@@ -1,11 +1,11 @@
 """The endpoint policy: where the OAuth client may send a request, a secret or a user.
 
-One function, :func:`check_endpoint`, decides it for every URL that discovery yields (the
+One function, `check_endpoint()`, decides it for every URL that discovery yields (the
 protected-resource metadata URL of a challenge, the issuer, and the authorization, token,
 registration, device authorization and revocation endpoints): ``https``, or ``http`` on a
 loopback host (``127.0.0.0/8``, ``::1``, ``localhost``: local development, as the MCP spec
-allows). Anything else is an :class:`~trio_mcp.auth.AuthDiscoveryError` before a byte is sent,
-so a hostile server never makes this client post a secret, a PKCE verifier or a refresh
+allows). Anything else is an [`AuthDiscoveryError`][trio_mcp.auth.AuthDiscoveryError] before a byte
+is sent, so a hostile server never makes this client post a secret, a PKCE verifier or a refresh
 token over plain HTTP, nor open a ``file:`` or ``javascript:`` URL in a browser.
 """
 

@@ -1,7 +1,7 @@
-"""The OAuth provider: an :class:`httpx.Auth` that drives discovery, identity and grants.
+"""The OAuth provider: an `httpx.Auth` that drives discovery, identity and grants.
 
-Pass it as ``auth=`` to :func:`~trio_mcp.open_mcp_session` (any HTTP transport, both eras),
-to any number of sessions and server groups at once. Every request carries the token of its
+Pass it as ``auth=`` to [`open_mcp_session()`][trio_mcp.open_mcp_session] (any HTTP transport, both
+eras), to any number of sessions and server groups at once. Every request carries the token of its
 own server's key (``_tokens``: issuer, resource, client), as ``Authorization: Bearer``, or
 ``DPoP`` with a fresh proof for a DPoP-bound token (RFC 9449). A 401 starts the flow:
 discovery (``_metadata``, under the endpoint policy of ``_policy`` and the body bound of
@@ -11,7 +11,8 @@ the union of the scopes, a bounded number of times. Refreshes run one at a time 
 authorizations one at a time per provider; requests that hit a 401 meanwhile wait for it
 and use its token.
 
-:class:`OAuth` keeps the user's settings and puts together the parts that do the work,
+[`OAuth`][trio_mcp.auth.OAuth] keeps the user's settings and puts together the parts that do the
+work,
 each in the module named after it:
 
 * ``_challenges``: one request's answers to its server's ``401``, ``403`` and DPoP nonce
@@ -53,14 +54,14 @@ class OAuth(httpx.Auth):
     ``issuer``, or any issuer when ``issuer`` is ``None``), a Client ID Metadata Document
     (``client_metadata_url``, when the server supports them), a registration stored for
     the issuer (for a browser login: only one made for the same redirect URI), Dynamic
-    Client Registration; else :class:`~trio_mcp.auth.ClientRegistrationError`.
+    Client Registration; else [`ClientRegistrationError`][trio_mcp.auth.ClientRegistrationError].
 
     Args:
         grant: ``"authorization_code"`` (a user, a browser) or ``"client_credentials"``
             (machine to machine; needs ``client_id`` and a secret or ``private_key``), or
-            an assertion grant object: :class:`~trio_mcp.auth.JWTBearerGrant` (workload
-            identity) or :class:`~trio_mcp.auth.IdentityAssertionGrant` (enterprise-managed
-            authorization; needs ``client_id``).
+            an assertion grant object: [`JWTBearerGrant`][trio_mcp.auth.JWTBearerGrant] (workload
+            identity) or [`IdentityAssertionGrant`][trio_mcp.auth.IdentityAssertionGrant]
+            (enterprise-managed authorization; needs ``client_id``).
         client_id: A pre-registered client id.
         client_secret: Its secret (confidential clients).
         issuer: The issuer ``client_id`` is registered at (``None``: any).
@@ -71,14 +72,14 @@ class OAuth(httpx.Auth):
         scopes: Scopes to ask for instead of the server's (challenge, then
             ``scopes_supported``, else none).
         store: Where tokens and registrations are kept (default: in memory).
-        user_agent: The browser step (default: :class:`~trio_mcp.auth.LoopbackBrowser`).
+        user_agent: The browser step (default: [`LoopbackBrowser`][trio_mcp.auth.LoopbackBrowser]).
         interactive: ``False``: never start a browser flow; use stored tokens (and refresh
             them), a device flow when ``device`` allows it, or raise
-            :class:`~trio_mcp.auth.LoginRequiredError`.
+            [`LoginRequiredError`][trio_mcp.auth.LoginRequiredError].
         device: Opt in to the device authorization grant (RFC 8628) where the server
-            offers it: a :class:`~trio_mcp.auth.DeviceFlow`.
+            offers it: a [`DeviceFlow`][trio_mcp.auth.DeviceFlow].
         max_step_up: How many 403 ``insufficient_scope`` re-authorizations one request may
-            trigger before :class:`~trio_mcp.auth.InsufficientScopeError`.
+            trigger before [`InsufficientScopeError`][trio_mcp.auth.InsufficientScopeError].
         refresh_margin: Refresh a token this many seconds before it expires.
         http_client: The ``httpx.AsyncClient`` for requests to the authorization server
             (the caller closes it; default: a short-lived one per flow).

@@ -1,9 +1,9 @@
 """What the user chose: the provider's settings, as the parts of the provider read them.
 
-:class:`~trio_mcp.OAuth` keeps its constructor's arguments as public attributes (a caller
+[`OAuth`][trio_mcp.auth.OAuth] keeps its constructor's arguments as public attributes (a caller
 may change one later, ``oauth.interactive = False``). Each part of the provider
 (``_identity``, ``_token_endpoint``, ``_keeper``, ``_authorizer``) is given the provider
-itself typed as :class:`Settings`, and reads the attribute when it needs it: so a change
+itself typed as `Settings`, and reads the attribute when it needs it: so a change
 is seen at the next request, and no part imports ``_provider`` (the dependencies point one
 way: ``_provider`` builds the parts, the parts know only this protocol).
 """
@@ -22,7 +22,7 @@ __all__ = ["Settings"]
 
 
 class Settings(Protocol):
-    """The settings of one provider (see :class:`~trio_mcp.OAuth` for each one's meaning).
+    """The settings of one provider (see [`OAuth`][trio_mcp.auth.OAuth] for each one's meaning).
 
     ``grant`` is ``"authorization_code"``, ``"client_credentials"`` or ``"jwt_bearer"``
     (then ``assertion_grant`` is the grant object); ``scopes`` is space-separated.

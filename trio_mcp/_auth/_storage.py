@@ -96,7 +96,7 @@ class StoredClient:
 class StoredServer:
     """What discovery established for one MCP server URL, remembered across processes.
 
-    With it, the first request of a new :class:`~trio_mcp.OAuth` to this exact URL carries
+    With it, the first request of a new [`OAuth`][trio_mcp.auth.OAuth] to this exact URL carries
     the stored token (no ``401`` round trip first): the token of ``(issuer, resource,
     client_id)``, which that issuer issued for that resource.
 
@@ -115,7 +115,8 @@ class StoredServer:
 
 @runtime_checkable
 class ServerBindingStore(Protocol):
-    """Optional: a :class:`TokenStore` that also remembers :class:`StoredServer` bindings.
+    """Optional: a [`TokenStore`][trio_mcp.auth.TokenStore] that also remembers
+    [`StoredServer`][trio_mcp.auth.StoredServer] bindings.
 
     The built-in stores implement it. A store without these two methods still works; a new
     process then sends its first request without a token and finds the stored token after
@@ -142,7 +143,7 @@ class ServerBindingStore(Protocol):
 
 @runtime_checkable
 class TokenStore(Protocol):
-    """Where :class:`~trio_mcp.OAuth` keeps tokens and client registrations.
+    """Where [`OAuth`][trio_mcp.auth.OAuth] keeps tokens and client registrations.
 
     Implement these five async methods to keep them elsewhere (a keyring, a database).
     """
@@ -290,7 +291,8 @@ class _EntryStore:
         await _in_thread(self._save, "clients", issuer, asdict(client))
 
     async def get_server(self, server_url: str) -> StoredServer | None:
-        """The binding of this MCP server URL, or ``None`` (see :class:`StoredServer`).
+        """The binding of this MCP server URL, or ``None`` (see
+        [`StoredServer`][trio_mcp.auth.StoredServer]).
 
         Args:
             server_url: The MCP endpoint, canonical.
@@ -309,7 +311,7 @@ class _EntryStore:
 
 
 class MemoryTokenStore:
-    """A :class:`TokenStore` in this process's memory (the default)."""
+    """A [`TokenStore`][trio_mcp.auth.TokenStore] in this process's memory (the default)."""
 
     def __init__(self) -> None:
         self._tokens: dict[str, StoredToken] = {}
@@ -372,7 +374,8 @@ class MemoryTokenStore:
         self._clients[issuer] = client
 
     async def get_server(self, server_url: str) -> StoredServer | None:
-        """The binding of this MCP server URL, or ``None`` (see :class:`StoredServer`).
+        """The binding of this MCP server URL, or ``None`` (see
+        [`StoredServer`][trio_mcp.auth.StoredServer]).
 
         Args:
             server_url: The MCP endpoint, canonical.
@@ -392,7 +395,7 @@ class MemoryTokenStore:
 
 
 class FileTokenStore(_EntryStore):
-    """A :class:`TokenStore` in one JSON file, readable by its owner only.
+    """A [`TokenStore`][trio_mcp.auth.TokenStore] in one JSON file, readable by its owner only.
 
     Every change re-reads the file under an exclusive lock (``flock`` on ``PATH.lock``),
     applies the change and atomically replaces the file (written ``0600`` beside it, then

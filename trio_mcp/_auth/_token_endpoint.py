@@ -1,12 +1,12 @@
 """The token endpoint: every token request of a provider, with its DPoP proof and nonce.
 
-:meth:`TokenEndpoint.request` POSTs a grant's form to the authorization server's token
+`TokenEndpoint.request()` POSTs a grant's form to the authorization server's token
 endpoint with the client's authentication (``_grants``) and, when DPoP is in use, a fresh
 proof (``_dpop``): with the key of the token being refreshed, or a new key for a new token
-(:meth:`TokenEndpoint.new_key`: the user's, a new pair, or none). A ``use_dpop_nonce``
+(`TokenEndpoint.new_key()`: the user's, a new pair, or none). A ``use_dpop_nonce``
 answer is retried once with the server's nonce; another one is a nonce loop
-(:class:`~trio_mcp.auth.DPoPNonceError`). The key of a successful answer waits until the
-provider keeps the token (:meth:`TokenEndpoint.issued_key`), so every grant that goes
+([`DPoPNonceError`][trio_mcp.auth.DPoPNonceError]). The key of a successful answer waits until the
+provider keeps the token (`TokenEndpoint.issued_key()`), so every grant that goes
 through here gets DPoP.
 """
 
@@ -73,7 +73,7 @@ class TokenEndpoint:
             context: What discovery found.
             client: The client identity (its authentication is added to the request).
             form: The grant's parameters.
-            dpop: The key of the token being refreshed (``None``: :meth:`new_key`).
+            dpop: The key of the token being refreshed (``None``: `new_key()`).
 
         Raises:
             TokenRequestError: The endpoint answered an OAuth error.

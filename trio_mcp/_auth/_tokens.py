@@ -6,7 +6,7 @@ token: it has one token set per key, and each server URL is mapped to the key di
 validated for it (its authorization server, the protected resource covering it, the
 client it was issued to). A request carries only the token of its own server's key; a
 ``401`` from one server forgets only that server's token; refreshes run one at a time per
-key (:meth:`TokenTable.lock`), so a rotating refresh token is never spent twice.
+key (`TokenTable.lock()`), so a rotating refresh token is never spent twice.
 """
 
 from __future__ import annotations

@@ -16,19 +16,21 @@ writes them). Strings may use ``${env:NAME}``, ``${NAME}``, ``${NAME:-default}``
 msgspec into typed structs; every error names the file, the key path and the problem,
 never a secret's value.
 
-Consent pinning: :func:`check_consent` hashes each entry as written (command, args, env,
-cwd, URL, headers, type) with the contents of its ``envFile``, and asks the application's
-approval callback for every entry whose hash is not already in the :class:`ConsentStore`.
+Consent pinning: [`check_consent()`][trio_mcp.config.check_consent] hashes each entry as written
+(command, args, env, cwd, URL, headers, type) with the contents of its ``envFile``, and asks the
+application's approval callback for every entry whose hash is not already in the
+[`ConsentStore`][trio_mcp.config.ConsentStore].
 
 Values interpolated from ``${env:...}``, ``${NAME}`` and ``${input:...}`` are secrets:
 reprs, a group's recorded errors and trio_mcp's log lines show the template instead
-(:meth:`ServerConfig.redact`). Stripping comments is linear in the file's size and the
-nesting depth is bounded (``MAX_DEPTH``); file I/O runs off the event loop.
+([`ServerConfig.redact()`][trio_mcp.config.ServerConfig.redact]). Stripping comments is linear in
+the file's size and the nesting depth is bounded (``MAX_DEPTH``); file I/O runs off the event loop.
 
 The work is split by job: ``_jsonc`` (comments and trailing commas), ``_interpolation``
 (``${...}``), ``_envfile`` (``envFile``), ``_model`` (the typed structs), ``_loading``
-(:func:`parse_config`, :func:`load_config`), ``_redaction`` (secrets out of logs and
-errors) and ``_consent`` (consent pinning); this package re-exports their names.
+([`parse_config()`][trio_mcp.config.parse_config], [`load_config()`][trio_mcp.config.load_config]),
+``_redaction`` (secrets out of logs and errors) and ``_consent`` (consent pinning); this package
+re-exports their names.
 """
 
 from __future__ import annotations

@@ -1,10 +1,12 @@
 """Consent pinning: ask the user before a new or changed config entry may start.
 
-One job. Each :class:`~trio_mcp.config.ServerConfig` carries the fingerprint of the entry as
-written (and of its ``envFile``); :func:`check_consent` asks the application's approval
-callback for every entry whose fingerprint is not the one a :class:`ConsentStore`
-(:class:`MemoryConsentStore`, or :class:`FileConsentStore` with locked, atomic writes)
-holds for it, and stores the approvals.
+One job. Each [`ServerConfig`][trio_mcp.config.ServerConfig] carries the fingerprint of the entry as
+written (and of its ``envFile``); [`check_consent()`][trio_mcp.config.check_consent] asks the
+application's approval callback for every entry whose fingerprint is not the one a
+[`ConsentStore`][trio_mcp.config.ConsentStore]
+([`MemoryConsentStore`][trio_mcp.config.MemoryConsentStore], or
+[`FileConsentStore`][trio_mcp.config.FileConsentStore] with locked, atomic writes) holds for it, and
+stores the approvals.
 """
 
 from __future__ import annotations
@@ -40,8 +42,8 @@ __all__ = [
 
 logger = logging.getLogger("trio_mcp")
 
-#: The suffix of the store key under which an approval's part digests are kept.
 _PARTS: Final = "#parts"
+"""The suffix of the store key under which an approval's part digests are kept."""
 
 
 class ConsentStore(Protocol):
@@ -66,7 +68,7 @@ class ConsentStore(Protocol):
 
 
 class MemoryConsentStore:
-    """A :class:`ConsentStore` in memory (tests, or approval per run).
+    """A [`ConsentStore`][trio_mcp.config.ConsentStore] in memory (tests, or approval per run).
 
     Args:
         approved: Fingerprints approved already, by key.
@@ -104,14 +106,16 @@ def _user_config_dir() -> Path:
 
 
 class FileConsentStore:
-    """A :class:`ConsentStore` in a JSON file (fingerprints only, never values).
+    """A [`ConsentStore`][trio_mcp.config.ConsentStore] in a JSON file (fingerprints only, never
+    values).
 
-    The file is read on each :meth:`get`. Each :meth:`set` takes an exclusive lock
-    (``flock`` on ``PATH.lock``), re-reads the file, adds the approval and replaces the
-    file atomically (a uniquely named temporary file beside it, flushed to disk, then
-    ``os.replace``), so processes approving at the same time never lose each other's
-    approvals and a reader never sees half a file. The methods block:
-    :func:`check_consent` calls them in a worker thread.
+    The file is read on each [`get()`][trio_mcp.config.FileConsentStore.get]. Each
+    [`set()`][trio_mcp.config.FileConsentStore.set] takes an exclusive lock (``flock`` on
+    ``PATH.lock``), re-reads the file, adds the approval and replaces the file atomically (a
+    uniquely named temporary file beside it, flushed to disk, then ``os.replace``), so processes
+    approving at the same time never lose each other's approvals and a reader never sees half a
+    file. The methods block: [`check_consent()`][trio_mcp.config.check_consent] calls them in a
+    worker thread.
 
     Args:
         path: The file; default ``consent.json`` in the user's config folder
@@ -330,8 +334,8 @@ async def check_consent(
     Args:
         servers: A loaded config or its servers.
         approve: Returns True to let the server start.
-        store: Where approvals are kept (default: :class:`FileConsentStore` in the user's
-            config folder).
+        store: Where approvals are kept (default:
+            [`FileConsentStore`][trio_mcp.config.FileConsentStore] in the user's config folder).
 
     Returns:
         For each server name, whether it may start.

@@ -1,6 +1,6 @@
 """Env files: read the ``KEY=value`` lines a config entry's ``envFile`` names.
 
-One job: :func:`read_env_file` (blocking; the loader runs it in a worker thread). Blank
+One job: `read_env_file()` (blocking; the loader runs it in a worker thread). Blank
 lines and ``#`` comments are skipped, an ``export`` prefix is allowed, and one pair of
 matching quotes around a value is removed.
 """

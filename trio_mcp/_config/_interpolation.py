@@ -1,6 +1,6 @@
 """``${...}`` interpolation: resolve the variables of one config document.
 
-One job: :class:`Resolver` expands ``${env:NAME}``, ``${NAME}``, ``${NAME:-default}``,
+One job: `Resolver` expands ``${env:NAME}``, ``${NAME}``, ``${NAME:-default}``,
 ``${input:id}`` (each input asked for once), ``${userHome}``, ``${workspaceFolder}`` and
 friends, and remembers which values came from the environment or an input (secrets, with
 the template each came from) so the model can hide them.
@@ -45,8 +45,8 @@ class Resolver:
         self.answer = answer
         self.workspace = workspace
         self.answers: dict[str, str] = {}
-        #: Each value that came from the environment or an input, and its ``${...}``.
         self.secrets: dict[str, str] = {}
+        """Each value that came from the environment or an input, and its ``${...}``."""
 
     async def expand(self, value: str, key_path: str) -> str:
         if "${" not in value:

@@ -1,9 +1,9 @@
 """JSONC: turn JSON with comments and trailing commas (as VS Code writes it) into JSON.
 
-One job: :func:`strip_jsonc`, linear in the size of the input and with a bounded nesting
+One job: `strip_jsonc()`, linear in the size of the input and with a bounded nesting
 depth (``MAX_DEPTH``), so a hostile file costs time in proportion to its size. Comments
 become spaces and newlines stay, so every byte offset and line number the JSON decoder
-reports is the input's (:func:`line_col` turns an offset into a line and column).
+reports is the input's (`line_col()` turns an offset into a line and column).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ _STRUCTURE: Final = re.compile(rb'["\[\]{},]')
 _NOT_SPACE: Final = re.compile(rb"[^ \t\r\n]")
 _NOT_NEWLINE: Final = re.compile(rb"[^\n]")
 
-#: The deepest nesting of arrays and objects a config file may have.
 MAX_DEPTH: Final = 64
+"""The deepest nesting of arrays and objects a config file may have."""
 
 
 def _string_end(data: bytes | bytearray, start: int) -> int:

@@ -1,10 +1,11 @@
 """Config loading: decode a config file of either dialect into the typed model.
 
-One job: :func:`load_config` reads a file off the event loop and :func:`parse_config`
-strips its JSONC (``_jsonc``), decodes it with msgspec, resolves each entry's ``${...}``
-(``_interpolation``) and ``envFile`` (``_envfile``), fingerprints the entry as written for
-consent pinning, and builds the :class:`~trio_mcp.config.MCPConfig` (``_model``). Every error is
-a :class:`~trio_mcp.ConfigError` naming the file, the key path and the problem, never a
+One job: [`load_config()`][trio_mcp.config.load_config] reads a file off the event loop and
+[`parse_config()`][trio_mcp.config.parse_config] strips its JSONC (``_jsonc``), decodes it with
+msgspec, resolves each entry's ``${...}`` (``_interpolation``) and ``envFile`` (``_envfile``),
+fingerprints the entry as written for consent pinning, and builds the
+[`MCPConfig`][trio_mcp.config.MCPConfig] (``_model``). Every error is a
+[`ConfigError`][trio_mcp.config.ConfigError] naming the file, the key path and the problem, never a
 secret's value.
 """
 
@@ -216,7 +217,7 @@ async def parse_config(
         data: The document.
         source: The name errors give for it (a file path).
         environ: The variables ``${env:NAME}`` and ``${NAME}`` read (default:
-            :data:`os.environ`).
+            `os.environ`).
         inputs: Answers each ``${input:id}`` of a VS Code file; called once per input used,
             in order of first use. Without it, a file using ``${input:...}`` is an error.
         workspace: The folder ``${workspaceFolder}`` stands for (and relative ``envFile``
@@ -302,7 +303,8 @@ async def load_config(
     inputs: InputCallback | None = None,
     workspace: str | os.PathLike[str] | None = None,
 ) -> MCPConfig:
-    """Read and parse a config file of either dialect (see :func:`parse_config`).
+    """Read and parse a config file of either dialect (see
+    [`parse_config()`][trio_mcp.config.parse_config]).
 
     For a file inside a ``.vscode`` folder, ``workspace`` defaults to the folder above it.
 

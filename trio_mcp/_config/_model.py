@@ -1,9 +1,10 @@
 """The config model: the typed result of loading a config file.
 
-One job: :class:`ConfigInput` (a VS Code ``inputs`` entry), :class:`ServerConfig` (one
-server entry with every ``${...}`` resolved; its ``repr`` and :meth:`ServerConfig.redact`
-hide interpolated secrets) and :class:`MCPConfig` (a whole file). Parsing lives in
-``_loading``, consent pinning in ``_consent``.
+One job: [`ConfigInput`][trio_mcp.config.ConfigInput] (a VS Code ``inputs`` entry),
+[`ServerConfig`][trio_mcp.config.ServerConfig] (one server entry with every ``${...}`` resolved; its
+``repr`` and [`ServerConfig.redact()`][trio_mcp.config.ServerConfig.redact] hide interpolated
+secrets) and [`MCPConfig`][trio_mcp.config.MCPConfig] (a whole file). Parsing lives in ``_loading``,
+consent pinning in ``_consent``.
 """
 
 from __future__ import annotations
@@ -81,8 +82,8 @@ class ServerConfig(msgspec.Struct, kw_only=True, frozen=True, weakref=True):
             the contents of its ``envFile``, for consent pinning.
         source: The file the entry came from.
         interpolated: Each value that ``${env:NAME}``, ``${NAME}`` or ``${input:id}``
-            put into the entry, with the variable it came from: what :meth:`redact`
-            hides. Never shown by ``repr``.
+            put into the entry, with the variable it came from: what
+            [`redact()`][trio_mcp.config.ServerConfig.redact] hides. Never shown by ``repr``.
     """
 
     name: str
@@ -137,13 +138,17 @@ class ServerConfig(msgspec.Struct, kw_only=True, frozen=True, weakref=True):
         return f"ServerConfig({', '.join(parts)})"
 
     def target(self) -> tuple[Target, dict[str, Any]]:
-        """The target :func:`~trio_mcp.open_mcp_session` takes: a parameters object.
+        """The target [`open_mcp_session()`][trio_mcp.open_mcp_session] takes: a parameters object.
 
         Returns:
-            ``(target, {})``: a :class:`~trio_mcp.StdioParameters` (command, arguments,
-            ``env``, ``cwd``), a :class:`~trio_mcp.StreamableHTTPParameters` or
-            :class:`~trio_mcp.WebSocketParameters` (URL, ``headers``), or a
-            :class:`~trio_mcp.SSEParameters`. The options are empty: the entry's ``env``,
+            ``(target, {})``: a [`StdioParameters`][trio_mcp.transports.StdioParameters] (command,
+                arguments,
+            ``env``, ``cwd``), a
+                [`StreamableHTTPParameters`][trio_mcp.transports.StreamableHTTPParameters] or
+            [`WebSocketParameters`][trio_mcp.transports.WebSocketParameters] (URL, ``headers``), or
+                a
+            [`SSEParameters`][trio_mcp.transports.SSEParameters]. The options are empty: the entry's
+                ``env``,
             ``cwd`` and ``headers`` are on the parameters object, so
             ``open_mcp_session(target, **options)`` gives no deprecation warning.
 
@@ -160,7 +165,8 @@ def target_parts(entry: ServerConfig) -> tuple[Target, dict[str, Any]]:
     For code that adds options of its own before building the parameters object (the
     CLI's ``--env`` and ``--header``; a group's per-server options): an argv list with
     ``env``/``cwd`` options for stdio; a URL with ``headers`` for Streamable HTTP and
-    WebSocket; an :class:`~trio_mcp.SSEParameters` (and no options) for legacy SSE.
+    WebSocket; an [`SSEParameters`][trio_mcp.transports.SSEParameters] (and no options) for legacy
+    SSE.
     """
     if entry.transport == "stdio":
         assert entry.command is not None

@@ -1,10 +1,10 @@
 """Secret redaction: keep interpolated config values out of trio_mcp's logs and errors.
 
-One job. A loaded :class:`~trio_mcp.config.ServerConfig` with values interpolated from
-``${env:...}``, ``${NAME}`` or ``${input:...}`` registers itself here (:func:`track`) for
-as long as it lives; a :class:`logging.Filter` on every trio_mcp logger then puts the
+One job. A loaded [`ServerConfig`][trio_mcp.config.ServerConfig] with values interpolated from
+``${env:...}``, ``${NAME}`` or ``${input:...}`` registers itself here (`track()`) for
+as long as it lives; a `logging.Filter` on every trio_mcp logger then puts the
 ``${...}`` templates back in place of those values in each log line and its exception.
-:func:`redact_exception` does the same to an exception, its causes and contexts (the
+`redact_exception()` does the same to an exception, its causes and contexts (the
 group uses it on the errors it records).
 """
 
@@ -35,7 +35,6 @@ def track(config: _Redactor) -> None:
     _LIVE_CONFIGS[id(config)] = config
 
 
-#: Every logger trio_mcp logs through (tests/test_config_security.py checks the list).
 _LOGGERS: Final = (
     "trio_mcp",
     "trio_mcp.auth",
@@ -46,6 +45,7 @@ _LOGGERS: Final = (
     "trio_mcp.stdio",
     "trio_mcp.websocket",
 )
+"""Every logger trio_mcp logs through (tests/test_config_security.py checks the list)."""
 
 
 class _RedactSecrets(logging.Filter):

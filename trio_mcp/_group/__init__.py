@@ -1,23 +1,24 @@
 """Many servers at once: a supervised group with one catalogue and routing.
 
 Each server runs in a supervisor task of its own, in the nursery you give (or one the
-group owns). A server that fails to start or dies is reported (a :class:`ServerStatus`
-with its error and stderr tail, kept after it runs again) while the others keep working; a
-server that stops answering (its link, a routed call, a keep-alive ping) is
-``RECONNECTING`` until it answers again; servers started from a factory (a stdio command,
-a URL, a ``MockServer``) are restarted with exponential backoff and a circuit breaker on
+group owns). A server that fails to start or dies is reported (a
+[`ServerStatus`][trio_mcp.groups.ServerStatus] with its error and stderr tail, kept after it runs
+again) while the others keep working; a server that stops answering (its link, a routed call, a
+keep-alive ping) is ``RECONNECTING`` until it answers again; servers started from a factory (a stdio
+command, a URL, a ``MockServer``) are restarted with exponential backoff and a circuit breaker on
 trio's clock, and their catalogue is fetched again.
 
 The parts, each with one job:
 
-* ``_members``: one server's life (start, watch, restart by the :class:`RestartPolicy`,
-  its :class:`ServerStatus`);
+* ``_members``: one server's life (start, watch, restart by the
+  [`RestartPolicy`][trio_mcp.groups.RestartPolicy], its
+  [`ServerStatus`][trio_mcp.groups.ServerStatus]);
 * ``_names``: what servers and their items are called (default names, the collision
   policy, the merged catalogue);
-* ``_server_group``: the :class:`ServerGroup` itself (states, listing, routing, event and
-  notification streams, closing);
-* ``_open``: :func:`open_server_group` (members from the servers given, consent, the
-  nursery).
+* ``_server_group``: the [`ServerGroup`][trio_mcp.groups.ServerGroup] itself (states, listing,
+  routing, event and notification streams, closing);
+* ``_open``: [`open_server_group()`][trio_mcp.groups.open_server_group] (members from the servers
+  given, consent, the nursery).
 """
 
 from __future__ import annotations

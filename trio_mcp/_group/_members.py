@@ -1,13 +1,13 @@
 """One server of a group: its life from start to stop, and the policy that restarts it.
 
-A :class:`Supervisor` runs each member in a task of its own: it opens the session, fetches
+A `Supervisor` runs each member in a task of its own: it opens the session, fetches
 the catalogue (again on ``list_changed``), forwards notifications, watches the link to the
 server while it runs (the transport's ``link``, what callers of the group see, an optional
 keep-alive ping), records why a run ended (error, stderr tail, exit code; kept after the
-server runs again), and restarts the server by the :class:`RestartPolicy`: exponential
-backoff and a circuit breaker on trio's clock, a budget of restarts that a healthy run gives
-back. Every change of state is a :class:`ServerStatus` with a sequence number, handed to the
-group, which publishes it.
+server runs again), and restarts the server by the [`RestartPolicy`][trio_mcp.groups.RestartPolicy]:
+exponential backoff and a circuit breaker on trio's clock, a budget of restarts that a healthy run
+gives back. Every change of state is a [`ServerStatus`][trio_mcp.groups.ServerStatus] with a
+sequence number, handed to the group, which publishes it.
 """
 
 from __future__ import annotations
@@ -53,16 +53,17 @@ _LIST_CHANGED: Final = {
     "notifications/resources/list_changed": "resource",
 }
 _DEFAULT_BACKOFF: Final = Backoff(initial=0.5, multiplier=2.0, maximum=30.0, jitter=0.1)
-#: Seconds a recovery ping of a RECONNECTING member may take when there is no keep-alive.
 _PROBE_TIMEOUT: Final = 10.0
-#: How many past statuses each member keeps for :meth:`ServerGroup.wait_for` and history.
+"""Seconds a recovery ping of a RECONNECTING member may take when there is no keep-alive."""
 _HISTORY: Final = 64
-#: errno values of a server that is down (nothing listens, or it cannot be reached).
+"""How many past statuses each member keeps for
+[`ServerGroup.wait_for()`][trio_mcp.groups.ServerGroup.wait_for] and history."""
 _DOWN_ERRNOS: Final = frozenset(
     {errno.ECONNREFUSED, errno.ECONNRESET, errno.EHOSTUNREACH, errno.ENETUNREACH}
 )
-#: HTTP statuses of a gateway whose server is down (a deploy behind a proxy).
+"""errno values of a server that is down (nothing listens, or it cannot be reached)."""
 _DOWN_STATUSES: Final = frozenset({502, 503, 504})
+"""HTTP statuses of a gateway whose server is down (a deploy behind a proxy)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -116,28 +117,28 @@ class RestartPolicy:
 class ServerState(enum.Enum):
     """Where a server of a group is in its life."""
 
-    #: Being started (process launched, handshake, catalogue fetched).
     STARTING = "starting"
-    #: Running: calls reach it.
+    """Being started (process launched, handshake, catalogue fetched)."""
     RUNNING = "running"
-    #: Its session is open but the server does not answer: the transport's link broke or
-    #: the server lost the session (the transport is getting it back), a call routed
-    #: through the group failed below JSON-RPC, or a keep-alive ping failed. Calls are
-    #: still routed to it (they fail fast, or get through once it is back); the group pings
-    #: it by the restart backoff and it returns to ``RUNNING`` by itself once it answers.
+    """Running: calls reach it."""
     RECONNECTING = "reconnecting"
-    #: Down, waiting for a restart at ``retry_at``.
+    """Its session is open but the server does not answer: the transport's link broke or the server
+    lost the session (the transport is getting it back), a call routed through the group failed
+    below JSON-RPC, or a keep-alive ping failed. Calls are still routed to it (they fail fast, or
+    get through once it is back); the group pings it by the restart backoff and it returns to
+    ``RUNNING`` by itself once it answers."""
     RESTARTING = "restarting"
-    #: Down for good: restarts are off, used up, or the error cannot be cured by one.
+    """Down, waiting for a restart at ``retry_at``."""
     FAILED = "failed"
-    #: Not started: the approval callback refused the config entry.
+    """Down for good: restarts are off, used up, or the error cannot be cured by one."""
     REJECTED = "rejected"
-    #: Stopped because the group closed.
+    """Not started: the approval callback refused the config entry."""
     STOPPED = "stopped"
+    """Stopped because the group closed."""
 
 
-#: The states of a member whose items are left out of the group's catalogue.
 DOWN_FOR_GOOD: Final = frozenset({ServerState.FAILED, ServerState.REJECTED, ServerState.STOPPED})
+"""The states of a member whose items are left out of the group's catalogue."""
 
 
 @dataclass(frozen=True, slots=True)

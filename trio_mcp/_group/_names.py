@@ -1,6 +1,6 @@
 """Names in a group: what each server is called, and what each of its items is exposed as.
 
-:func:`default_name` names a server given in a list. A :class:`Catalogue` merges the
+`default_name()` names a server given in a list. A [`Catalogue`][trio_mcp.Catalogue] merges the
 items of the running servers into one namespace by the collision policy (``"prefix"``,
 ``"error"`` or a renaming hook), so a tool, prompt or resource routes back to the server
 that offers it.
@@ -30,8 +30,8 @@ CollisionPolicy: TypeAlias = "Literal['prefix', 'error'] | Callable[[str, str, s
 _LAUNCHERS: Final = frozenset(
     {"python", "python3", "node", "npx", "uvx", "uv", "bunx", "bun", "deno", "pipx", "docker"}
 )
-#: How many distinct name clashes are remembered as logged (then the memory starts over).
 _MAX_CLASHES_LOGGED: Final = 1024
+"""How many distinct name clashes are remembered as logged (then the memory starts over)."""
 
 
 def default_name(target: Target | ServerConfig) -> str:

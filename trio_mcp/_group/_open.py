@@ -1,7 +1,8 @@
-"""Opening a group: :func:`open_server_group` turns the servers given into members and runs them.
+"""Opening a group: [`open_server_group()`][trio_mcp.groups.open_server_group] turns the servers
+given into members and runs them.
 
 The servers come as a loaded config, a mapping of names to targets, or a list of targets
-(named by :func:`~trio_mcp._group._names.default_name`). Each becomes a member with its
+(named by `default_name()`). Each becomes a member with its
 session options and handlers (which learn the server's name in the group); config entries
 are checked for consent first. The block starts once every member has started or failed its
 first start.
@@ -96,50 +97,52 @@ def open_server_group(
     keep_alive: float | None = None,
     **session_options: Any,
 ) -> AbstractAsyncContextManager[ServerGroup]:
-    """Start several MCP servers, each supervised, and yield them as one :class:`ServerGroup`.
+    """Start several MCP servers, each supervised, and yield them as one
+    [`ServerGroup`][trio_mcp.groups.ServerGroup].
 
-    Two forms, as :func:`~trio_mcp.open_mcp_session` has: ``open_server_group(nursery,
-    servers)`` runs one supervisor task per server in your nursery; ``open_server_group(
-    servers)`` owns a nursery around your block, and your exceptions arrive bare (their
-    ``__cause__`` and ``__context__`` as you raised them).
+    Two forms, as [`open_mcp_session()`][trio_mcp.open_mcp_session] has:
+    ``open_server_group(nursery, servers)`` runs one supervisor task per server in your nursery;
+    ``open_server_group( servers)`` owns a nursery around your block, and your exceptions arrive
+    bare (their ``__cause__`` and ``__context__`` as you raised them).
 
     The block starts once every server has either started (handshake done, catalogue
     fetched) or failed its first start; failures are reported per server
-    (:meth:`ServerGroup.status`, :meth:`ServerGroup.events`), never raised here. Leaving
-    the block stops every server.
+    ([`ServerGroup.status()`][trio_mcp.groups.ServerGroup.status],
+    [`ServerGroup.events()`][trio_mcp.groups.ServerGroup.events]), never raised here. Leaving the
+    block stops every server.
 
     Args:
         nursery_or_servers: The nursery that owns the supervisors, with the servers
             following; or the servers alone.
-        servers: A config from :func:`~trio_mcp.load_config`, a mapping of names to targets
-            (or :class:`~trio_mcp.config.ServerConfig`), or a list of targets (named by
-            :func:`default_name`; an argv is a list itself, so wrap it: ``[["python",
+        servers: A config from [`load_config()`][trio_mcp.config.load_config], a mapping of names to
+            targets (or [`ServerConfig`][trio_mcp.config.ServerConfig]), or a list of targets (named
+            by `default_name()`; an argv is a list itself, so wrap it: ``[["python",
             "-m", "server"]]``).
         collisions: When servers offer the same tool or prompt name: ``"prefix"`` exposes
             each as ``server{prefix_separator}name``; ``"error"`` makes listing and
-            routing raise :class:`~trio_mcp.groups.NameCollisionError`; a hook ``(kind, server,
-            name) -> exposed name`` renames each clashing item. Under ``"prefix"`` and a
-            hook a clash affects only the names that clash (see ``docs/groups.md``).
+            routing raise [`NameCollisionError`][trio_mcp.groups.NameCollisionError]; a hook
+            ``(kind, server, name) -> exposed name`` renames each clashing item. Under ``"prefix"``
+            and a hook a clash affects only the names that clash (see ``docs/groups.md``).
         prefix_separator: Between server name and item name under ``"prefix"``.
-        restart: The :class:`RestartPolicy` (default: ``RestartPolicy()``);
-            ``RestartPolicy(enabled=False)`` turns restarts off.
+        restart: The [`RestartPolicy`][trio_mcp.groups.RestartPolicy] (default:
+            ``RestartPolicy()``); ``RestartPolicy(enabled=False)`` turns restarts off.
         approve: Consent pinning for config entries: called for each entry that is new or
-            changed since approved (see :func:`~trio_mcp.config.check_consent`); a refused entry
-            does not start (state ``REJECTED``). None: no pinning.
+            changed since approved (see [`check_consent()`][trio_mcp.config.check_consent]); a
+            refused entry does not start (state ``REJECTED``). None: no pinning.
         consent_store: Where approvals are kept (default: a file in the user's config
             folder).
-        server_options: Per server name, more :func:`~trio_mcp.open_mcp_session` options
-            (``roots``, ``sampling``, ``default_timeout``, ...); they win over the rest.
+        server_options: Per server name, more [`open_mcp_session()`][trio_mcp.open_mcp_session]
+            options (``roots``, ``sampling``, ``default_timeout``, ...); they win over the rest.
         sampling: Handles sampling for every server; ``ctx.server_name`` is the server's
             name in the group.
         elicitation: Handles elicitation for every server (``ctx.server_name`` as above).
         roots: The roots every server gets (a list, or a callable given the context).
-        auth: The authorization (an :class:`~trio_mcp.OAuth`, any ``httpx.Auth``) of every
+        auth: The authorization (an [`OAuth`][trio_mcp.auth.OAuth], any ``httpx.Auth``) of every
             HTTP server (an ``http(s)://`` URL, a config entry or a parameters object)
             that has none of its own; stdio and WebSocket servers are left alone. One
             ``OAuth`` serves them all, each server with its own tokens.
         notification_buffer: The buffer of each server's notification forwarding and of
-            :meth:`ServerGroup.notifications` channels.
+            [`ServerGroup.notifications()`][trio_mcp.groups.ServerGroup.notifications] channels.
         keep_alive: Seconds between keep-alive pings of each running server (from the end
             of one to the start of the next; each may take as long): a ping that fails
             makes the server ``RECONNECTING`` until it answers again, so a server that died
@@ -147,13 +150,13 @@ def open_server_group(
             (a stdio server's exit shows anyway; a remote server's failure shows when a
             call fails or its transport notices). One server's own:
             ``server_options={"name": {"keep_alive": 10}}``.
-        **session_options: More :func:`~trio_mcp.open_mcp_session` options for every
+        **session_options: More [`open_mcp_session()`][trio_mcp.open_mcp_session] options for every
             server (``default_timeout``, ``init_timeout``, ``protocol``, ...). Transport
             options (``env=``, ``headers=``, ``ssl_context=``...), here or in
             ``server_options``, are deprecated as they are on ``open_mcp_session``: still
-            applied, with a :class:`DeprecationWarning`; give each server as a parameters
-            object instead (:class:`~trio_mcp.StdioParameters`,
-            :class:`~trio_mcp.StreamableHTTPParameters`, ...).
+            applied, with a `DeprecationWarning`; give each server as a parameters
+            object instead ([`StdioParameters`][trio_mcp.transports.StdioParameters],
+            [`StreamableHTTPParameters`][trio_mcp.transports.StreamableHTTPParameters], ...).
 
     Yields:
         The group.

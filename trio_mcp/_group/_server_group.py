@@ -1,7 +1,8 @@
-"""The :class:`ServerGroup` a user holds: its servers' states, one catalogue, routing.
+"""The [`ServerGroup`][trio_mcp.groups.ServerGroup] a user holds: its servers' states, one
+catalogue, routing.
 
-It asks its :class:`~trio_mcp._group._members.Supervisor` to run each member, its
-:class:`~trio_mcp._group._names.Catalogue` for the exposed names, routes each call to the
+It asks its `Supervisor` to run each member, its
+`Catalogue` for the exposed names, routes each call to the
 server offering the item, and fans state changes and notifications out to subscribers.
 """
 
@@ -38,8 +39,8 @@ logger = logging.getLogger("trio_mcp")
 
 T = TypeVar("T")
 
-#: The states in which calls are routed to a member's session.
 _ROUTED: Final = frozenset({ServerState.RUNNING, ServerState.RECONNECTING})
+"""The states in which calls are routed to a member's session."""
 
 
 class GroupNotification(msgspec.Struct, frozen=True):
@@ -75,15 +76,19 @@ class GroupStatistics:
 
 
 class ServerGroup:
-    """Several MCP servers behind one catalogue. Open it with :func:`open_server_group`.
+    """Several MCP servers behind one catalogue. Open it with
+    [`open_server_group()`][trio_mcp.groups.open_server_group].
 
-    The catalogue (:meth:`list_tools`, ...) holds the items of every server that has run,
-    named by the collision policy; :meth:`call_tool`, :meth:`get_prompt` and
-    :meth:`read_resource` route to the server that offers the item. A server that is down
-    answers :class:`~trio_mcp.groups.ServerUnavailableError` (with the reason and stderr tail)
-    while the others keep working. What a routed call shows about a server's link is its
-    state at that instant: a transport error makes it ``RECONNECTING`` before the caller
-    sees the exception, an answer makes it ``RUNNING`` again.
+    The catalogue ([`list_tools()`][trio_mcp.groups.ServerGroup.list_tools], ...) holds the items of
+    every server that has run, named by the collision policy;
+    [`call_tool()`][trio_mcp.groups.ServerGroup.call_tool],
+    [`get_prompt()`][trio_mcp.groups.ServerGroup.get_prompt] and
+    [`read_resource()`][trio_mcp.groups.ServerGroup.read_resource] route to the server that offers
+    the item. A server that is down answers
+    [`ServerUnavailableError`][trio_mcp.groups.ServerUnavailableError] (with the reason and stderr
+    tail) while the others keep working. What a routed call shows about a server's link is its state
+    at that instant: a transport error makes it ``RECONNECTING`` before the caller sees the
+    exception, an answer makes it ``RUNNING`` again.
     """
 
     def __init__(
@@ -339,7 +344,8 @@ class ServerGroup:
         """Which server serves the tool exposed as ``name``, and its name there.
 
         Args:
-            name: The exposed name (as :meth:`list_tools` gives it).
+            name: The exposed name (as [`list_tools()`][trio_mcp.groups.ServerGroup.list_tools]
+                gives it).
 
         Returns:
             ``(server, original_name)``.
@@ -372,7 +378,8 @@ class ServerGroup:
         Args:
             name: The exposed name.
             arguments: The tool's arguments.
-            **kwargs: ``timeout`` and ``on_progress``, as :meth:`ClientSession.call_tool`.
+            **kwargs: ``timeout`` and ``on_progress``, as
+                [`ClientSession.call_tool()`][trio_mcp.ClientSession.call_tool].
 
         Raises:
             ServerError: No server offers the tool (``-32602``, as a server would say), or
@@ -399,7 +406,8 @@ class ServerGroup:
         Args:
             name: The exposed name.
             arguments: The prompt's arguments.
-            **kwargs: ``timeout``, as :meth:`ClientSession.get_prompt`.
+            **kwargs: ``timeout``, as
+                [`ClientSession.get_prompt()`][trio_mcp.ClientSession.get_prompt].
 
         Raises:
             ServerError: No server offers the prompt (``-32602``), or the server failed.
@@ -425,7 +433,8 @@ class ServerGroup:
         Args:
             uri: The resource's URI.
             server: Read from this server, without looking the URI up.
-            **kwargs: ``cache`` and ``timeout``, as :meth:`ClientSession.read_resource`.
+            **kwargs: ``cache`` and ``timeout``, as
+                [`ClientSession.read_resource()`][trio_mcp.ClientSession.read_resource].
 
         Raises:
             ResourceNotFoundError: No server lists the URI or a template matching it.
@@ -467,7 +476,8 @@ class ServerGroup:
             buffer: How many may wait unread before newer ones are dropped (with a warning).
 
         Yields:
-            A channel of :class:`GroupNotification`; it ends when the group closes.
+            A channel of [`GroupNotification`][trio_mcp.groups.GroupNotification]; it ends when the
+                group closes.
         """
         send, receive = trio.open_memory_channel[GroupNotification](
             self._buffer if buffer is None else buffer
@@ -494,7 +504,8 @@ class ServerGroup:
             buffer: How many may wait unread before newer ones are dropped (with a warning).
 
         Yields:
-            A channel of :class:`ServerStatus`; it ends when the group closes.
+            A channel of [`ServerStatus`][trio_mcp.groups.ServerStatus]; it ends when the group
+                closes.
         """
         send, receive = trio.open_memory_channel[ServerStatus](buffer)
         self._event_subscribers.append(send)

@@ -12,24 +12,26 @@ Rules every transport follows (checked by ``tests/test_transport_contract.py``):
 * ``send`` is a checkpoint. It waits while the transport's bounded write queue is full
   (backpressure) and returns once the message is handed over; a message handed over is
   written whole even if the caller is cancelled afterwards (no partial frames). It raises
-  :class:`trio.ClosedResourceError` after ``aclose`` and :class:`~trio_mcp.ConnectionClosed`
-  (or another :class:`~trio_mcp.TransportError`) once the peer is gone.
-* ``receive`` returns the next whole message. It raises :class:`trio.EndOfChannel` when the
-  peer ended the stream cleanly and :class:`~trio_mcp.ConnectionClosed` (or another
-  :class:`~trio_mcp.TransportError`) when the connection broke. End of stream and broken
+  `trio.ClosedResourceError` after ``aclose`` and [`ConnectionClosed`][trio_mcp.ConnectionClosed]
+  (or another [`TransportError`][trio_mcp.TransportError]) once the peer is gone.
+* ``receive`` returns the next whole message. It raises `trio.EndOfChannel` when the
+  peer ended the stream cleanly and [`ConnectionClosed`][trio_mcp.ConnectionClosed] (or another
+  [`TransportError`][trio_mcp.TransportError]) when the connection broke. End of stream and broken
   peer are distinct. Nothing else escapes: foreign errors are converted at the transport.
 * A failure that belongs to exactly one request (an HTTP error status, a response stream
-  that ended early) is reported through the callback given to :meth:`Transport.attach`,
-  never through ``receive``; a JSON-RPC error response found in an HTTP error body is such a
-  failure, reported as the matching :class:`~trio_mcp.ServerError`.
+  that ended early) is reported through the callback given to
+  [`Transport.attach()`][trio_mcp.transports.Transport.attach], never through ``receive``; a
+  JSON-RPC error response found in an HTTP error body is such a failure, reported as the matching
+  [`ServerError`][trio_mcp.ServerError].
 * ``cancel_request`` lets a transport cancel a request natively (closing its HTTP response
   stream); it returns False when the session must send ``notifications/cancelled``.
 * ``aclose`` is idempotent and closes even when cancelled.
 * Any background task a transport needs runs in the nursery it was opened with, never
   raises into it, and ends when the transport closes.
 
-The session tells the transport what it negotiated with :meth:`Transport.negotiated`, and
-reads the declared attributes below; nothing else is read or written from outside.
+The session tells the transport what it negotiated with
+[`Transport.negotiated()`][trio_mcp.transports.Transport.negotiated], and reads the declared
+attributes below; nothing else is read or written from outside.
 """
 
 from __future__ import annotations
@@ -53,8 +55,8 @@ __all__ = ["MessageInfo", "RequestFailure", "Transport", "TransportFactory"]
 
 RequestId = int | str
 
-#: The callback a transport calls when one request failed below JSON-RPC.
 RequestFailure = Callable[[RequestId, "MCPError"], None]
+"""The callback a transport calls when one request failed below JSON-RPC."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,20 +89,22 @@ def _ignore_gap(renewed: bool) -> None:
 class Transport(abc.ABC):
     """A connection carrying whole JSON-RPC messages to and from one MCP server."""
 
-    #: The protocol version the session speaks (set through :meth:`negotiated`).
-    #: HTTP transports send it as the ``MCP-Protocol-Version`` header.
     protocol_version: str | None = None
+    """The protocol version the session speaks (set through
+    [`negotiated()`][trio_mcp.transports.Transport.negotiated]). HTTP transports send it as the
+    ``MCP-Protocol-Version`` header."""
 
-    #: Whether the session speaks the modern (2026-07-28) era (set through
-    #: :meth:`negotiated`); HTTP transports then send per-request headers.
     modern: bool = False
+    """Whether the session speaks the modern (2026-07-28) era (set through
+    [`negotiated()`][trio_mcp.transports.Transport.negotiated]); HTTP transports then send
+    per-request headers."""
 
-    #: Whether ``send`` uses its ``info`` argument; a byte pipe sets False and gets None.
     needs_info: bool = True
+    """Whether ``send`` uses its ``info`` argument; a byte pipe sets False and gets None."""
 
-    #: Whether ``protocol="auto"`` may probe this transport with ``server/discover``.
-    #: False for transports that only legacy servers speak (HTTP+SSE).
     can_probe: bool = True
+    """Whether ``protocol="auto"`` may probe this transport with ``server/discover``. False for
+    transports that only legacy servers speak (HTTP+SSE)."""
 
     _fail_request: RequestFailure = staticmethod(_drop_failure)
     _link: Link | None = None
@@ -122,8 +126,9 @@ class Transport(abc.ABC):
     def routed_bytes(self) -> int:
         """Bytes of the messages this transport handed over already decoded (for statistics).
 
-        A transport that routes decoded messages (see :meth:`receive_message`) counts their
-        bytes here, since the session never sees them; the default is 0.
+        A transport that routes decoded messages (see
+        [`receive_message()`][trio_mcp.transports.Transport.receive_message]) counts their bytes
+        here, since the session never sees them; the default is 0.
         """
         return 0
 
@@ -152,11 +157,12 @@ class Transport(abc.ABC):
     def attach_gap(self, on_gap: Callable[[bool], None]) -> None:
         """Register the session's callback for gaps in what the server told it.
 
-        The transport calls it (through :meth:`notification_gap` and :meth:`renewed`) after
-        a re-opened notification stream or a new server session; the session then treats
-        every cached list as stale and, after a new server session, sets up again what the
-        application had set up (subscriptions, the log level). The callback is synchronous
-        and must not block: it schedules that work.
+        The transport calls it (through
+        [`notification_gap()`][trio_mcp.transports.Transport.notification_gap] and
+        [`renewed()`][trio_mcp.transports.Transport.renewed]) after a re-opened notification stream
+        or a new server session; the session then treats every cached list as stale and, after a new
+        server session, sets up again what the application had set up (subscriptions, the log
+        level). The callback is synchronous and must not block: it schedules that work.
 
         Args:
             on_gap: Called with True after a new server session, False after a gap alone.
@@ -178,10 +184,10 @@ class Transport(abc.ABC):
         The session calls it once, with the function its reader task calls on each message
         (synchronous and total: it never raises). A transport whose messages arrive in
         tasks of its own (Streamable HTTP: one per request) may call it from those tasks
-        instead of queueing for :meth:`receive`, but only while the reader waits on an
-        empty queue, so messages keep their order; one task switch fewer per message. The
-        default ignores it; a wrapper that does not pass it on sees every message in
-        :meth:`receive`.
+        instead of queueing for [`receive()`][trio_mcp.transports.Transport.receive], but only while
+        the reader waits on an empty queue, so messages keep their order; one task switch fewer per
+        message. The default ignores it; a wrapper that does not pass it on sees every message in
+        [`receive()`][trio_mcp.transports.Transport.receive].
 
         Args:
             dispatch: The session's message router.
@@ -228,10 +234,11 @@ class Transport(abc.ABC):
         """Receive the next message, decoded if the transport already decoded it.
 
         A transport that must decode messages to route them (Streamable HTTP: which request
-        does this answer?) hands the session the :class:`~trio_mcp._jsonrpc.Envelope` it
-        got from :func:`~trio_mcp._jsonrpc.decode_envelope`, so no message is decoded twice;
-        the others return :meth:`receive`'s bytes, which the session decodes. The session
-        reads through this method; wrappers that only override :meth:`receive` keep working.
+        does this answer?) hands the session the `Envelope` it
+        got from `decode_envelope()`, so no message is decoded twice;
+        the others return [`receive()`][trio_mcp.transports.Transport.receive]'s bytes, which the
+        session decodes. The session reads through this method; wrappers that only override
+        [`receive()`][trio_mcp.transports.Transport.receive] keep working.
 
         Raises:
             trio.EndOfChannel: The peer ended the stream cleanly.
@@ -243,8 +250,10 @@ class Transport(abc.ABC):
         """Optionally take one message synchronously, without a task switch.
 
         The session calls this for a lone in-flight request (where coalescing has nothing
-        to gain); a transport that cannot do better than :meth:`send` returns False and the
-        session calls :meth:`send`. Returning True means the message is sent or queued.
+        to gain); a transport that cannot do better than
+        [`send()`][trio_mcp.transports.Transport.send] returns False and the session calls
+        [`send()`][trio_mcp.transports.Transport.send]. Returning True means the message is sent or
+        queued.
 
         Args:
             data: The encoded message, without framing.
@@ -256,10 +265,11 @@ class Transport(abc.ABC):
         """Optionally hand one message over without waiting, if the write queue has room.
 
         The session uses it for requests, whose wait for the answer is the checkpoint;
-        :meth:`send` itself always is one. A message taken is written whole, like one
-        given to :meth:`send`. Returns False when the queue is full, the transport is
-        closed or broken, or it has no queue; the session then awaits :meth:`send`
-        (which raises the right error).
+        [`send()`][trio_mcp.transports.Transport.send] itself always is one. A message taken is
+        written whole, like one given to [`send()`][trio_mcp.transports.Transport.send]. Returns
+        False when the queue is full, the transport is closed or broken, or it has no queue; the
+        session then awaits [`send()`][trio_mcp.transports.Transport.send] (which raises the right
+        error).
 
         Args:
             data: The encoded message, without framing.
@@ -268,10 +278,12 @@ class Transport(abc.ABC):
         return False
 
     def queue_request_nowait(self, data: bytes, info: MessageInfo | None) -> bool:
-        """Like :meth:`queue_nowait`, for a request, with its :class:`MessageInfo`.
+        """Like [`queue_nowait()`][trio_mcp.transports.Transport.queue_nowait], for a request, with
+        its [`MessageInfo`][trio_mcp.transports.MessageInfo].
 
-        The session calls this one; by default it is :meth:`queue_nowait`. A transport
-        that routes by ``info`` overrides it (Streamable HTTP starts the request's POST).
+        The session calls this one; by default it is
+        [`queue_nowait()`][trio_mcp.transports.Transport.queue_nowait]. A transport that routes by
+        ``info`` overrides it (Streamable HTTP starts the request's POST).
 
         Args:
             data: The encoded request, without framing.

@@ -12,8 +12,8 @@ from typing import Final
 
 __all__ = ["DEFAULT_MAX_EVENT_SIZE", "SSEDecoder", "ServerSentEvent"]
 
-#: The default largest event data :class:`SSEDecoder` accepts (64 MiB).
 DEFAULT_MAX_EVENT_SIZE: Final = 64 * 1024 * 1024
+"""The default largest event data `SSEDecoder` accepts (64 MiB)."""
 
 _BOM: Final = b"\xef\xbb\xbf"
 # Bytes of an oversized event kept, to find which request it answered.
@@ -46,18 +46,18 @@ class SSEDecoder:
 
     Feed it byte chunks as they arrive; it returns the events completed by each chunk.
     Lines may end in CRLF, CR or LF; comment lines (``:``, used for keep-alive) are
-    ignored; ``id`` (without NUL) sets :attr:`last_event_id`; ``retry`` (ASCII digits only)
-    sets :attr:`retry`. An incomplete event at the end of the stream is discarded, as the
+    ignored; ``id`` (without NUL) sets `last_event_id`; ``retry`` (ASCII digits only)
+    sets `retry`. An incomplete event at the end of the stream is discarded, as the
     standard says.
 
-    A CR at the very end of a chunk may be the first half of a CRLF, so :meth:`feed` keeps
-    it until the next byte arrives; whoever reads a body must call :meth:`end` when the
+    A CR at the very end of a chunk may be the first half of a CRLF, so `feed()` keeps
+    it until the next byte arrives; whoever reads a body must call `end()` when the
     body ends, which takes that CR as the line end it is (a stream with CR line endings
     that ends ``\\r\\r`` would otherwise never deliver its last event).
 
     An event whose data grows past ``max_event_size`` (in many lines, or in one line that
     does not end) is reported at once, without buffering it and without waiting for its
-    end: :meth:`feed` returns it with :attr:`ServerSentEvent.too_large` set, and the rest
+    end: `feed()` returns it with `ServerSentEvent.too_large` set, and the rest
     of that event is skipped.
 
     Args:
@@ -69,10 +69,10 @@ class SSEDecoder:
         self, max_event_size: int = DEFAULT_MAX_EVENT_SIZE, *, last_event_id: str | None = None
     ) -> None:
         self.max_event_size = max_event_size
-        #: The id of the last dispatched event (``id`` lines persist across events).
         self.last_event_id: str | None = last_event_id
-        #: The reconnection time the server asked for, in milliseconds.
+        """The id of the last dispatched event (``id`` lines persist across events)."""
         self.retry: int | None = None
+        """The reconnection time the server asked for, in milliseconds."""
         self._buffer = bytearray()
         self._scanned = 0
         self._at_start = True
@@ -144,7 +144,7 @@ class SSEDecoder:
         """The stream ended: finish the line a final CR ended, and return its event.
 
         Call it once, when the body ends (not when the reading was stopped early). A final
-        CR held back by :meth:`feed` (it might have been the first half of a CRLF) is a
+        CR held back by `feed()` (it might have been the first half of a CRLF) is a
         line end after all; an event still without its blank line is discarded, as the
         standard says.
 

@@ -1,6 +1,6 @@
 """A lean HTTP/1.1 connection pool on trio sockets: the transport under trio_mcp's own clients.
 
-:class:`H11Transport` is an :class:`httpx.AsyncBaseTransport`, so everything above it is
+`H11Transport` is an `httpx.AsyncBaseTransport`, so everything above it is
 httpx's own API (``httpx.Auth`` flows, event hooks, cookies); only the connection layer
 is replaced. URLs that a proxy of the environment takes do not come here: the client
 mounts httpx's own proxy transports for them (``_http_client.make_client``). The pool exists
@@ -8,13 +8,13 @@ because httpcore's, on loopback, costs more than the MCP work above it:
 
 * each request is written with one ``send_all`` (headers and body together, one syscall);
 * idle connections are a stack (the most recently used first, so a burst reuses warm
-  connections) and a request that finds none while :attr:`H11Transport.max_connections`
-  are busy waits in a :class:`trio.Semaphore`, first come, first served, at constant cost
+  connections) and a request that finds none while `H11Transport.max_connections`
+  are busy waits in a `trio.Semaphore`, first come, first served, at constant cost
   per request (httpcore's pool rescans every queued request on each state change);
 * an idle connection the server closed is noticed before it is reused (its socket reads
   as ready), never written to;
 * a body with no ``Content-Encoding`` may be read straight from the connection
-  (:func:`plain_body`) instead of through httpx's chain of generators and decoders.
+  (`plain_body()`) instead of through httpx's chain of generators and decoders.
 
 What it keeps of httpx's behaviour: at most ``max_keepalive_connections`` (20) idle
 connections outlive a burst, each closed once idle for ``keepalive_expiry`` (5 s, on trio's
@@ -63,11 +63,11 @@ if sys.version_info < (3, 11):
 
 __all__ = ["H11Transport", "plain_body"]
 
-#: The most bytes one ``receive_some`` asks for.
 READ_SIZE: Final = 256 * 1024
-#: How many bytes a connection reads without a trip through the scheduler while they are
-#: already there (then it yields once, so a fast stream never starves other tasks).
+"""The most bytes one ``receive_some`` asks for."""
 UNYIELDED_READ: Final = 1024 * 1024
+"""How many bytes a connection reads without a trip through the scheduler while they are already
+there (then it yields once, so a fast stream never starves other tasks)."""
 # Plain TCP sockets are read and written directly first (POSIX: os.read/os.write on the fd)
 _DIRECT_IO: Final = os.name == "posix"
 _DEFAULT_PORTS: Final = {b"http": 80, b"https": 443}
@@ -103,10 +103,10 @@ class _Connection:
         self.origin = origin
         self.stream = stream
         self.h11 = h11.Connection(h11.CLIENT)
-        #: When this connection, idle in the pool, is no longer reused (trio's clock).
         self.expires = 0.0
-        #: When it is closed if more than ``max_keepalive_connections`` are idle by then.
+        """When this connection, idle in the pool, is no longer reused (trio's clock)."""
         self.surplus_expires = 0.0
+        """When it is closed if more than ``max_keepalive_connections`` are idle by then."""
         # a plain TCP socket's fd: what is already there is read or written at once, with
         # no trip through the scheduler (trio's socket calls always take one); TLS streams
         # and other platforms use the stream
@@ -277,8 +277,8 @@ class _ResponseBody(httpx.AsyncByteStream):
         self._pool = pool
         self._connection: _Connection | None = connection
         self._timeout = timeout
-        #: Whether the body has a ``Content-Encoding`` (then httpx decodes it).
         self.encoded = encoded
+        """Whether the body has a ``Content-Encoding`` (then httpx decodes it)."""
 
     def __aiter__(self) -> _ResponseBody:
         return self
@@ -307,10 +307,10 @@ class _ResponseBody(httpx.AsyncByteStream):
 
 
 class H11Transport(httpx.AsyncBaseTransport):
-    """An :class:`httpx.AsyncBaseTransport` with a lean HTTP/1.1 pool on trio sockets.
+    """An `httpx.AsyncBaseTransport` with a lean HTTP/1.1 pool on trio sockets.
 
     Used by the clients trio_mcp creates (for the URLs no proxy takes); see the module
-    docstring. A caller's own :class:`httpx.AsyncClient` keeps its own transport.
+    docstring. A caller's own `httpx.AsyncClient` keeps its own transport.
 
     Args:
         ssl_context: The TLS context of ``https://`` connections.
@@ -355,8 +355,8 @@ class H11Transport(httpx.AsyncBaseTransport):
         self._idle_count = 0
         self._closed = False
         self._counts = [0, 0]  # connections opened and closed since start (statistics)
-        #: Whether the client routes the session's URL elsewhere (a proxy): set by its maker.
         self.proxied = False
+        """Whether the client routes the session's URL elsewhere (a proxy): set by its maker."""
 
     def statistics(self) -> PoolStatistics:
         """A snapshot of the pool: connections open, idle, opened and closed since start."""

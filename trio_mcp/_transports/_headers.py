@@ -10,7 +10,7 @@ intermediaries can route on them without parsing the body:
   annotation.
 
 Values that are not plain, header-safe ASCII are sent in the Base64 sentinel form
-``=?base64?{Base64 of the UTF-8 bytes}?=`` (:func:`encode_header_value`).
+``=?base64?{Base64 of the UTF-8 bytes}?=`` (`encode_header_value()`).
 
 Everything here works on plain dicts, so it does not depend on the protocol types.
 """
@@ -39,22 +39,22 @@ __all__ = [
     "validate_tool_headers",
 ]
 
-#: The prefix of the header a tool argument annotated with ``x-mcp-header`` travels in.
 PARAM_HEADER_PREFIX: Final = "Mcp-Param-"
+"""The prefix of the header a tool argument annotated with ``x-mcp-header`` travels in."""
 
-#: Which ``params`` member each method mirrors into the ``Mcp-Name`` header.
 NAME_PARAMS: Final[Mapping[str, str]] = {
     "tools/call": "name",
     "prompts/get": "name",
     "resources/read": "uri",
 }
+"""Which ``params`` member each method mirrors into the ``Mcp-Name`` header."""
 
-#: The longest value from a peer that is sent back in a header (``echo_problem``).
 ECHO_LIMIT: Final = 8192
+"""The longest value from a peer that is sent back in a header (``echo_problem``)."""
 
-#: The largest integer an ``x-mcp-header`` argument may carry (2**53 - 1, JavaScript's
-#: ``Number.MAX_SAFE_INTEGER``); the smallest is its negation.
 MAX_SAFE_INTEGER: Final = 2**53 - 1
+"""The largest integer an ``x-mcp-header`` argument may carry (2**53 - 1, JavaScript's
+``Number.MAX_SAFE_INTEGER``); the smallest is its negation."""
 
 _ANNOTATION: Final = "x-mcp-header"
 _SENTINEL_PREFIX: Final = "=?base64?"
@@ -162,7 +162,7 @@ def encode_header_value(value: str) -> str:
 
 
 def decode_header_value(value: str) -> str:
-    """Decode a header value written by :func:`encode_header_value`.
+    """Decode a header value written by `encode_header_value()`.
 
     Args:
         value: The received header value.
@@ -315,7 +315,7 @@ def validate_tool_headers(tool: Mapping[str, Any]) -> str | None:
 def may_hold_annotation(data: bytes | bytearray | memoryview) -> bool:
     """Whether JSON text may hold the string ``x-mcp-header``, as a key or anywhere else.
 
-    A conservative test on the bytes themselves, for skipping :func:`validate_tool_headers`
+    A conservative test on the bytes themselves, for skipping `validate_tool_headers()`
     on listings that cannot hold an annotation: False only when no string the text decodes
     to can contain ``x-mcp-header``, that is when the text has it nowhere literally and
     has no ``\\u`` escape of a printable ASCII character (the only other way to spell it
@@ -336,7 +336,7 @@ def header_parameters(tool: Mapping[str, Any]) -> dict[tuple[str, ...], str]:
     """Map the property path of each ``x-mcp-header`` annotation to its header name part.
 
     Args:
-        tool: A tool definition that :func:`validate_tool_headers` accepted.
+        tool: A tool definition that `validate_tool_headers()` accepted.
 
     Returns:
         ``{("region",): "Region", ("location", "zone"): "Zone", ...}``.
@@ -382,11 +382,11 @@ def param_headers(tool: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict
 
     For each annotated property, the value at its exact property path in ``arguments``
     is converted (strings as they are, integers in decimal, booleans as ``true`` /
-    ``false``) and encoded with :func:`encode_header_value`. A missing or ``null`` value
+    ``false``) and encoded with `encode_header_value()`. A missing or ``null`` value
     produces no header.
 
     Args:
-        tool: The tool definition (already accepted by :func:`validate_tool_headers`).
+        tool: The tool definition (already accepted by `validate_tool_headers()`).
         arguments: The call's arguments.
 
     Returns:

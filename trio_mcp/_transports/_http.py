@@ -4,20 +4,20 @@ Every message the client sends is its own HTTP POST to the MCP endpoint; the ans
 request is a JSON body or a Server-Sent Events stream scoped to that request. Each POST of
 a request runs in its own task (in the nursery the transport was opened with) and feeds
 what it receives into the one ``receive`` side; a failure that belongs to a request goes
-to the session's callback (:meth:`~trio_mcp.transports.Transport.attach`) and never escapes the
+to the session's callback ([`attach()`][trio_mcp.transports.Transport.attach]) and never escapes the
 task. The shared machinery is in ``_http_base.py`` (the incoming queue, the tasks), on
 ``_http_sender.py`` (sending: retries, the circuit breaker, ``_redirects.py``,
 ``_http_errors.py``) and ``_http_client.py`` (the client); message routing is in
 ``_jsonpeek.py``, the SSE parser in ``_eventstream.py``.
 
 The session tells the transport which era it speaks
-(:meth:`~trio_mcp.transports.Transport.negotiated`):
+([`negotiated()`][trio_mcp.transports.Transport.negotiated]):
 
 * modern (2026-07-28): ``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name`` and the
   ``Mcp-Param-*`` headers on every POST; no session id; a request is cancelled by closing
-  its response stream (:meth:`StreamableHTTPTransport.cancel_request` returns True). A
+  its response stream (`StreamableHTTPTransport.cancel_request()` returns True). A
   method name that is not a plain header value fails its request with
-  :class:`~trio_mcp.ProtocolError` (the spec gives ``Mcp-Method`` no encoding).
+  [`ProtocolError`][trio_mcp.ProtocolError] (the spec gives ``Mcp-Method`` no encoding).
 * legacy (2025-03-26 .. 2025-11-25): the ``Mcp-Session-Id`` from the ``initialize``
   response is sent on every request; after ``notifications/initialized`` a GET stream
   carries server-initiated messages; SSE streams resume with ``Last-Event-ID`` (honouring
@@ -25,11 +25,11 @@ The session tells the transport which era it speaks
   request replayed once, while every other request waits for the new session id; the
   session is ended with DELETE on close.
 
-:meth:`StreamableHTTPTransport.fallback` switches an open transport to the deprecated
+`StreamableHTTPTransport.fallback()` switches an open transport to the deprecated
 2024-11-05 HTTP+SSE transport (``_sse.py``) for servers that speak only that.
 
 Redirects: only same-origin ones are followed (``307``/``308`` for a POST); a redirect to
-another origin fails with a :class:`~trio_mcp.TransportError` naming both origins, so that
+another origin fails with a [`TransportError`][trio_mcp.TransportError] naming both origins, so that
 headers, the session id and credentials never leave the origin the caller named (see
 ``_redirects.py``).
 
@@ -106,15 +106,14 @@ logger = logging.getLogger("trio_mcp.http")
 
 RequestId: TypeAlias = "int | str"
 
-#: How long ``notifications/initialized`` waits for the legacy GET stream to be answered
-#: (at most), so that it is open before the next request; messages the server sends
-#: later still arrive on it.
 GET_STREAM_WAIT: Final = 1.0
+"""How long ``notifications/initialized`` waits for the legacy GET stream to be answered (at most),
+so that it is open before the next request; messages the server sends later still arrive on it."""
 
-#: The longest wait between attempts to re-open the legacy GET stream while the server is
-#: down (the retry policy's backoff, capped here), so notifications flow again soon after
-#: the server is back. A request that reaches the server again re-opens it at once.
 GET_STREAM_MAX_DELAY: Final = 5.0
+"""The longest wait between attempts to re-open the legacy GET stream while the server is down (the
+retry policy's backoff, capped here), so notifications flow again soon after the server is back. A
+request that reaches the server again re-opens it at once."""
 
 _INITIALIZED: Final = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
 
@@ -200,18 +199,19 @@ class StreamableHTTPParameters(HTTPOptions):
     Args:
         url: The MCP endpoint, e.g. ``https://example.com/mcp``.
         headers: Extra headers sent with every HTTP request (e.g. an API key).
-        auth: Any :class:`httpx.Auth` (OAuth support is planned).
-        client: An :class:`httpx.AsyncClient` to use (for TLS ``verify``, proxies,
+        auth: Any `httpx.Auth` (OAuth support is planned).
+        client: An `httpx.AsyncClient` to use (for TLS ``verify``, proxies,
             transports, ...). The caller owns it: it is not closed with the transport.
             By default a client is created, and closed with the transport.
         timeout: Seconds to connect, to write a request, and to get a pooled connection;
             also to get the answer to a notification. Reading a response stream has no
             httpx time limit: bound requests with the session's timeouts.
         max_message_size: The largest message accepted from the server, in bytes; a
-            larger one fails its request with :class:`~trio_mcp.MessageTooLargeError`.
+            larger one fails its request with
+            [`MessageTooLargeError`][trio_mcp.MessageTooLargeError].
         retry: Retries of failed connection attempts (and of 5xx answers to idempotent
             requests), and the schedule for re-opening broken SSE streams. ``None``: no
-            retries of requests, and :data:`DEFAULT_RECONNECT_POLICY` for streams.
+            retries of requests, and `DEFAULT_RECONNECT_POLICY` for streams.
         breaker: A circuit breaker every HTTP request goes through.
         ssl_context: The TLS settings of ``https://`` connections (not with ``client``).
         sse_fallback: Whether the session may fall back to the deprecated HTTP+SSE
@@ -256,12 +256,14 @@ async def _open_streamable(
 
 class StreamableHTTPTransport(Transport):
     """A connection to an MCP server over Streamable HTTP. Open it with
-    :meth:`StreamableHTTPParameters.open_transport`.
+    [`StreamableHTTPParameters.open_transport()`][trio_mcp.transports.StreamableHTTPParameters.open_transport].
 
     Attributes:
         modern: True for 2026-07-28 (per-request headers), False for the legacy
-            (``initialize``) era; set through :meth:`negotiated`.
-        protocol_version: Sent as ``MCP-Protocol-Version``; set through :meth:`negotiated`.
+            (``initialize``) era; set through
+            [`negotiated()`][trio_mcp.transports.Transport.negotiated].
+        protocol_version: Sent as ``MCP-Protocol-Version``; set through
+            [`negotiated()`][trio_mcp.transports.Transport.negotiated].
     """
 
     def __init__(self, params: StreamableHTTPParameters, core: HTTPCore) -> None:
@@ -303,7 +305,7 @@ class StreamableHTTPTransport(Transport):
 
     @property
     def origin(self) -> str:
-        """The same as :attr:`era_key`."""
+        """The same as [`era_key`][trio_mcp.transports.Transport.era_key]."""
         return self._origin
 
     @property
@@ -318,7 +320,8 @@ class StreamableHTTPTransport(Transport):
 
     @property
     def using_sse(self) -> bool:
-        """Whether :meth:`fallback` switched this transport to HTTP+SSE."""
+        """Whether [`fallback()`][trio_mcp.transports.Transport.fallback] switched this transport to
+        HTTP+SSE."""
         return self._sse is not None
 
     def negotiated(self, *, modern: bool, protocol_version: str | None) -> None:
@@ -337,7 +340,7 @@ class StreamableHTTPTransport(Transport):
     async def send(self, data: bytes, info: MessageInfo | None = None) -> None:
         """Send one message as an HTTP POST.
 
-        A request's POST runs as a task: its answer arrives through :meth:`receive`, a
+        A request's POST runs as a task: its answer arrives through `receive()`, a
         failure through the session's callback. A notification or response is posted
         before this returns.
 
@@ -380,7 +383,7 @@ class StreamableHTTPTransport(Transport):
         Args:
             data: The encoded request.
             info: What it is; anything but a request (or a transport that cannot take it
-                now) returns False, and the session awaits :meth:`send`.
+                now) returns False, and the session awaits `send()`.
         """
         if info is None or info.method is None or info.request_id is None:
             return False
@@ -479,7 +482,7 @@ class StreamableHTTPTransport(Transport):
         """POST a message; after the server lost the legacy session, renew it and replay once.
 
         The server lost the session when it answers 404, or 400 in the words real servers
-        use for an unknown session (:func:`session_lost`); the request never ran, so it is
+        use for an unknown session (`session_lost()`); the request never ran, so it is
         replayed in the new session. A server that refuses the new session too is an error.
         """
         session_id = await self._current_session()
@@ -697,9 +700,9 @@ class StreamableHTTPTransport(Transport):
         A stream that ends cleanly is re-opened (resuming with ``Last-Event-ID``), up to the
         retry policy's ``max_attempts`` in a row without an event. A stream that breaks or
         cannot be opened (the server is down) is re-opened with backoff, capped at
-        :data:`GET_STREAM_MAX_DELAY` (and at once when a request reached the server again),
+        `GET_STREAM_MAX_DELAY` (and at once when a request reached the server again),
         until the transport closes; once it is open again the session hears of the gap. A
-        lost session is started anew (:meth:`_reinitialize`).
+        lost session is started anew (`_reinitialize()`).
         """
         policy = self._core.reconnect
         state = StreamState()
@@ -814,10 +817,10 @@ class StreamableHTTPTransport(Transport):
         """Start a new legacy session after the server lost ``expired`` (``cause`` says how).
 
         Replays the ``initialize`` request the session sent (its answer is consumed here)
-        and ``notifications/initialized``, then tells the session (:meth:`renewed`), which
-        sets up again what the application had set up. The old id stays until the new one
-        arrives; meanwhile every other POST waits (:meth:`_current_session`), and
-        concurrent renewals wait for this one.
+        and ``notifications/initialized``, then tells the session
+        ([`renewed()`][trio_mcp.transports.Transport.renewed]), which sets up again what the
+        application had set up. The old id stays until the new one arrives; meanwhile every other
+        POST waits (`_current_session()`), and concurrent renewals wait for this one.
 
         Raises:
             TransportError: No new session could be started (the cause is chained).
@@ -902,7 +905,7 @@ class StreamableHTTPTransport(Transport):
         return await self._core.receive()
 
     async def receive_message(self) -> bytes | Envelope:
-        """The next message, as decoded for routing; see :meth:`receive`."""
+        """The next message, as decoded for routing; see `receive()`."""
         return await self._core.receive_message()
 
     def attach_reader(self, dispatch: Callable[[bytes | Envelope], None]) -> None:

@@ -1,25 +1,26 @@
 """The machinery both HTTP transports share: the incoming queue, the tasks, the failures.
 
-:class:`HTTPCore` is the base under :class:`~trio_mcp.StreamableHTTPParameters`'
-transport (``_http.py``) and the deprecated HTTP+SSE transport (``_sse.py``); it is an
-:class:`~trio_mcp._transports._http_sender.HTTPSender`, so it also sends their requests:
+`HTTPCore` is the base under
+[`StreamableHTTPParameters`][trio_mcp.transports.StreamableHTTPParameters]' transport (``_http.py``)
+and the deprecated HTTP+SSE transport (``_sse.py``); it is an `HTTPSender`, so it also sends their
+requests:
 
-* every HTTP request goes through :meth:`HTTPCore.open` (``_http_sender.py``): retries,
+* every HTTP request goes through `HTTPCore.open()` (``_http_sender.py``): retries,
   the circuit breaker, same-origin redirects (``_redirects.py``) and the conversion of
   httpx's exceptions (and ``OSError``, ``ValueError``) into trio_mcp's own, at one
   boundary (``_http_errors.py``); the client it goes through is made in
-  ``_http_client.py`` (:func:`core_for`);
-* every message read from any response is queued with :meth:`HTTPCore.deliver` into one
+  ``_http_client.py`` (`core_for()`);
+* every message read from any response is queued with `HTTPCore.deliver()` into one
   bounded channel that the transport's ``receive`` reads; a full queue makes the reading
   task wait (backpressure, down to TCP);
-* every exchange runs as a task in the transport's nursery (:meth:`HTTPCore.spawn`,
-  :meth:`HTTPCore.start`), cancelled and awaited, bounded, by :meth:`HTTPCore.aclose`;
-* a failure that belongs to one request is reported with :meth:`HTTPCore.fail` through the
-  callback the session registered (:meth:`~trio_mcp.transports.Transport.attach`), unless that
+* every exchange runs as a task in the transport's nursery (`HTTPCore.spawn()`,
+  `HTTPCore.start()`), cancelled and awaited, bounded, by `HTTPCore.aclose()`;
+* a failure that belongs to one request is reported with `HTTPCore.fail()` through the
+  callback the session registered ([`attach()`][trio_mcp.transports.Transport.attach]), unless that
   request's response was already delivered: a request gets its response or one failure,
   never both. An HTTP 4xx whose body is a JSON-RPC error response is the server's answer
-  and fails the request with the matching :class:`~trio_mcp.ServerError`;
-* :meth:`HTTPCore.pump_sse` reads an event stream into the queue (``_eventstream.py``
+  and fails the request with the matching [`ServerError`][trio_mcp.ServerError];
+* `HTTPCore.pump_sse()` reads an event stream into the queue (``_eventstream.py``
   parses it, ``_jsonpeek.py`` routes its messages).
 """
 
@@ -75,26 +76,25 @@ logger = logging.getLogger("trio_mcp.http")
 
 RequestId: TypeAlias = "int | str"
 
-#: Where a reader hands each message it read: the message, and the id of the request it
-#: answers (``None`` unless it is a response).
 Sink: TypeAlias = "Callable[[bytes, Envelope | None, RequestId | None], Awaitable[None]]"
+"""Where a reader hands each message it read: the message, and the id of the request it answers
+(``None`` unless it is a response)."""
 
-#: How SSE streams are re-opened when no ``retry`` policy is given: three attempts in a
-#: row without progress, 1 s apart and doubling (a server's ``retry`` field overrides the
-#: delay).
 DEFAULT_RECONNECT_POLICY: Final = RetryPolicy(
     max_attempts=3, backoff=Backoff(initial=1.0, multiplier=2.0, maximum=30.0, jitter=0.1)
 )
+"""How SSE streams are re-opened when no ``retry`` policy is given: three attempts in a row without
+progress, 1 s apart and doubling (a server's ``retry`` field overrides the delay)."""
 
 ACCEPT_BOTH: Final = "application/json, text/event-stream"
 ACCEPT_SSE: Final = "text/event-stream"
-#: How long each graceful closing step (waiting for tasks, DELETE, closing the client) may take.
 CLOSE_TIMEOUT: Final = 5.0
-#: How many incoming messages wait for ``receive`` before the readers wait too.
+"""How long each graceful closing step (waiting for tasks, DELETE, closing the client) may take."""
 INCOMING_QUEUE_SIZE: Final = 16
-#: The largest message a transport task routes itself while the session's reader is idle
-#: (see :meth:`HTTPCore.deliver`); larger ones go through the reader, as before.
+"""How many incoming messages wait for ``receive`` before the readers wait too."""
 DIRECT_DISPATCH_MAX: Final = 64 * 1024
+"""The largest message a transport task routes itself while the session's reader is idle (see
+`HTTPCore.deliver()`); larger ones go through the reader, as before."""
 # How many answered request ids are remembered (request ids are never reused).
 _ANSWERED_MEMORY: Final = 1024
 
@@ -139,12 +139,12 @@ def _drop_failure(request_id: RequestId, error: MCPError) -> None:
 class HTTPCore(HTTPSender):
     """What every HTTP transport shares: the client, the incoming queue, the tasks.
 
-    :class:`~trio_mcp._transports._http.StreamableHTTPTransport` and the HTTP+SSE transport
-    are built on it. The transport sets :attr:`fail_request` to reach its session.
+    `StreamableHTTPTransport` and the HTTP+SSE transport
+    are built on it. The transport sets `fail_request` to reach its session.
 
     Args:
         client: The httpx client every request goes through.
-        own_client: Whether :meth:`aclose` closes ``client``.
+        own_client: Whether `aclose()` closes ``client``.
         direct: The pool under ``client`` that requests go to directly, if they may.
         headers: Extra headers for every request.
         auth: The httpx auth flow for every request.
@@ -182,10 +182,10 @@ class HTTPCore(HTTPSender):
         )
         self.reconnect = retry or DEFAULT_RECONNECT_POLICY
         self.nursery = nursery
-        #: Called with a request id and the error that ends it (the session's callback).
         self.fail_request: RequestFailure = _drop_failure
-        #: The session's message router, called directly while its reader is idle.
+        """Called with a request id and the error that ends it (the session's callback)."""
         self.dispatch: Callable[[bytes | Envelope], None] | None = None
+        """The session's message router, called directly while its reader is idle."""
         self._oversized_drops = DropLog("dropped a message from the server's event stream:")
         self._send, self._receive = trio.open_memory_channel[tuple[bytes, Envelope | None]](
             INCOMING_QUEUE_SIZE
@@ -206,11 +206,11 @@ class HTTPCore(HTTPSender):
     async def deliver(
         self, message: bytes, envelope: Envelope | None = None, answers: RequestId | None = None
     ) -> None:
-        """Queue a message for :meth:`receive`; wait while the queue is full.
+        """Queue a message for `receive()`; wait while the queue is full.
 
         Args:
             message: One whole JSON-RPC message.
-            envelope: The message decoded (see :func:`routed`), None if it does not decode.
+            envelope: The message decoded (see `routed()`), None if it does not decode.
             answers: The id of the request it answers, if it is a response.
         """
         if self.closed or self.ended is not None:
@@ -243,7 +243,7 @@ class HTTPCore(HTTPSender):
                 await self._send.send(item)  # (closed or ended meanwhile: nobody reads it)
 
     def fail(self, request_id: RequestId, error: MCPError) -> None:
-        """Fail one request through :attr:`fail_request`, unless it is already settled.
+        """Fail one request through `fail_request`, unless it is already settled.
 
         Nothing happens when a response to the request was delivered (whether or not the
         session has read it yet), when the session cancelled it, or when the transport is
@@ -272,7 +272,7 @@ class HTTPCore(HTTPSender):
             request.scope.cancel()
 
     def end(self, error: MCPError | None) -> None:
-        """The server ended the connection: :meth:`receive` raises after queued messages.
+        """The server ended the connection: `receive()` raises after queued messages.
 
         Args:
             error: Why (``None``: the server ended the stream cleanly).
@@ -284,11 +284,12 @@ class HTTPCore(HTTPSender):
         self._send.close()
 
     async def receive(self) -> bytes:
-        """The next message; see :meth:`~trio_mcp.transports.Transport.receive`."""
+        """The next message; see [`receive()`][trio_mcp.transports.Transport.receive]."""
         return (await self._next())[0]
 
     async def receive_message(self) -> bytes | Envelope:
-        """The next message, decoded; see :meth:`~trio_mcp.transports.Transport.receive_message`."""
+        """The next message, decoded; see
+        [`receive_message()`][trio_mcp.transports.Transport.receive_message]."""
         message, envelope = await self._next()
         return message if envelope is None else envelope
 
@@ -375,7 +376,7 @@ class HTTPCore(HTTPSender):
             self._task_done()
 
     async def start(self, fn: Callable[[trio.TaskStatus[Any]], Awaitable[None]]) -> Any:
-        """Start ``fn`` in the nursery like :meth:`trio.Nursery.start`, tracked for closing.
+        """Start ``fn`` in the nursery like `trio.Nursery.start()`, tracked for closing.
 
         ``fn`` must call ``task_status.started`` before it returns, and must not raise
         after that.
@@ -422,7 +423,7 @@ class HTTPCore(HTTPSender):
         Only ``message`` events with data carry messages (priming events with empty data
         are skipped; other event types go to ``on_event``, which returns True to stop
         reading). Event ids and ``retry`` go into ``state``. An oversized event fails
-        ``request_id`` with :class:`~trio_mcp.MessageTooLargeError` as soon as it is
+        ``request_id`` with [`MessageTooLargeError`][trio_mcp.MessageTooLargeError] as soon as it is
         seen; on a stream of no request, the request it answered (if recognisable) is
         failed, otherwise it is logged and dropped.
 

@@ -1,16 +1,16 @@
 """The HTTP client a transport sends through: the options, TLS, proxies, our pool, httpx2.
 
-:class:`HTTPOptions` are the options every HTTP transport takes; :func:`make_client` turns
+`HTTPOptions` are the options every HTTP transport takes; `make_client()` turns
 them into the client its requests go through:
 
 * Clients trio_mcp creates share one SSL context per process (made on the first
   ``https://`` use), so opening a transport does not load the CA bundle again; a client
   for an ``http://`` URL gets a context with no CA certificates at all (any TLS connection
   it tried would fail verification); ``ssl_context=`` replaces both
-  (:func:`ssl_context_for`).
+  (`ssl_context_for()`).
 * Their connection layer is trio_mcp's own lean HTTP/1.1 pool
-  (:class:`~trio_mcp._transports._h11pool.H11Transport`, under httpx's API): at most
-  :data:`POOL_CONNECTIONS` connections in use, more requests waiting their turn first
+  (`H11Transport`, under httpx's API): at most
+  `POOL_CONNECTIONS` connections in use, more requests waiting their turn first
   come, first served, up to 20 idle ones kept alive for 5 s (more for 1 s after a burst).
 * The proxies of the environment (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``,
   ``NO_PROXY``, read by httpx's own rules) are honoured: the URLs a proxy takes go through
@@ -18,8 +18,8 @@ them into the client its requests go through:
 * A caller's own client (``httpx.AsyncClient`` or ``httpx2.AsyncClient``) is used as it is
   configured: its timeouts, limits, hooks, transports, proxies and HTTP/2 (the sender
   only lifts the read time limit of response streams). An ``httpx2.Auth`` with no client
-  gets an ``httpx2.AsyncClient`` of ours; :func:`is_httpx2` tells the libraries apart
-  without importing httpx2, and :func:`auth_for` adapts an auth flow of one library to a
+  gets an ``httpx2.AsyncClient`` of ours; `is_httpx2()` tells the libraries apart
+  without importing httpx2, and `auth_for()` adapts an auth flow of one library to a
   client of the other.
 
 httpx is imported only when a client is made, so ``import trio_mcp`` stays light.
@@ -55,15 +55,15 @@ __all__ = [
     "ssl_context_for",
 ]
 
-#: The default maximum size of one incoming message (64 MiB).
 DEFAULT_MAX_MESSAGE_SIZE: Final = 64 * 1024 * 1024
+"""The default maximum size of one incoming message (64 MiB)."""
 
-#: The connection pool of a client trio_mcp creates: at most this many connections in use,
-#: and at most this many requests waiting for their response headers at once (the rest wait
-#: their turn in trio); idle ones are kept as httpx keeps them (20, for 5 s).
 POOL_CONNECTIONS: Final = 100
-#: How many idle connections the pool keeps alive, and for how long (httpx's defaults).
+"""The connection pool of a client trio_mcp creates: at most this many connections in use, and at
+most this many requests waiting for their response headers at once (the rest wait their turn in
+trio); idle ones are kept as httpx keeps them (20, for 5 s)."""
 POOL_KEEPALIVE: Final = 20
+"""How many idle connections the pool keeps alive, and for how long (httpx's defaults)."""
 KEEPALIVE_EXPIRY: Final = 5.0
 
 
@@ -74,8 +74,8 @@ class HTTPOptions:
     Args:
         url: The URL of the server's endpoint.
         headers: Extra headers sent with every HTTP request (e.g. an API key).
-        auth: Any :class:`httpx.Auth` (or ``httpx2.Auth``).
-        client: An :class:`httpx.AsyncClient` (or ``httpx2.AsyncClient``) to use, as it is
+        auth: Any `httpx.Auth` (or ``httpx2.Auth``).
+        client: An `httpx.AsyncClient` (or ``httpx2.AsyncClient``) to use, as it is
             configured; the caller owns (and closes) it.
         timeout: Seconds to connect, to write a request, and to get a pooled connection
             (a client of ours; your own ``client`` keeps its own timeouts).
@@ -262,7 +262,7 @@ def auth_for(client: object, auth: Any) -> Any:
 
     An auth flow of the other library (``trio_mcp.OAuth``, an httpx flow, with an
     ``httpx2.AsyncClient``; an ``httpx2.Auth`` with an httpx client) is driven through a
-    thin :class:`Auth` of the client's library: it sets headers on the request it is given
+    thin `Auth` of the client's library: it sets headers on the request it is given
     and re-sends it, reading the responses, through either library's objects alike. (A flow
     that sends requests it builds itself needs a client of its own library.)
     """
@@ -273,7 +273,7 @@ def auth_for(client: object, auth: Any) -> Any:
 
 @functools.cache
 def _adapter_class(library: str) -> Any:
-    """The adapter :class:`Auth` class of ``library`` (``"httpx"`` or ``"httpx2"``)."""
+    """The adapter `Auth` class of ``library`` (``"httpx"`` or ``"httpx2"``)."""
     if library == "httpx":
         import httpx  # (here, not at the top: importing trio_mcp does not import httpx)
 

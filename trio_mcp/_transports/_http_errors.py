@@ -2,14 +2,14 @@
 
 Everything that can go wrong sending an HTTP request or reading its response (httpx's and,
 once it is in use, httpx2's exceptions, h11's through them, ``OSError`` and TLS errors,
-``ValueError``) is converted here, by :func:`convert_httpx_error`, into a
-:class:`~trio_mcp.TransportError` or :class:`~trio_mcp.ConnectionClosed`; the caller
-raises the result ``from`` the original. A failed HTTP status becomes an
-:class:`~trio_mcp.HTTPStatusError` (:func:`status_error`, with the server's
+``ValueError``) is converted here, by `convert_httpx_error()`, into a
+[`TransportError`][trio_mcp.TransportError] or [`ConnectionClosed`][trio_mcp.ConnectionClosed]; the
+caller raises the result ``from`` the original. A failed HTTP status becomes an
+[`HTTPStatusError`][trio_mcp.HTTPStatusError] (`status_error()`, with the server's
 ``Retry-After``), and a JSON-RPC error in an HTTP 4xx body the matching
-:class:`~trio_mcp.ServerError` (:func:`answer_in_body`). :func:`not_delivered` tells
+[`ServerError`][trio_mcp.ServerError] (`answer_in_body()`). `not_delivered()` tells
 which failures surely never reached the server (so any request may be retried), and
-:func:`session_lost` which answers say the server no longer knows the legacy session.
+`session_lost()` which answers say the server no longer knows the legacy session.
 
 Neither httpx nor httpx2 is imported here before a transport is opened: ``import
 trio_mcp`` stays light, and httpx2 is looked up only once something imported it.
@@ -48,12 +48,6 @@ __all__ = [
     "status_error",
 ]
 
-#: What servers say, in an HTTP 400, about a session id they do not know (lower case): the
-#: TypeScript SDK's example servers (server-everything among them) and fastmcp and the
-#: official Python SDK before 1.10 ("Bad Request: No valid session ID provided"), the
-#: TypeScript SDK's transport after a restart ("Bad Request: Server not initialized"), and
-#: the words of the servers that answer 404 ("Session not found", "Not Found: Invalid or
-#: expired session ID") when a proxy or framework turns them into a 400.
 _LOST_SESSION_WORDINGS: Final = (
     "no valid session id",
     "server not initialized",
@@ -61,8 +55,14 @@ _LOST_SESSION_WORDINGS: Final = (
     "invalid or expired session",
     "unknown session",
 )
-#: A plain-text 400 body longer than this is not a short "session unknown" message.
+"""What servers say, in an HTTP 400, about a session id they do not know (lower case): the
+TypeScript SDK's example servers (server-everything among them) and fastmcp and the official Python
+SDK before 1.10 ("Bad Request: No valid session ID provided"), the TypeScript SDK's transport after
+a restart ("Bad Request: Server not initialized"), and the words of the servers that answer 404
+("Session not found", "Not Found: Invalid or expired session ID") when a proxy or framework turns
+them into a 400."""
 _PLAIN_LOST_MAX: Final = 200
+"""A plain-text 400 body longer than this is not a short "session unknown" message."""
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -89,10 +89,10 @@ def parse_retry_after(value: str | None) -> float | None:
 
 
 def status_error(response: httpx.Response, body: bytes) -> HTTPStatusError:
-    """Build the :class:`~trio_mcp.HTTPStatusError` for a failed response.
+    """Build the [`HTTPStatusError`][trio_mcp.HTTPStatusError] for a failed response.
 
     The error's ``retry_after`` is the server's ``Retry-After`` in seconds, or ``None``;
-    :class:`~trio_mcp.RetryPolicy` honours it.
+    [`RetryPolicy`][trio_mcp.RetryPolicy] honours it.
 
     Args:
         response: The failed response.
@@ -110,8 +110,8 @@ def answer_in_body(error: MCPError, method: str | None) -> MCPError:
 
     An HTTP 4xx (but 401 and 403, which are about credentials) whose body is a JSON-RPC
     error response is the server's answer to the request: it becomes the matching
-    :class:`~trio_mcp.ServerError`, with the :class:`~trio_mcp.HTTPStatusError` as its
-    ``__cause__``. Any other error is returned as it is.
+    [`ServerError`][trio_mcp.ServerError], with the [`HTTPStatusError`][trio_mcp.HTTPStatusError] as
+    its ``__cause__``. Any other error is returned as it is.
 
     Args:
         error: Why the request failed.
@@ -210,7 +210,7 @@ def convert_httpx_error(exc: Exception, url: str, doing: str) -> MCPError:
     The caller raises the result ``from exc``.
 
     Args:
-        exc: One of :func:`httpx_errors`.
+        exc: One of `httpx_errors()`.
         url: The URL of the request.
         doing: What was being done, e.g. ``"sending POST to"``.
     """

@@ -1,19 +1,19 @@
 """Sending one HTTP request and reading its response: what the HTTP transports send with.
 
-:class:`HTTPSender` holds the client (see ``_http_client.py``) and sends every request the
-transports make through :meth:`HTTPSender.open`:
+`HTTPSender` holds the client (see ``_http_client.py``) and sends every request the
+transports make through `HTTPSender.open()`:
 
-* retries per the :class:`~trio_mcp.RetryPolicy` (connection failures and HTTP 429/503
+* retries per the [`RetryPolicy`][trio_mcp.RetryPolicy] (connection failures and HTTP 429/503
   for any request, other 5xx and 408 for idempotent ones), each attempt through the
-  :class:`~trio_mcp.CircuitBreaker`;
+  [`CircuitBreaker`][trio_mcp.CircuitBreaker];
 * same-origin redirects only, followed here (``_redirects.py`` says which);
 * the direct path: a client of ours with no auth flow and no proxy for the URL sends
   straight to trio_mcp's pool, skipping ``client.send``'s per-request machinery;
 * errors converted at the one boundary (``_http_errors.py``).
 
-Bodies are read with a size limit (:meth:`HTTPSender.read_body`) or chunk by chunk
-(:meth:`HTTPSender.consume`), stopping early without leaving httpx's generators
-unfinished. :class:`~trio_mcp._transports._http_base.HTTPCore` builds the transports'
+Bodies are read with a size limit (`HTTPSender.read_body()`) or chunk by chunk
+(`HTTPSender.consume()`), stopping early without leaving httpx's generators
+unfinished. `HTTPCore` builds the transports'
 shared machinery on it.
 """
 
@@ -42,8 +42,8 @@ __all__ = ["ERROR_BODY_LIMIT", "HTTPSender", "close_response", "content_type"]
 
 logger = logging.getLogger("trio_mcp.http")
 
-#: How much of an HTTP error body is kept in :class:`~trio_mcp.HTTPStatusError`.
 ERROR_BODY_LIMIT: Final = 64 * 1024
+"""How much of an HTTP error body is kept in [`HTTPStatusError`][trio_mcp.HTTPStatusError]."""
 
 # How many parsed URLs a transport keeps (it uses one or two: the endpoint, a redirect).
 _URL_MEMORY: Final = 16
@@ -70,7 +70,7 @@ async def close_response(response: httpx.Response) -> None:
 class HTTPSender:
     """Sends HTTP requests through one client and reads their responses.
 
-    The base of :class:`~trio_mcp._transports._http_base.HTTPCore`.
+    The base of `HTTPCore`.
 
     Args:
         client: The httpx client every request goes through.
@@ -315,11 +315,11 @@ class HTTPSender:
         """Feed a response's body to ``on_chunk`` until it returns True or the body ends.
 
         An unencoded body from trio_mcp's pool is read straight from the connection
-        (:func:`~trio_mcp._transports._h11pool.plain_body`): stopping early is not reading
+        (`plain_body()`): stopping early is not reading
         on. Any other body goes through ``response.aiter_bytes()``; to stop early, a cancel
         scope around the iteration is cancelled, so the cancellation unwinds httpx's chain
         of async generators from the innermost one and none is left unfinished. An
-        :class:`~trio_mcp.MCPError` from ``on_chunk`` stops the reading the same way and is
+        [`MCPError`][trio_mcp.MCPError] from ``on_chunk`` stops the reading the same way and is
         re-raised. A body not read to its end is closed with the response: its connection
         is not reused.
 

@@ -1,10 +1,10 @@
 """JSON peeking: what routing needs from a JSON-RPC message, without a full decode.
 
 Both HTTP transports (Streamable HTTP and the deprecated HTTP+SSE) route every message
-they read through here: :func:`split_batch` splits a batch, :func:`routed` decodes a
-message once for the session and says which request it answers, :func:`peek` salvages
+they read through here: `split_batch()` splits a batch, `routed()` decodes a
+message once for the session and says which request it answers, `peek()` salvages
 the ``id`` and ``method`` of a message that does not decode, and
-:func:`oversized_response_id` finds which request an oversized message answers from its
+`oversized_response_id()` finds which request an oversized message answers from its
 first bytes. Pure and I/O free.
 """
 
@@ -202,7 +202,8 @@ def oversized_response_id(prefix: bytes) -> RequestId | None:
 
 
 def infer_info(data: bytes) -> MessageInfo:
-    """Describe a message the session sent without a :class:`MessageInfo`.
+    """Describe a message the session sent without a
+    [`MessageInfo`][trio_mcp.transports.MessageInfo].
 
     Args:
         data: The encoded message.

@@ -2,9 +2,9 @@
 
 A transport reports here what it sees (a broken connection, a session the server forgot, a
 stream or session that came back); the session, its statistics and a group's member status
-read it. Every change bumps :attr:`Link.version`, so a watcher that remembers the version it
+read it. Every change bumps `Link.version`, so a watcher that remembers the version it
 last saw never misses a transition, even one that came and went before it looked
-(:meth:`Link.wait_changed`). Time comes from trio's clock.
+(`Link.wait_changed()`). Time comes from trio's clock.
 """
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ class LinkFailure:
 class Link:
     """The state of one transport's link, with its history in counters.
 
-    Transports call :meth:`failed`, :meth:`restored` and :meth:`closed`; readers use the
-    properties and :meth:`wait_changed`. Cheap: nothing is allocated per request.
+    Transports call `failed()`, `restored()` and `closed()`; readers use the
+    properties and `wait_changed()`. Cheap: nothing is allocated per request.
     """
 
     __slots__ = ("_changed", "_last_failure", "_reconnects", "_state", "_version")
@@ -109,7 +109,7 @@ class Link:
         self._bump()
 
     async def wait_changed(self, seen: int) -> int:
-        """Wait until :attr:`version` differs from ``seen``; return the new version.
+        """Wait until `version` differs from ``seen``; return the new version.
 
         Returns at once (after a checkpoint) when a change already happened since ``seen``.
         """

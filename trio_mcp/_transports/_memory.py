@@ -1,7 +1,7 @@
 """In-process transport over trio memory channels (used by ``trio_mcp.testing``).
 
 Each direction is a bounded memory channel of whole messages: ``send`` is a checkpoint and
-waits while the peer has :data:`MEMORY_BUFFER_SIZE` messages it has not read yet
+waits while the peer has `MEMORY_BUFFER_SIZE` messages it has not read yet
 (backpressure), just as a pipe or a socket would make a writer wait.
 """
 
@@ -14,10 +14,10 @@ from ._base import MessageInfo, Transport
 
 __all__ = ["MEMORY_BUFFER_SIZE", "MemoryServerStream", "MemoryTransport", "memory_transport_pair"]
 
-#: How many unread messages each direction holds before ``send`` waits. Generous, so a
-#: scripted server can send a burst of notifications without a reader keeping pace, yet
-#: bounded, so a peer that stops reading stops the sender instead of growing memory.
 MEMORY_BUFFER_SIZE = 256
+"""How many unread messages each direction holds before ``send`` waits. Generous, so a scripted
+server can send a burst of notifications without a reader keeping pace, yet bounded, so a peer that
+stops reading stops the sender instead of growing memory."""
 
 
 class MemoryTransport(Transport):
@@ -86,8 +86,8 @@ class MemoryServerStream:
     """The server end of an in-process connection.
 
     ``receive`` returns the next message the client sent and raises
-    :class:`trio.EndOfChannel` once the client closed; ``send`` delivers one message to the
-    client, waiting while the client has :data:`MEMORY_BUFFER_SIZE` unread messages;
+    `trio.EndOfChannel` once the client closed; ``send`` delivers one message to the
+    client, waiting while the client has `MEMORY_BUFFER_SIZE` unread messages;
     ``aclose`` ends the stream (the client sees end of stream).
     """
 
@@ -140,7 +140,7 @@ def memory_transport_pair(
         buffer_size: How many unread messages each direction holds before ``send`` waits.
 
     Returns:
-        The client end (a :class:`~trio_mcp.transports.Transport`) and the server end.
+        The client end (a [`Transport`][trio_mcp.transports.Transport]) and the server end.
     """
     to_server_send, to_server_receive = trio.open_memory_channel[bytes](buffer_size)
     to_client_send, to_client_receive = trio.open_memory_channel[bytes](buffer_size)

@@ -2,11 +2,11 @@
 
 When the connection of a legacy HTTP+SSE or a WebSocket transport breaks (a server
 restarted, a proxy dropped it), the transport reconnects on its own with a bounded backoff
-(:data:`DEFAULT_RECONNECT_BACKOFF`), replays the session's ``initialize`` request (its answer
+(`DEFAULT_RECONNECT_BACKOFF`), replays the session's ``initialize`` request (its answer
 is consumed by the transport) and ``notifications/initialized``, and tells its session
-(:meth:`~trio_mcp.transports.Transport.renewed`). Every answer comes on the one connection, so
-the requests that were waiting when it broke fail at once (:class:`Outstanding` remembers
-which); requests made while it reconnects fail fast (:func:`reconnecting_error`).
+([`renewed()`][trio_mcp.transports.Transport.renewed]). Every answer comes on the one connection, so
+the requests that were waiting when it broke fail at once (`Outstanding` remembers
+which); requests made while it reconnects fail fast (`reconnecting_error()`).
 """
 
 from __future__ import annotations
@@ -32,14 +32,14 @@ __all__ = [
 
 RequestId: TypeAlias = "int | str"
 
-#: The schedule of reconnection attempts: 0.25 s after the break, then 0.5 s later, then
-#: every second (10 % jitter) until the server is back or the transport is closed. The cap
-#: keeps a server that comes back answering within about a second (one cheap connection
-#: attempt a second to a server that is down).
 DEFAULT_RECONNECT_BACKOFF: Final = Backoff(initial=0.25, multiplier=2.0, maximum=1.0, jitter=0.1)
+"""The schedule of reconnection attempts: 0.25 s after the break, then 0.5 s later, then every
+second (10 % jitter) until the server is back or the transport is closed. The cap keeps a server
+that comes back answering within about a second (one cheap connection attempt a second to a server
+that is down)."""
 
-#: The notification replayed after a new ``initialize``.
 INITIALIZED: Final = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
+"""The notification replayed after a new ``initialize``."""
 
 # More requests than any session keeps pending: past it the oldest ids are forgotten (a
 # request whose end the transport did not see, e.g. one cancelled by a wrapper).

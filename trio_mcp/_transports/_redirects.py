@@ -1,14 +1,14 @@
 """Redirects: trio_mcp never sends anything to an origin the caller did not name.
 
 A redirect to another origin (scheme, host or port) fails with a
-:class:`~trio_mcp.TransportError` that names both origins; use the final URL instead.
+[`TransportError`][trio_mcp.TransportError] that names both origins; use the final URL instead.
 Same-origin ``307``/``308`` redirects are followed with the same method, headers and body
-(and same-origin ``301``/``302``/``303`` for a GET), at most :data:`MAX_REDIRECTS` in a row.
-This holds for a caller's own :class:`httpx.AsyncClient` too: every request is sent with
+(and same-origin ``301``/``302``/``303`` for a GET), at most `MAX_REDIRECTS` in a row.
+This holds for a caller's own `httpx.AsyncClient` too: every request is sent with
 ``follow_redirects=False`` and the redirect is followed by the sender
-(``_http_sender.py``), which asks :func:`redirect_target` where it may go.
+(``_http_sender.py``), which asks `redirect_target()` where it may go.
 
-:func:`origin_of` is what an origin is here; the session also caches a server's era under
+`origin_of()` is what an origin is here; the session also caches a server's era under
 it, and the HTTP+SSE endpoint must keep it.
 """
 
@@ -25,14 +25,14 @@ __all__ = ["MAX_REDIRECTS", "REDIRECT_STATUSES", "origin_of", "redirect_target"]
 
 logger = logging.getLogger("trio_mcp.http")
 
-#: How many same-origin redirects in a row one request follows.
 MAX_REDIRECTS: Final = 5
+"""How many same-origin redirects in a row one request follows."""
 
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 # Redirects that keep the method and body; the others turn any method but GET into a GET.
 _KEEP_METHOD: Final = frozenset({307, 308})
-#: The redirect statuses (with a ``Location``, a response of one is a redirect).
 REDIRECT_STATUSES: Final = frozenset({301, 302, 303, 307, 308})
+"""The redirect statuses (with a ``Location``, a response of one is a redirect)."""
 
 
 def origin_of(url: str) -> str:

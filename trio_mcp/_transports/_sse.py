@@ -5,11 +5,11 @@ The client opens a Server-Sent Events stream with a GET; the server's first even
 message from the server, responses included, arrives as a ``message`` event on that one
 stream, which lives as long as the server's session. When it breaks or ends (a restarted
 server), the transport reconnects: a new stream, a new endpoint, the session's
-``initialize`` replayed (see :class:`LegacySSEConnection`; ``_reconnect.py``).
+``initialize`` replayed (see `LegacySSEConnection`; ``_reconnect.py``).
 
 It is deprecated since 2025-03-26; trio_mcp speaks it for old servers, either explicitly
-(:class:`SSEParameters`, never probed for the 2026-07-28 era) or as the fallback of
-Streamable HTTP (:meth:`~trio_mcp._transports._http.StreamableHTTPTransport.fallback`).
+([`SSEParameters`][trio_mcp.transports.SSEParameters], never probed for the 2026-07-28 era) or as
+the fallback of Streamable HTTP (`fallback()`).
 Redirects are handled as for Streamable HTTP: same origin only (see ``_redirects.py``).
 """
 
@@ -109,15 +109,15 @@ class LegacySSEConnection:
 
     Its reader task runs in the transport's nursery and feeds the transport's incoming
     queue. When the stream breaks or ends, or a POST is answered with a lost session (404,
-    or 400 naming the session), the connection reconnects (once :meth:`bind` named its
+    or 400 naming the session), the connection reconnects (once `bind()` named its
     transport, and unless ``reconnect`` is None): it re-opens the stream on the
     ``reconnect`` schedule until it succeeds or the transport closes, replays the session's
     ``initialize`` (consuming its answer) and ``notifications/initialized``, and calls the
-    transport's :meth:`~trio_mcp.transports.Transport.renewed`. Requests waiting for an
-    answer when the stream broke fail at once with :class:`~trio_mcp.ConnectionClosed`
+    transport's [`renewed()`][trio_mcp.transports.Transport.renewed]. Requests waiting for an
+    answer when the stream broke fail at once with [`ConnectionClosed`][trio_mcp.ConnectionClosed]
     (their answers would have come on the dead stream); messages sent while it reconnects
     fail fast with one. A server that refuses the new ``initialize`` ends the connection:
-    ``receive`` raises :class:`~trio_mcp.ConnectionClosed` saying so.
+    ``receive`` raises [`ConnectionClosed`][trio_mcp.ConnectionClosed] saying so.
 
     Args:
         core: The HTTP machinery of the transport.
@@ -133,8 +133,8 @@ class LegacySSEConnection:
         self._url = url
         self._backoff = reconnect
         self._owner: Transport | None = None
-        #: The URL messages are POSTed to, once the ``endpoint`` event arrived.
         self.endpoint: str | None = None
+        """The URL messages are POSTed to, once the ``endpoint`` event arrived."""
         self._live: _Stream | None = None  # the stream in use
         self._reconnecting = False
         self._initialize: tuple[bytes, RequestId] | None = None  # the session's, to replay
@@ -143,7 +143,8 @@ class LegacySSEConnection:
         self._replay: _Replay | None = None
 
     def bind(self, owner: Transport) -> None:
-        """Name the transport this connection reports to (its link, :meth:`renewed`).
+        """Name the transport this connection reports to (its link,
+        [`renewed()`][trio_mcp.transports.Transport.renewed]).
 
         Args:
             owner: The transport.
@@ -167,7 +168,7 @@ class LegacySSEConnection:
         self.endpoint, self._live = await self._open()
 
     async def _open(self) -> tuple[str, _Stream]:
-        """Open an event stream; its endpoint once announced (see :meth:`connect`)."""
+        """Open an event stream; its endpoint once announced (see `connect()`)."""
         stream = _Stream()
         result: str | MCPError | None = None
         with trio.move_on_after(self._core.timeout):
@@ -515,14 +516,14 @@ class LegacySSEConnection:
 class SSEParameters(HTTPOptions):
     """How to reach an MCP server over the deprecated HTTP+SSE transport (2024-11-05).
 
-    Prefer :class:`~trio_mcp.StreamableHTTPParameters`, which falls back to HTTP+SSE by
-    itself; use this only for a server known to speak nothing else.
+    Prefer [`StreamableHTTPParameters`][trio_mcp.transports.StreamableHTTPParameters], which falls
+    back to HTTP+SSE by itself; use this only for a server known to speak nothing else.
 
     Args:
         url: The SSE endpoint (the URL the event stream is opened at).
         headers: Extra headers sent with every HTTP request.
-        auth: Any :class:`httpx.Auth`.
-        client: An :class:`httpx.AsyncClient` to use; the caller owns (and closes) it.
+        auth: Any `httpx.Auth`.
+        client: An `httpx.AsyncClient` to use; the caller owns (and closes) it.
         timeout: Seconds to connect, to send each POST, and to wait for the ``endpoint``
             event. The event stream itself has no read time limit.
         max_message_size: The largest message accepted from the server, in bytes.
@@ -577,7 +578,7 @@ async def _open_sse(
 
 class SSETransport(Transport):
     """A connection over the deprecated HTTP+SSE transport. Open it with
-    :meth:`SSEParameters.open_transport`.
+    [`SSEParameters.open_transport()`][trio_mcp.transports.SSEParameters.open_transport].
 
     Args:
         url: The URL of the event stream.
@@ -585,8 +586,8 @@ class SSETransport(Transport):
         connection: The connection to speak through.
     """
 
-    #: Servers that speak only HTTP+SSE predate the 2026-07-28 era: never probe them.
     can_probe = False
+    """Servers that speak only HTTP+SSE predate the 2026-07-28 era: never probe them."""
 
     def __init__(self, url: str, core: HTTPCore, connection: LegacySSEConnection) -> None:
         self.modern = False
@@ -608,7 +609,7 @@ class SSETransport(Transport):
 
     @property
     def origin(self) -> str:
-        """The same as :attr:`era_key`."""
+        """The same as [`era_key`][trio_mcp.transports.Transport.era_key]."""
         return self._origin
 
     @property
@@ -661,7 +662,7 @@ class SSETransport(Transport):
         return await self._core.receive()
 
     async def receive_message(self) -> bytes | Envelope:
-        """The next message, as decoded for routing; see :meth:`receive`."""
+        """The next message, as decoded for routing; see `receive()`."""
         return await self._core.receive_message()
 
     def attach_reader(self, dispatch: Callable[[bytes | Envelope], None]) -> None:

@@ -13,8 +13,8 @@
   every step bounded and shielded, so it completes even when the caller is cancelled.
 
 POSIX only: the transport reads and writes the pipes' file descriptors directly (non-blocking
-``os.read``/``os.write`` and :func:`trio.lowlevel.wait_readable`), which trio does not offer
-for pipes on Windows; there, opening it raises :class:`~trio_mcp.TransportError` at once.
+``os.read``/``os.write`` and `trio.lowlevel.wait_readable()`), which trio does not offer
+for pipes on Windows; there, opening it raises [`TransportError`][trio_mcp.TransportError] at once.
 """
 
 from __future__ import annotations
@@ -42,25 +42,24 @@ __all__ = ["DEFAULT_MAX_MESSAGE_SIZE", "StdioParameters", "StdioTransport", "def
 logger = logging.getLogger("trio_mcp.stdio")
 stderr_logger = logging.getLogger("trio_mcp.server_stderr")
 
-#: The default maximum size of one incoming message (64 MiB).
 DEFAULT_MAX_MESSAGE_SIZE = 64 * 1024 * 1024
+"""The default maximum size of one incoming message (64 MiB)."""
 
 _READ_CHUNK = 256 * 1024
 _STDERR_TAIL_LINES = 50
 _STDERR_TAIL_BYTES = 8192
 _STDERR_MAX_LINE = 16384
 
-#: How many lines may wait for the writer task before ``send`` waits (backpressure). The
-#: writer joins everything queued into one write, so the queue only has to absorb what
-#: arrives during one write: 1,024 lines take a burst of 1,000 concurrent requests without
-#: any caller waiting (a 64-line queue made most of them wait and switch tasks: 1,000
-#: concurrent calls ran about 12 % slower), while a server that stops reading stdin holds
-#: at most 1,024 of this client's own messages (plus the pipe's buffer, 64 KiB on Linux)
-#: in this process instead of an ever-growing queue.
 _WRITE_QUEUE_SIZE = 1024
+"""How many lines may wait for the writer task before ``send`` waits (backpressure). The writer
+joins everything queued into one write, so the queue only has to absorb what arrives during one
+write: 1,024 lines take a burst of 1,000 concurrent requests without any caller waiting (a 64-line
+queue made most of them wait and switch tasks: 1,000 concurrent calls ran about 12 % slower), while
+a server that stops reading stdin holds at most 1,024 of this client's own messages (plus the pipe's
+buffer, 64 KiB on Linux) in this process instead of an ever-growing queue."""
 
-#: Seconds to wait for a SIGKILLed process to be reaped before giving up on it.
 _KILL_WAIT = 5.0
+"""Seconds to wait for a SIGKILLed process to be reaped before giving up on it."""
 
 _ENV_KEYS = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR")
 
@@ -86,13 +85,13 @@ class StdioParameters:
 
     Args:
         command: The program and its arguments (an argv list), or a command line string,
-            which is split like a POSIX shell would (:func:`shlex.split`; no shell runs).
-        env: Extra environment variables, added to :func:`default_environment` (or to the
+            which is split like a POSIX shell would (`shlex.split()`; no shell runs).
+        env: Extra environment variables, added to `default_environment()` (or to the
             full parent environment when ``inherit_env`` is true).
         cwd: The working directory of the server.
         inherit_env: Pass the whole parent environment instead of the safe default.
         max_message_size: The largest message accepted from the server, in bytes; a larger
-            one fails the session with :class:`~trio_mcp.MessageTooLargeError`.
+            one fails the session with [`MessageTooLargeError`][trio_mcp.MessageTooLargeError].
         on_stderr: Called with each line the server writes to stderr (decoded, without the
             newline). By default lines go to the ``trio_mcp.server_stderr`` logger at INFO.
         shutdown_timeout: Seconds each graceful shutdown step may take before escalating.
@@ -188,7 +187,8 @@ async def _start_stdio(params: StdioParameters, nursery: trio.Nursery) -> StdioT
 
 
 class StdioTransport(Transport):
-    """A running stdio MCP server process. Created by :class:`StdioParameters`."""
+    """A running stdio MCP server process. Created by
+    [`StdioParameters`][trio_mcp.transports.StdioParameters]."""
 
     def __init__(
         self, process: trio.Process, params: StdioParameters, nursery: trio.Nursery
@@ -346,7 +346,7 @@ class StdioTransport(Transport):
         The writer is idle only when its queue is empty, so whatever the pipe does not take
         is queued for it without waiting (the queue has room), ahead of any later message:
         this never blocks and keeps lines whole and in order. While the writer is busy this
-        returns False, and the session calls :meth:`send`.
+        returns False, and the session calls `send()`.
 
         Args:
             data: The encoded message, without the newline.
@@ -573,7 +573,8 @@ class StdioTransport(Transport):
             stderr_logger.info("%s", line)
 
     def closed_error(self) -> MCPError:
-        """A :class:`ConnectionClosed` with the exit code and the tail of stderr."""
+        """A [`ConnectionClosed`][trio_mcp.ConnectionClosed] with the exit code and the tail of
+        stderr."""
         if self._writer_cancelled and self._process.returncode is None:
             message = (
                 "the stdio transport stopped: the nursery it was opened with was cancelled, "

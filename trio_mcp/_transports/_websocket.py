@@ -8,8 +8,8 @@ are accepted too: their bytes are passed on as they are, for the session to deco
 A connection that breaks (no close frame, or code 1001, 1011, 1012, 1013, 1014) is re-opened
 on the ``reconnect`` schedule and a legacy session's ``initialize`` replayed on it (see
 ``_reconnect.py``). Otherwise, or without ``reconnect``, a close with code 1000 (normal) or
-1001 (going away) is a clean end of stream (:class:`trio.EndOfChannel`); any other close is
-:class:`~trio_mcp.ConnectionClosed`. trio-websocket is imported only when a transport is
+1001 (going away) is a clean end of stream (`trio.EndOfChannel`); any other close is
+[`ConnectionClosed`][trio_mcp.ConnectionClosed]. trio-websocket is imported only when a transport is
 opened.
 
 Callers never write to the socket themselves: ``send`` hands the message to a bounded queue
@@ -65,22 +65,22 @@ logger = logging.getLogger("trio_mcp.websocket")
 
 RequestId: TypeAlias = "int | str"
 
-#: The subprotocol the client asks for.
 SUBPROTOCOL = "mcp"
+"""The subprotocol the client asks for."""
 _CLEAN_CLOSE_CODES = (1000, 1001)
 _MESSAGE_TOO_BIG = 1009
-#: The closes worth reconnecting after: going away (a server shutting down), none received
-#: (a crash, a dropped connection), internal error, service restart, try again later, bad
-#: gateway. Any other (1000: the server ended the session; 1009: a message over our limit;
-#: a policy or protocol violation) ends the connection as before.
 _RECONNECT_CODES = frozenset({1001, 1005, 1006, 1011, 1012, 1013, 1014})
-#: How many messages received before the answer to a replayed ``initialize`` are kept.
+"""The closes worth reconnecting after: going away (a server shutting down), none received (a crash,
+a dropped connection), internal error, service restart, try again later, bad gateway. Any other
+(1000: the server ended the session; 1009: a message over our limit; a policy or protocol violation)
+ends the connection as before."""
 _EARLY_LIMIT = 64
+"""How many messages received before the answer to a replayed ``initialize`` are kept."""
 
-#: How many messages may wait for the writer task before ``send`` waits (backpressure).
-#: The queue only has to absorb what arrives while one message is written; a server that
-#: stops reading holds back at most this many messages (plus the socket buffers).
 _WRITE_QUEUE_SIZE = 64
+"""How many messages may wait for the writer task before ``send`` waits (backpressure). The queue
+only has to absorb what arrives while one message is written; a server that stops reading holds back
+at most this many messages (plus the socket buffers)."""
 
 
 @functools.cache
@@ -100,7 +100,7 @@ class WebSocketParameters:
         headers: Extra headers for the opening handshake (e.g. an API key).
         max_message_size: The largest message accepted from the server, in bytes. A
             larger one makes trio-websocket close the connection (code 1009), which
-            fails the session with :class:`~trio_mcp.ConnectionClosed`.
+            fails the session with [`ConnectionClosed`][trio_mcp.ConnectionClosed].
         timeout: Seconds for the opening and the closing handshakes.
         ssl_context: The TLS settings for ``wss://`` URLs (default: the system's CAs,
             loaded once per process).
@@ -171,7 +171,7 @@ class _ReaderSpawner:
     the server hangs up mid-handshake, so ``wrap_client_stream`` would wait for the timeout
     on an event nobody sets. ``trio_websocket.open_websocket`` has the same quiet wait and,
     in 0.12, leaks the socket of a rejected handshake, which here is closed by
-    :meth:`_Connection.close_stream`. This guard turns both endings into a prompt,
+    `_Connection.close_stream()`. This guard turns both endings into a prompt,
     typed error. It relies on one fact about trio-websocket (checked for 0.12): the only
     thing ``wrap_client_stream`` does with its nursery is ``start_soon`` the reader; were
     that to change, every connection in the tests would fail.
@@ -267,16 +267,17 @@ def _reconnects_after(reason: trio_websocket.CloseReason | None) -> bool:
 
 class WebSocketTransport(Transport):
     """A connection to an MCP server over WebSocket. Open it with
-    :meth:`WebSocketParameters.open_transport`.
+    [`WebSocketParameters.open_transport()`][trio_mcp.transports.WebSocketParameters.open_transport].
 
-    When the connection breaks (see :class:`WebSocketParameters`' ``reconnect``), it
-    reconnects by itself: requests waiting for an answer fail at once with
-    :class:`~trio_mcp.ConnectionClosed`, messages sent meanwhile fail fast with one, and
-    once it is back a legacy session's ``initialize`` and ``notifications/initialized``
-    are replayed (the answer is consumed here) before anything else is sent; then
-    :meth:`~trio_mcp.transports.Transport.renewed` (legacy) or
-    :meth:`~trio_mcp.transports.Transport.notification_gap` (modern, stateless) tells the
-    session.
+    When the connection breaks (see
+    [`WebSocketParameters`][trio_mcp.transports.WebSocketParameters]' ``reconnect``), it reconnects
+    by itself: requests waiting for an answer fail at once with
+    [`ConnectionClosed`][trio_mcp.ConnectionClosed], messages sent meanwhile fail fast with one, and
+    once it is back a legacy session's ``initialize`` and ``notifications/initialized`` are replayed
+    (the answer is consumed here) before anything else is sent; then
+    [`renewed()`][trio_mcp.transports.Transport.renewed] (legacy) or
+    [`notification_gap()`][trio_mcp.transports.Transport.notification_gap] (modern, stateless) tells
+    the session.
     """
 
     # (the session's MessageInfo names each request, for failing it when the link breaks)
@@ -316,7 +317,7 @@ class WebSocketTransport(Transport):
 
     async def connect(self, nursery: trio.Nursery) -> None:
         """Open the connection; its reader and writer tasks run in ``nursery`` until
-        :meth:`aclose`.
+        `aclose()`.
 
         Args:
             nursery: Where the reader and writer tasks (and reconnections) run.
@@ -521,7 +522,7 @@ class WebSocketTransport(Transport):
     async def receive_message(self) -> bytes | Envelope:
         """The next message, decoded once here to see which request it answers.
 
-        See :meth:`receive`.
+        See `receive()`.
         """
         message = await self._next()
         data = message.encode("utf-8") if isinstance(message, str) else message

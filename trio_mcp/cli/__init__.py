@@ -1,20 +1,22 @@
 """``trio-mcp``: explore an MCP server from the command line (``docs/cli.md``).
 
-Usage::
+Usage:
 
-    trio-mcp [options] TARGET                      # the interactive mode (a terminal)
-    trio-mcp [options] TARGET info | tools | resources | templates | prompts | ping
-    trio-mcp [options] TARGET call NAME [key=value | key:=JSON | key=@FILE | JSON | @FILE | @-]...
-    trio-mcp [options] TARGET read URI
-    trio-mcp [options] TARGET prompt NAME [key=value]...
-    trio-mcp auth login | status | logout TARGET
-    trio-mcp servers [--config FILE] [--json]
-    trio-mcp completion bash | zsh | fish
+```text
+trio-mcp [options] TARGET                      # the interactive mode (a terminal)
+trio-mcp [options] TARGET info | tools | resources | templates | prompts | ping
+trio-mcp [options] TARGET call NAME [key=value | key:=JSON | key=@FILE | JSON | @FILE | @-]...
+trio-mcp [options] TARGET read URI
+trio-mcp [options] TARGET prompt NAME [key=value]...
+trio-mcp auth login | status | logout TARGET
+trio-mcp servers [--config FILE] [--json]
+trio-mcp completion bash | zsh | fish
+```
 
 TARGET is a command line (quoted; split like a POSIX shell would), an ``http(s)://`` or
 ``ws(s)://`` URL, or the name of a server in a config file. Exit statuses: 0 success,
 1 tool or server error (an unknown tool too), 2 usage, 3 connection, 4 auth, 5 timeout, 6 protocol,
-130 interrupted. This module imports only :mod:`argparse` until a command runs, so
+130 interrupted. This module imports only `argparse` until a command runs, so
 ``--help`` is fast; the rest needs the ``cli`` extra (``rich``, ``prompt_toolkit``).
 """
 

@@ -51,8 +51,8 @@ from ._wire import WiretapFactory
 
 __all__ = ["App", "Interrupted"]
 
-#: The commands that list things (they take ``--full``).
 _LISTS = frozenset({"tools", "resources", "templates", "prompts"})
+"""The commands that list things (they take ``--full``)."""
 _COMMAND_WORDS = (
     "info",
     "tools",
@@ -210,8 +210,8 @@ class App:
         self._interrupts = 0
         self._cancelled_by_user = False
         self._quit_idle = False
-        #: The interactive mode waits for a command (its prompt, or between two prompts).
         self.idle = False
+        """The interactive mode waits for a command (its prompt, or between two prompts)."""
         self.session: ClientSession | None = None
         self.tools: dict[str, t.Tool] = {}
         self._nursery: trio.Nursery | None = None
@@ -260,7 +260,7 @@ class App:
     async def interruptible(self, operation: Any, *args: Any, **kwargs: Any) -> Any:
         """Run one request under ``--timeout``; Ctrl-C cancels it (the server is told).
 
-        The deadline is this scope's, not the session's, so that :meth:`person_answering`
+        The deadline is this scope's, not the session's, so that `person_answering()`
         can pause it while a person answers the server's question.
 
         Raises:

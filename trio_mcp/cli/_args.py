@@ -6,7 +6,7 @@ one JSON object (``'{"a": 1}'``) and a whole JSON object from a file (``@args.js
 ``@-`` for stdin in one-shot commands).
 
 Schemas are read with their local ``$ref`` (``#/$defs/...``, ``#/definitions/...``)
-inlined first (:func:`inline_refs`), bounded in depth and size so cyclic or exploding
+inlined first (`inline_refs()`), bounded in depth and size so cyclic or exploding
 references end as "any value".
 """
 
@@ -34,8 +34,6 @@ __all__ = [
     "read_arguments",
 ]
 
-#: The command line's options that take a value (the word after them is that value): the
-#: parser and shell completion both skip over it.
 VALUE_OPTIONS = frozenset(
     {
         "--protocol",
@@ -50,6 +48,8 @@ VALUE_OPTIONS = frozenset(
         "--output",
     }
 )
+"""The command line's options that take a value (the word after them is that value): the parser and
+shell completion both skip over it."""
 
 _TYPE_WORDS = {
     "string": "a string",
@@ -110,7 +110,7 @@ class UsageError(Exception):
 class UnknownName(UsageError):
     """The server has no tool (or prompt) of that name (exit status 1, like a server error).
 
-    A subclass of :class:`UsageError` so the interactive mode reports it and goes on; the
+    A subclass of `UsageError` so the interactive mode reports it and goes on; the
     exit status follows the server's answer: the same call sent to the server fails with an
     error answer (status 1), so the check made before sending it must not say otherwise.
     """
@@ -341,11 +341,11 @@ def parse_arguments(items: Sequence[str], schema: Mapping[str, Any] | None) -> d
     Args:
         items: ``key=value``, ``key:=json``, ``key=@file`` words, JSON objects, or
             ``@file`` (a file holding a JSON object; ``@-`` is stdin, read beforehand by
-            :func:`load_argument_files`).
+            `load_argument_files()`).
         schema: The tool's ``inputSchema`` (``None``: unknown; values read as JSON or text).
 
     Returns:
-        The arguments, coerced (not yet checked: see :func:`check_arguments`).
+        The arguments, coerced (not yet checked: see `check_arguments()`).
 
     Raises:
         UsageError: Words have none of the forms, a file cannot be read or holds no JSON

@@ -84,11 +84,13 @@ def classify(exc: BaseException) -> tuple[int, str]:
 
 
 def with_login_hint(exc: Exception, conn: Connection | None, args: argparse.Namespace) -> Exception:
-    """``exc``, or for an HTTP target that needs a login, a :class:`LoginRequiredError` whose
-    message names the command to run (``trio-mcp auth login TARGET``).
+    """``exc``, or for an HTTP target that needs a login, a
+    [`LoginRequiredError`][trio_mcp.auth.LoginRequiredError] whose message names the command to run
+    (``trio-mcp auth login TARGET``).
 
     A bare ``401`` (no token stored at all) and the headless provider's
-    :class:`LoginRequiredError` both become that error (exit status 4, ``auth``).
+    [`LoginRequiredError`][trio_mcp.auth.LoginRequiredError] both become that error (exit status 4,
+    ``auth``).
     """
     if conn is None or conn.kind != "http":
         return exc
@@ -205,7 +207,7 @@ def token_store_path() -> Path:
 async def resolve(
     args: argparse.Namespace, on_stderr: Callable[[str], None] | None, *, quiet: bool = False
 ) -> Connection:
-    """Turn the command line's target and options into a :class:`Connection`.
+    """Turn the command line's target and options into a `Connection`.
 
     ``quiet`` (shell completion): a config entry is looked up without asking anything.
 

@@ -1,6 +1,6 @@
 """Answering the server's requests at the terminal: sampling replies and elicitation forms.
 
-Every question runs prompt_toolkit in a worker thread through :func:`run_prompt`, which never
+Every question runs prompt_toolkit in a worker thread through `run_prompt()`, which never
 abandons it: when the question is cancelled (the server withdrew its request, the user left)
 the prompt is told to end, and the thread is waited for, so the terminal is back in its
 normal mode and nothing is left reading stdin before anything else happens.
@@ -95,11 +95,11 @@ class Terminal:
         self._prompt: Any = None
         self._questions: set[trio.CancelScope] = set()
         self._idle_prompt: trio.CancelScope | None = None
-        #: Entered while a person answers a request; the command line pauses its
-        #: ``--timeout`` there (time spent answering does not count).
         self.answering: Callable[[], contextlib.AbstractContextManager[object]] = (
             contextlib.nullcontext
         )
+        """Entered while a person answers a request; the command line pauses its ``--timeout`` there
+        (time spent answering does not count)."""
 
     @staticmethod
     def _read_plain(message: str, default: str) -> str:  # pragma: no cover - no cli extra
@@ -147,7 +147,7 @@ class Terminal:
     async def _turn(self) -> AsyncGenerator[None]:
         """One request at a time at the terminal, with ``--timeout`` paused meanwhile.
 
-        :meth:`withdraw` ends the turn: the body is cancelled (its prompt ended, the
+        `withdraw()` ends the turn: the body is cancelled (its prompt ended, the
         terminal given back) and the code after the ``async with`` runs.
         """
         if self._idle_prompt is not None:

@@ -35,13 +35,13 @@ except ImportError:  # pragma: no cover - the cli extra is missing: plain output
 
 __all__ = ["ELLIPSIS", "Entry", "Line", "Span", "layout", "one_line", "wrap_text"]
 
-#: One piece of a line: its text and its style (a rich style name, or None).
 Span = tuple[str, str | None]
-#: One printed line.
+"""One piece of a line: its text and its style (a rich style name, or None)."""
 Line = tuple[Span, ...]
+"""One printed line."""
 
-#: Marks text cut short.
 ELLIPSIS = "…"
+"""Marks text cut short."""
 
 _NAME_STYLE = "bold cyan"
 _ARG_STYLE = "cyan"

@@ -1,9 +1,9 @@
 """Printing for people (tables and colour with rich on a terminal) and for scripts (``--json``).
 
-Every line for a person goes through :class:`Output`, and :class:`Output` passes every string
-through :func:`trio_mcp.for_terminal` and never lets rich parse markup: the CLI's own words
-hold no control character, so neutralising the whole line costs nothing and no server text
-can slip past. ``--json`` documents are written exactly as they are.
+Every line for a person goes through `Output`, and `Output` passes every string
+through [`trio_mcp.for_terminal()`][trio_mcp.for_terminal] and never lets rich parse markup: the
+CLI's own words hold no control character, so neutralising the whole line costs nothing and no
+server text can slip past. ``--json`` documents are written exactly as they are.
 """
 
 from __future__ import annotations

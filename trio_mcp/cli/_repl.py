@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 
 __all__ = ["COMMANDS", "RECONNECT", "Host", "Repl"]
 
-#: What :meth:`Repl.run` returns when the user asks for a new connection.
 RECONNECT = -1
+"""What `Repl.run()` returns when the user asks for a new connection."""
 
 COMMANDS = {
     "tools": "tools [--full]: list the tools (--full: descriptions whole)",
@@ -57,12 +57,12 @@ def history_path() -> Path:
 class Host(Protocol):
     """What the interactive mode uses of the run it belongs to (``cli._app.App``).
 
-    A protocol, so that the dependency points one way: ``_app`` starts a :class:`Repl`
+    A protocol, so that the dependency points one way: ``_app`` starts a `Repl`
     and ``_repl`` knows only this much of it.
     """
 
-    #: The interactive mode waits for a command (its prompt, or between two prompts).
     idle: bool
+    """The interactive mode waits for a command (its prompt, or between two prompts)."""
 
     @property
     def args(self) -> argparse.Namespace:
@@ -125,10 +125,10 @@ class Repl:
         self.cancelled = False
         self.gone = False  # the connection died: only reconnect, help and exit work
         self.reconnect = False
-        #: The lists the server said changed since they were last fetched.
         self.stale: set[str] = set()
-        #: The banner has been shown (notices before it are not printed).
+        """The lists the server said changed since they were last fetched."""
         self.ready = False
+        """The banner has been shown (notices before it are not printed)."""
 
     def _notify(self, text: str) -> None:
         self.app.out.note(text, "cyan")
@@ -170,7 +170,7 @@ class Repl:
 
         Returns:
             The exit status: 0, or 3 when the connection died and the user left without
-            reconnecting; :data:`RECONNECT` when the user typed ``reconnect``.
+            reconnecting; `RECONNECT` when the user typed ``reconnect``.
         """
         from prompt_toolkit import PromptSession
         from prompt_toolkit.history import FileHistory, InMemoryHistory

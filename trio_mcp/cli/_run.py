@@ -19,9 +19,9 @@ __all__ = ["run"]
 
 _EXPECTED = (MCPError, UsageError, Interrupted, trio.TooSlowError, OSError)
 
-#: The status of a command whose reader went away (``| head``): what a shell reports for
-#: a program ended by SIGPIPE (128 + 13), as ``cat`` or ``grep`` would give.
 EXIT_PIPE_CLOSED = 141
+"""The status of a command whose reader went away (``| head``): what a shell reports for a program
+ended by SIGPIPE (128 + 13), as ``cat`` or ``grep`` would give."""
 
 
 class _SafeFormatter(logging.Formatter):

@@ -5,7 +5,8 @@ A config file in the folder you stand in belongs to whoever wrote the project (a
 repository, a downloaded archive): a name there must not silently run a command. The first
 run of each project entry, and every run after the entry changed, shows what would run and
 asks (on a terminal), or needs ``--yes``; approvals are kept by the library's consent store
-(:class:`trio_mcp.config.FileConsentStore`, pinned to the entry's fingerprint).
+([`trio_mcp.config.FileConsentStore`][trio_mcp.config.FileConsentStore], pinned to the entry's
+fingerprint).
 """
 
 from __future__ import annotations
@@ -36,8 +37,6 @@ __all__ = [
     "servers_parser",
 ]
 
-#: Config files looked at for a named target when ``--config`` is not given, in order, and
-#: what they are: ``project`` (the current folder's) or ``user`` (the home folder's).
 USUAL_CONFIGS: tuple[tuple[str, str], ...] = (
     (".mcp.json", "project"),
     (".cursor/mcp.json", "project"),
@@ -47,6 +46,8 @@ USUAL_CONFIGS: tuple[tuple[str, str], ...] = (
     ("~/Library/Application Support/Claude/claude_desktop_config.json", "user"),
     ("~/.codeium/windsurf/mcp_config.json", "user"),
 )
+"""Config files looked at for a named target when ``--config`` is not given, in order, and what they
+are: ``project`` (the current folder's) or ``user`` (the home folder's)."""
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ if TYPE_CHECKING:
 
 __all__ = ["WireLog", "WiretapFactory"]
 
-#: Called with ``(seconds since start, direction, message bytes)``; direction ``">"`` or ``"<"``.
 WireSink = Callable[[float, str, bytes], None]
+"""Called with ``(seconds since start, direction, message bytes)``; direction ``">"`` or ``"<"``."""
 
 
 class WireLog(Transport):
@@ -103,7 +103,7 @@ class WireLog(Transport):
 
 
 class WiretapFactory:
-    """Open the inner factory's transport and wrap it in a :class:`WireLog`."""
+    """Open the inner factory's transport and wrap it in a `WireLog`."""
 
     def __init__(self, inner: TransportFactory | Transport, sink: WireSink) -> None:
         self._inner = inner

@@ -1,24 +1,26 @@
 """A scriptable in-process MCP server for testing MCP clients (both protocol eras).
 
-:class:`MockServer` is to trio_mcp what ``httpx.MockTransport`` is to httpx: register tools,
-resources and prompts, connect a session to it in memory (it is a transport factory), script
-notifications, crashes and era-probe answers, and inspect what the client sent::
+[`MockServer`][trio_mcp.testing.MockServer] is to trio_mcp what ``httpx.MockTransport`` is to httpx:
+register tools, resources and prompts, connect a session to it in memory (it is a transport
+factory), script notifications, crashes and era-probe answers, and inspect what the client sent:
 
-    from trio_mcp.testing import MockServer, ToolContext
+```python
+from trio_mcp.testing import MockServer, ToolContext
 
-    server = MockServer(eras="both")
+server = MockServer(eras="both")
 
-    @server.tool(description="Echo the text back")
-    async def echo(ctx: ToolContext, text: str) -> str:
-        await ctx.progress(1, 1)
-        return text
+@server.tool(description="Echo the text back")
+async def echo(ctx: ToolContext, text: str) -> str:
+    await ctx.progress(1, 1)
+    return text
 
-    async with trio.open_nursery() as nursery:
-        async with trio_mcp.open_mcp_session(nursery, server) as session:
-            result = await session.call_tool("echo", {"text": "hi"})
+async with trio.open_nursery() as nursery:
+    async with trio_mcp.open_mcp_session(nursery, server) as session:
+        result = await session.call_tool("echo", {"text": "hi"})
+```
 
-``python -m trio_mcp.testing [--era both|legacy|modern]`` serves :func:`demo_server` over
-stdio, for subprocess tests.
+``python -m trio_mcp.testing [--era both|legacy|modern]`` serves
+[`demo_server()`][trio_mcp.testing.demo_server] over stdio, for subprocess tests.
 """
 
 from .._exceptions import CassetteError as CassetteError

@@ -1,27 +1,29 @@
 """The cassette file: its format, writing it, and loading it with every line checked.
 
-A :class:`~trio_mcp.testing.Recorder` (``_recorder``) records a real MCP session to a
-cassette; a :class:`~trio_mcp.testing.ReplayServer` (``_replay``) plays it back on trio's
+A [`Recorder`][trio_mcp.testing.Recorder] (``_recorder``) records a real MCP session to a
+cassette; a [`ReplayServer`][trio_mcp.testing.ReplayServer] (``_replay``) plays it back on trio's
 (virtual) clock. A cassette is a JSON Lines file: a header line, then one line per message
-with the time it was seen (seconds since the connection opened) and its direction::
+with the time it was seen (seconds since the connection opened) and its direction:
 
-    {"cassette": "trio_mcp", "version": 1, "target": {"command": ["python", "server.py"]}}
-    {"t": 0.000112, "from": "client", "message": {"jsonrpc": "2.0", "id": 1, ...}}
-    {"t": 0.041250, "from": "server", "message": {"jsonrpc": "2.0", "id": 1, ...}}
-    {"t": 0.052007, "from": "server", "end": true, "exit_code": 1, "stderr_tail": "..."}
+```text
+{"cassette": "trio_mcp", "version": 1, "target": {"command": ["python", "server.py"]}}
+{"t": 0.000112, "from": "client", "message": {"jsonrpc": "2.0", "id": 1, ...}}
+{"t": 0.041250, "from": "server", "message": {"jsonrpc": "2.0", "id": 1, ...}}
+{"t": 0.052007, "from": "server", "end": true, "exit_code": 1, "stderr_tail": "..."}
+```
 
 Secrets are scrubbed when the cassette is written (``_scrub``), by one rule used for every line it
 writes (header, messages, raw lines, stderr): a name is secret when it looks like one
-(:func:`is_secret_name`: ``token``, ``apiKey``, ``Authorization``, ``AWS_SECRET_ACCESS_KEY``,
-``PGPASSWORD``...; not ``progressToken`` or ``maxTokens``); values under secret names, the
-userinfo of URLs (``https://user:pass@host``), bearer credentials, ``name=value`` pairs with
-a secret name, the values of secret-named environment variables (this process's and the
+([`is_secret_name()`][trio_mcp.testing.is_secret_name]: ``token``, ``apiKey``, ``Authorization``,
+``AWS_SECRET_ACCESS_KEY``, ``PGPASSWORD``...; not ``progressToken`` or ``maxTokens``); values under
+secret names, the userinfo of URLs (``https://user:pass@host``), bearer credentials, ``name=value``
+pairs with a secret name, the values of secret-named environment variables (this process's and the
 ``env=`` given to the recorded server) and any ``secrets=`` you name become
 ``"[REDACTED]"``. Of the recorded server's ``env=`` and ``headers=`` only the names are
 written. Replay treats ``"[REDACTED]"`` as matching any value (in linear time).
 
 A cassette that does not load (truncated, edited by hand) raises
-:class:`~trio_mcp.testing.CassetteError` naming the file and line.
+[`CassetteError`][trio_mcp.testing.CassetteError] naming the file and line.
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ def load_cassette(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list[di
     Raises:
         CassetteError: The file is not a trio_mcp cassette, or a line of it is malformed
             (not JSON, not an object, a missing or mistyped field); the error names the
-            file and the line. It is also a :class:`ValueError`.
+            file and the line. It is also a `ValueError`.
         OSError: The file cannot be read.
     """
     header, events, _ = load(path)

@@ -1,9 +1,9 @@
 """The transport contract as a callable check: the suite trio_mcp runs over its own transports.
 
 ``await check_transport(opener)`` drives real sessions over a transport and fails with
-:class:`TransportContractError` naming the rule broken. trio_mcp's own
-``tests/test_transport_contract.py`` runs it over memory, stdio, WebSocket and the HTTP
-transports; run it over yours.
+[`TransportContractError`][trio_mcp.testing.TransportContractError] naming the rule broken.
+trio_mcp's own ``tests/test_transport_contract.py`` runs it over memory, stdio, WebSocket and the
+HTTP transports; run it over yours.
 """
 
 from __future__ import annotations
@@ -23,16 +23,16 @@ from ._server import MockServer
 __all__ = ["CHECKS", "Check", "Kill", "Opener", "TransportContractError", "check_transport"]
 
 Check = Literal["messages", "server_gone", "close"]
-#: Every check, in the order :func:`check_transport` runs them.
 CHECKS: tuple[Check, ...] = ("messages", "server_gone", "close")
+"""Every check, in the order [`check_transport()`][trio_mcp.testing.check_transport] runs them."""
 
-#: Makes the server side go away abruptly (kill the process, drop the socket), given the
-#: session connected to it.
 Kill = Callable[[ClientSession], Awaitable[None]]
-#: Opens a server reachable through your transport and yields ``(target, kill)``: ``target``
-#: is anything ``open_mcp_session`` takes (your transport factory), whose server has an
-#: ``echo(text)`` tool; the :class:`MockServer` passed in has one, serve it if you can.
+"""Makes the server side go away abruptly (kill the process, drop the socket), given the session
+connected to it."""
 Opener = Callable[[MockServer], AbstractAsyncContextManager[tuple[Any, Kill]]]
+"""Opens a server reachable through your transport and yields ``(target, kill)``: ``target`` is
+anything ``open_mcp_session`` takes (your transport factory), whose server has an ``echo(text)``
+tool; the [`MockServer`][trio_mcp.testing.MockServer] passed in has one, serve it if you can."""
 
 
 class TransportContractError(AssertionError):
@@ -40,7 +40,7 @@ class TransportContractError(AssertionError):
 
 
 def echo_server() -> MockServer:
-    """A :class:`MockServer` with the ``echo(text)`` tool the checks call.
+    """A [`MockServer`][trio_mcp.testing.MockServer] with the ``echo(text)`` tool the checks call.
 
     Returns:
         A fresh server.
@@ -68,15 +68,15 @@ async def check_transport(
     * ``"messages"``: 50 concurrent tool calls, messages of up to 5 kB, each answer whole
       and to the right caller;
     * ``"server_gone"``: after ``kill``, a request fails with a
-      :class:`~trio_mcp.TransportError` (never hangs);
+      [`TransportError`][trio_mcp.TransportError] (never hangs);
     * ``"close"``: closing is idempotent and completes when cancelled, and a closed session
-      and transport raise :class:`trio.ClosedResourceError`.
+      and transport raise `trio.ClosedResourceError`.
 
     Bounds are in the current clock's seconds: with a real process or socket, run it on
     real time (no ``autojump_clock``).
 
     Args:
-        opener: Opens a server behind your transport (see :data:`Opener`).
+        opener: Opens a server behind your transport (see `Opener`).
         checks: Which checks to run.
         timeout: A bound on each check, so a broken transport fails instead of hanging.
 

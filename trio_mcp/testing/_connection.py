@@ -1,4 +1,4 @@
-"""One client connection to a :class:`~trio_mcp.testing.MockServer`: both protocol eras.
+"""One client connection to a [`MockServer`][trio_mcp.testing.MockServer]: both protocol eras.
 
 The engine reads whole JSON-RPC messages from a server stream and answers them:
 
@@ -66,7 +66,6 @@ from ._wire import (
 __all__ = ["Connection", "serve_connection"]
 
 
-#: Results that carry ``ttlMs``/``cacheScope`` in the modern era.
 CACHEABLE_METHODS = frozenset(
     {
         "server/discover",
@@ -77,6 +76,7 @@ CACHEABLE_METHODS = frozenset(
         "resources/read",
     }
 )
+"""Results that carry ``ttlMs``/``cacheScope`` in the modern era."""
 _HANDLER_METHODS = frozenset({"tools/call", "prompts/get", "resources/read", "completion/complete"})
 _MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 _LEGACY_METHODS = frozenset(
@@ -131,18 +131,19 @@ async def serve_connection(server: MockServerBase, stream: ServerStream) -> None
 
 
 class Connection:
-    """The protocol engine for one connection (one stream) of a :class:`MockServer`."""
+    """The protocol engine for one connection (one stream) of a
+    [`MockServer`][trio_mcp.testing.MockServer]."""
 
     def __init__(self, server: MockServerBase, state: ServerState, stream: ServerStream) -> None:
         self.server = server
         self.state = state
         self.stream = stream
-        #: Set by ``initialize``: the rest of the connection is served in the legacy era.
         self.legacy: bool = False
+        """Set by ``initialize``: the rest of the connection is served in the legacy era."""
         self.log_level: str | None = None
         self.resource_subscriptions: set[str] = set()
-        #: Active ``subscriptions/listen`` streams: listen request id -> honoured filter.
         self.subscriptions: dict[RequestId, JSONDict] = {}
+        """Active ``subscriptions/listen`` streams: listen request id -> honoured filter."""
         self.inflight: dict[RequestId, trio.CancelScope] = {}
         self.pending: dict[RequestId, _Pending] = {}
         self.crashed: bool = False

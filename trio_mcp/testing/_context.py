@@ -1,11 +1,12 @@
-"""What a scripted handler gets: :class:`ToolContext`, in both protocol eras.
+"""What a scripted handler gets: [`ToolContext`][trio_mcp.testing.ToolContext], in both protocol
+eras.
 
 One job: the handler's view of the request it serves (id, params, ``_meta``, era, task,
 cancellation) and what it may do meanwhile: progress, log, and ask the client for input
 (sampling, elicitation, roots). In the legacy era an input is a real server-to-client
 request; in the modern era it follows the multi round-trip pattern of ``_mrtr``; for a
 task it moves the task to ``input_required``. The connection it talks through is any
-:class:`Link` (the engine's ``Connection`` is the one).
+`Link` (the engine's ``Connection`` is the one).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ __all__ = ["Link", "ToolContext"]
 
 
 class Link(Protocol):
-    """What a :class:`ToolContext` needs of the connection it serves."""
+    """What a [`ToolContext`][trio_mcp.testing.ToolContext] needs of the connection it serves."""
 
     @property
     def server(self) -> MockServerBase:
@@ -62,15 +63,17 @@ class Link(Protocol):
 class ToolContext:
     """What a tool (or prompt, resource template) handler can do while it runs.
 
-    Passed as the first argument to every handler. In the legacy era, :meth:`sample`,
-    :meth:`elicit` and :meth:`list_roots` send real JSON-RPC requests to the client and wait
-    for its answer. In the modern era they follow the multi round-trip pattern: the handler
-    is **re-executed from the start** on every round; when it asks for an input whose key
+    Passed as the first argument to every handler. In the legacy era,
+    [`sample()`][trio_mcp.testing.ToolContext.sample],
+    [`elicit()`][trio_mcp.testing.ToolContext.elicit] and
+    [`list_roots()`][trio_mcp.testing.ToolContext.list_roots] send real JSON-RPC requests to the
+    client and wait for its answer. In the modern era they follow the multi round-trip pattern: the
+    handler is **re-executed from the start** on every round; when it asks for an input whose key
     (``"input-1"``, ``"input-2"``, ... in call order) is missing from the request's
-    ``inputResponses``, the handler is unwound and the server answers with an
-    ``input_required`` result instead.
+    ``inputResponses``, the handler is unwound and the server answers with an ``input_required``
+    result instead.
 
-    A handler is cancelled (:class:`trio.Cancelled`) when the client sends
+    A handler is cancelled (`trio.Cancelled`) when the client sends
     ``notifications/cancelled`` for its request; no response is sent then.
     """
 
@@ -127,7 +130,8 @@ class ToolContext:
 
     @property
     def server(self) -> MockServerBase:
-        """The server this request was sent to (the :class:`MockServer` itself)."""
+        """The server this request was sent to (the [`MockServer`][trio_mcp.testing.MockServer]
+        itself)."""
         return self._connection.server
 
     @property
@@ -240,7 +244,8 @@ class ToolContext:
 
         Args:
             params: The ``ElicitRequest`` params.
-            key: Modern era: the ``inputRequests`` key (see :meth:`sample`).
+            key: Modern era: the ``inputRequests`` key (see
+                [`sample()`][trio_mcp.testing.ToolContext.sample]).
 
         Returns:
             The client's ``ElicitResult``, decoded.
@@ -254,7 +259,8 @@ class ToolContext:
         """Ask the client for its roots (``roots/list``).
 
         Args:
-            key: Modern era: the ``inputRequests`` key (see :meth:`sample`).
+            key: Modern era: the ``inputRequests`` key (see
+                [`sample()`][trio_mcp.testing.ToolContext.sample]).
 
         Returns:
             The client's ``ListRootsResult``, decoded.

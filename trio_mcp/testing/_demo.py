@@ -27,7 +27,7 @@ def demo_server(eras: Eras = "both") -> MockServer:
         eras: Which protocol eras to serve: ``"both"``, ``"legacy"`` or ``"modern"``.
 
     Returns:
-        A fresh :class:`MockServer`.
+        A fresh [`MockServer`][trio_mcp.testing.MockServer].
     """
     server = MockServer(
         name="trio-mcp-demo",

@@ -1,10 +1,11 @@
 """Fault injection: what goes wrong between a client and its server, scripted.
 
-:class:`Faults` holds the rules (``server.faults.drop("tools/call")``...); :class:`FaultyStream`
-applies them to one server stream: the responses it sends, the requests it receives, its
-message counts. The client end of a faulty in-memory connection (:class:`MockClientTransport`)
-reports a scripted crash the way the stdio transport reports a dead process: end of stream,
-then a :class:`~trio_mcp.ConnectionClosed` carrying the exit code and the tail of stderr.
+[`Faults`][trio_mcp.testing.Faults] holds the rules (``server.faults.drop("tools/call")``...);
+[`FaultyStream`][trio_mcp.testing.FaultyStream] applies them to one server stream: the responses it
+sends, the requests it receives, its message counts. The client end of a faulty in-memory connection
+([`MockClientTransport`][trio_mcp.testing.MockClientTransport]) reports a scripted crash the way the
+stdio transport reports a dead process: end of stream, then a
+[`ConnectionClosed`][trio_mcp.ConnectionClosed] carrying the exit code and the tail of stderr.
 """
 
 from __future__ import annotations
@@ -29,16 +30,16 @@ __all__ = [
     "MockClientTransport",
 ]
 
-#: Matches the request a fault applies to: a method name, a predicate on the decoded request,
-#: or ``None`` for any request.
 Match = str | Callable[[dict[str, Any]], bool] | None
+"""Matches the request a fault applies to: a method name, a predicate on the decoded request, or
+``None`` for any request."""
 
-#: The stderr an injected crash shows by default: what a Python server dying would print.
 DEFAULT_CRASH_STDERR = (
     "Traceback (most recent call last):\n"
     '  File "server.py", line 1, in <module>\n'
     "RuntimeError: injected crash"
 )
+"""The stderr an injected crash shows by default: what a Python server dying would print."""
 
 _Kind = Literal["delay", "drop", "duplicate", "error", "garbage", "truncate", "crash", "stall"]
 _decoder = msgspec.json.Decoder()
@@ -75,7 +76,8 @@ class _Rule:
 
 
 class Faults:
-    """The faults a :class:`MockServer` (or any server stream) injects, set up front or live.
+    """The faults a [`MockServer`][trio_mcp.testing.MockServer] (or any server stream) injects, set
+    up front or live.
 
     Every response fault applies to the response to a matching request: ``match`` is a method
     name (``"tools/call"``), a predicate on the decoded request (``lambda r:
@@ -85,11 +87,13 @@ class Faults:
     requests it hits (``None``: all of them); the first rule that matches wins. Faults apply
     to every connection of the server, including connections already open.
 
-    Example::
+    For example:
 
-        server.faults.delay("tools/call", 30)      # the answer comes 30 s later
-        server.faults.drop("resources/read")       # never answered
-        server.faults.crash("tools/call", exit_code=2, stderr="Segmentation fault")
+    ```python
+    server.faults.delay("tools/call", 30)      # the answer comes 30 s later
+    server.faults.drop("resources/read")       # never answered
+    server.faults.crash("tools/call", exit_code=2, stderr="Segmentation fault")
+    ```
     """
 
     def __init__(self) -> None:
@@ -112,7 +116,7 @@ class Faults:
         Other messages overtake it, as they would on a slow server.
 
         Args:
-            match: Which requests (see :class:`Faults`).
+            match: Which requests (see [`Faults`][trio_mcp.testing.Faults]).
             seconds: The extra delay.
             times: How many matching requests (``None``: all).
         """
@@ -122,7 +126,7 @@ class Faults:
         """Never send the response to a matching request.
 
         Args:
-            match: Which requests (see :class:`Faults`).
+            match: Which requests (see [`Faults`][trio_mcp.testing.Faults]).
             times: How many matching requests (``None``: all).
         """
         self._add(_Rule("drop", match, times))
@@ -131,7 +135,7 @@ class Faults:
         """Send the response to a matching request twice.
 
         Args:
-            match: Which requests (see :class:`Faults`).
+            match: Which requests (see [`Faults`][trio_mcp.testing.Faults]).
             times: How many matching requests (``None``: all).
         """
         self._add(_Rule("duplicate", match, times))
@@ -148,7 +152,7 @@ class Faults:
         """Answer a matching request with a JSON-RPC error instead of its result.
 
         Args:
-            match: Which requests (see :class:`Faults`).
+            match: Which requests (see [`Faults`][trio_mcp.testing.Faults]).
             code: The error code.
             message: The error message.
             data: The optional ``data`` member.
@@ -165,7 +169,7 @@ class Faults:
         """Send ``data`` (not a JSON-RPC message) instead of the response to a matching request.
 
         Args:
-            match: Which requests (see :class:`Faults`).
+            match: Which requests (see [`Faults`][trio_mcp.testing.Faults]).
             data: The bytes sent in the response's place.
             times: How many matching requests (``None``: all).
         """
@@ -175,7 +179,7 @@ class Faults:
         """Send only the first half of the response to a matching request.
 
         Args:
-            match: Which requests (see :class:`Faults`).
+            match: Which requests (see [`Faults`][trio_mcp.testing.Faults]).
             times: How many matching requests (``None``: all).
         """
         self._add(_Rule("truncate", match, times))
@@ -190,12 +194,12 @@ class Faults:
     ) -> None:
         """Crash the connection when a matching request arrives, before it is served.
 
-        The client sees end of stream, then :class:`~trio_mcp.ConnectionClosed` with
+        The client sees end of stream, then [`ConnectionClosed`][trio_mcp.ConnectionClosed] with
         ``exit_code`` and ``stderr_tail``, as a dead stdio server process shows them. For a
-        crash right now, call :meth:`MockServer.crash`.
+        crash right now, call [`MockServer.crash()`][trio_mcp.testing.MockServer.crash].
 
         Args:
-            match: Which requests (see :class:`Faults`).
+            match: Which requests (see [`Faults`][trio_mcp.testing.Faults]).
             exit_code: The exit code the client is told (``None``: unknown).
             stderr: The server's last stderr output.
             times: How many matching requests (``None``: all).
@@ -205,18 +209,20 @@ class Faults:
     def stall(self, match: Match = None, *, times: int | None = 1) -> None:
         """Stall the server's output from the response to a matching request on.
 
-        Nothing more reaches the client (requests are still read) until :meth:`release`,
-        like a server blocked on a full pipe or a half-open socket. ``stall(None)`` stalls at
-        the next response; :meth:`stall_now` stalls at once.
+        Nothing more reaches the client (requests are still read) until
+        [`release()`][trio_mcp.testing.Faults.release], like a server blocked on a full pipe or a
+        half-open socket. ``stall(None)`` stalls at the next response;
+        [`stall_now()`][trio_mcp.testing.Faults.stall_now] stalls at once.
 
         Args:
-            match: Which requests (see :class:`Faults`).
+            match: Which requests (see [`Faults`][trio_mcp.testing.Faults]).
             times: How many matching requests (``None``: all).
         """
         self._add(_Rule("stall", match, times))
 
     def stall_now(self) -> None:
-        """Stall the server's output at once, until :meth:`release`."""
+        """Stall the server's output at once, until
+        [`release()`][trio_mcp.testing.Faults.release]."""
         self._stalled = True
 
     def release(self) -> None:
@@ -292,17 +298,19 @@ class _Exit:
 
 
 class FaultyStream:
-    """A server stream that applies a :class:`Faults` to what flows through it.
+    """A server stream that applies a [`Faults`][trio_mcp.testing.Faults] to what flows through it.
 
     Wrap any server stream (memory, WebSocket, your own) and serve it with
-    :meth:`MockServer.serve`. Delayed responses are sent from tasks in ``nursery``.
+    [`MockServer.serve()`][trio_mcp.testing.MockServer.serve]. Delayed responses are sent from tasks
+    in ``nursery``.
     """
 
     def __init__(self, stream: _StreamLike, faults: Faults, nursery: trio.Nursery) -> None:
         """Wrap ``stream``.
 
         Args:
-            stream: The server end to wrap; closed by :meth:`aclose`.
+            stream: The server end to wrap; closed by
+                [`aclose()`][trio_mcp.testing.FaultyStream.aclose].
             faults: The rules to apply (read live).
             nursery: Where delayed responses wait.
         """
@@ -419,9 +427,9 @@ def _decode(data: bytes) -> dict[str, Any] | None:
 
 
 class MockClientTransport(MemoryTransport):
-    """The client end of a :class:`MockServer` connection.
+    """The client end of a [`MockServer`][trio_mcp.testing.MockServer] connection.
 
-    A :class:`MemoryTransport` that, after a crash, describes the end of the connection the
+    A `MemoryTransport` that, after a crash, describes the end of the connection the
     way the stdio transport describes a dead server process (exit code, stderr tail).
     """
 
@@ -442,7 +450,7 @@ class MockClientTransport(MemoryTransport):
         self._exit = exit
 
     async def send(self, data: bytes, info: MessageInfo | None = None) -> None:
-        """Hand one message to the server end (see :meth:`MemoryTransport.send`).
+        """Hand one message to the server end (see `MemoryTransport.send()`).
 
         Args:
             data: The encoded message.
@@ -460,7 +468,8 @@ class MockClientTransport(MemoryTransport):
             raise self.closed_error() from exc
 
     def closed_error(self) -> MCPError:
-        """A :class:`ConnectionClosed`, with the exit code and stderr after a crash."""
+        """A [`ConnectionClosed`][trio_mcp.ConnectionClosed], with the exit code and stderr after a
+        crash."""
         if not self._exit.crashed:
             return super().closed_error()
         return ConnectionClosed(

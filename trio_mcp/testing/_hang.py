@@ -1,15 +1,15 @@
 """A test that would hang on an autojump clock fails at once, saying what each task waits on.
 
-trio's :class:`~trio.testing.MockClock` with ``autojump_threshold=0`` jumps to the next
+trio's `MockClock` with ``autojump_threshold=0`` jumps to the next
 deadline whenever every task waits. When every task waits and *no* deadline is pending
 (a lock never released, an event never set, a reply that never comes), there is nothing to
-jump to: the run loop spins a CPU core for ever. :class:`HangDetector`, a trio instrument
+jump to: the run loop spins a CPU core for ever. `HangDetector`, a trio instrument
 the plugin adds to every run on its ``mcp_clock`` (through pytest-trio's ``run=``, see
-:func:`run_detecting_hangs`), notices that state (no task runnable, no deadline, no task
+`run_detecting_hangs()`), notices that state (no task runnable, no deadline, no task
 waiting for I/O, nothing queued from another thread) lasting
-:attr:`~HangDetector.hang_grace` seconds of real time (a thread or another process may
-still wake a task meanwhile), writes :func:`describe_waits` into
-:attr:`~HangDetector.hang_report`, and cancels the main task, so the test fails and the
+`hang_grace` seconds of real time (a thread or another process may
+still wake a task meanwhile), writes `describe_waits()` into
+`hang_report`, and cancels the main task, so the test fails and the
 plugin shows the report. Should the test's own clean-up hang too, every nursery is
 cancelled; then the clock stops jumping (no more spinning) and the report goes to stderr.
 """
@@ -40,8 +40,8 @@ __all__ = [
 
 _TRIO_DIR = os.path.dirname(trio.__file__)
 _OUR_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # trio_mcp/
-#: The frames of a task that waits for its nursery's children.
 _NURSERY_EXIT = frozenset({"_nested_child_finished", "__aexit__"})
+"""The frames of a task that waits for its nursery's children."""
 _PYTEST_TRIO_DIR = os.path.join(os.path.dirname(_TRIO_DIR), "pytest_trio")
 _HEADER = (
     "trio_mcp: this test would hang for ever: every task waits, no deadline is pending and no "
@@ -62,10 +62,10 @@ class HangDetector(trio.abc.Instrument):
     """
 
     def __init__(self, *, hang_grace: float = 0.5) -> None:
-        #: Real seconds the hopeless state must last (a thread may still finish meanwhile).
         self.hang_grace = hang_grace
-        #: What each task waited on, once a hang was detected (None until then).
+        """Real seconds the hopeless state must last (a thread may still finish meanwhile)."""
         self.hang_report: str | None = None
+        """What each task waited on, once a hang was detected (None until then)."""
         self._idle_since: float | None = None
         self._cancels = 0
 
@@ -118,7 +118,7 @@ def run_detecting_hangs(
     instruments: Sequence[trio.abc.Instrument] = (),
     **options: Any,
 ) -> object:
-    """``trio.run``, plus a :class:`HangDetector` when ``clock`` is the plugin's ``mcp_clock``.
+    """``trio.run``, plus a `HangDetector` when ``clock`` is the plugin's ``mcp_clock``.
 
     The plugin makes this the ``run`` of every trio test that requests ``mcp_clock``.
     """
@@ -133,10 +133,10 @@ def run_detecting_hangs(
             del _DETECTORS[id(clock)]
 
 
-#: The clocks the plugin's mcp_clock fixture made (MockClock is final: no attribute of ours).
 _MCP_CLOCKS: weakref.WeakSet[trio.testing.MockClock] = weakref.WeakSet()
-#: The detector of each such clock's run that found a hang, by the clock's id.
+"""The clocks the plugin's mcp_clock fixture made (MockClock is final: no attribute of ours)."""
 _DETECTORS: dict[int, HangDetector] = {}
+"""The detector of each such clock's run that found a hang, by the clock's id."""
 
 
 def mcp_clock_made(clock: trio.testing.MockClock) -> trio.testing.MockClock:

@@ -1,18 +1,21 @@
-"""Serve a :class:`MockServer` over Streamable HTTP in-process, through ``httpx.MockTransport``.
+"""Serve a [`MockServer`][trio_mcp.testing.MockServer] over Streamable HTTP in-process, through
+``httpx.MockTransport``.
 
-:class:`MockHTTPServer` answers the HTTP requests of trio_mcp's real
-:class:`~trio_mcp.StreamableHTTPTransport` (or any httpx code of yours) without a socket: a
+[`MockHTTPServer`][trio_mcp.testing.MockHTTPServer] answers the HTTP requests of trio_mcp's real
+`StreamableHTTPTransport` (or any httpx code of yours) without a socket: a
 legacy session gets an ``Mcp-Session-Id`` at ``initialize``, a GET stream for
 server-initiated messages and ends with DELETE; modern requests are stateless POSTs. Each
 request is answered with a Server-Sent Events stream (or a JSON body, ``json_responses=True``)
 carrying the messages sent on its behalf and then its response. The server's
-:class:`~trio_mcp.testing.Faults` apply as they do in memory, plus the HTTP-only ones:
-:meth:`Faults.expire_session` (the next request naming the session gets ``404``) and a crash,
-after which the "process" is down (every request fails to connect) until :meth:`restart`.
-:meth:`MockHTTPServer.stop` takes it down at once (open streams break), and
-:meth:`MockHTTPServer.restart` brings it back with every session forgotten, answering a
-stale session id with ``404`` (the spec) or ``400`` and the TypeScript SDK's body, as many
-real servers do: the client's recovery can be tested on virtual time.
+[`Faults`][trio_mcp.testing.Faults] apply as they do in memory, plus the HTTP-only ones:
+[`Faults.expire_session()`][trio_mcp.testing.Faults.expire_session] (the next request naming the
+session gets ``404``) and a crash, after which the "process" is down (every request fails to
+connect) until [`restart()`][trio_mcp.testing.MockHTTPServer.restart].
+[`MockHTTPServer.stop()`][trio_mcp.testing.MockHTTPServer.stop] takes it down at once (open streams
+break), and [`MockHTTPServer.restart()`][trio_mcp.testing.MockHTTPServer.restart] brings it back
+with every session forgotten, answering a stale session id with ``404`` (the spec) or ``400`` and
+the TypeScript SDK's body, as many real servers do: the client's recovery can be tested on virtual
+time.
 """
 
 from __future__ import annotations
@@ -35,18 +38,18 @@ if TYPE_CHECKING:
 
 __all__ = ["MockHTTPServer"]
 
-#: How many messages one response stream (or the GET stream) holds before the server waits.
 _ROUTE_BUFFER = 64
+"""How many messages one response stream (or the GET stream) holds before the server waits."""
 
 _decoder = msgspec.json.Decoder()
 
-#: The body the TypeScript SDK's example servers (server-everything among them) answer a
-#: request naming an unknown session with, in an HTTP 400.
 TS_SDK_LOST_SESSION: Final = {
     "jsonrpc": "2.0",
     "error": {"code": -32000, "message": "Bad Request: No valid session ID provided"},
     "id": None,
 }
+"""The body the TypeScript SDK's example servers (server-everything among them) answer a request
+naming an unknown session with, in an HTTP 400."""
 
 
 class _Route:
@@ -74,11 +77,11 @@ class _Route:
         self.send.close()
 
 
-#: The response a message received from the client belongs to: set in the connection's
-#: reader task when it receives, inherited by the handler tasks it starts.
 _current_route: contextvars.ContextVar[_Route | None] = contextvars.ContextVar(
     "trio_mcp_mock_http_route", default=None
 )
+"""The response a message received from the client belongs to: set in the connection's reader task
+when it receives, inherited by the handler tasks it starts."""
 
 
 class _RoutedStream:
@@ -161,26 +164,29 @@ class _Session:
 
 
 class MockHTTPServer:
-    """A :class:`MockServer` served over Streamable HTTP through ``httpx.MockTransport``.
+    """A [`MockServer`][trio_mcp.testing.MockServer] served over Streamable HTTP through
+    ``httpx.MockTransport``.
 
-    Open it with :meth:`MockServer.open_http`; pass its :attr:`client` to
-    :func:`~trio_mcp.open_mcp_session` (``client=``) or to your own HTTP code. Any URL is
-    served; :attr:`url` reads well.
+    Open it with [`MockServer.open_http()`][trio_mcp.testing.MockServer.open_http]; pass its
+    `client` to [`open_mcp_session()`][trio_mcp.open_mcp_session] (``client=``) or to your own HTTP
+    code. Any URL is served; `url` reads well.
 
     Attributes:
         url: ``"http://mock.test/mcp"``.
         client: An ``httpx.AsyncClient`` whose transport is this server.
-        server: The :class:`MockServer` answering.
+        server: The [`MockServer`][trio_mcp.testing.MockServer] answering.
         json_responses: Answer requests with a JSON body instead of an SSE stream
             (messages sent on a request's behalf are then lost).
         get_stream: Offer the legacy GET stream (False: answer GET with ``405``).
         requests: Every HTTP request seen, as ``(method, headers)`` in order.
-        down: True after an injected crash or :meth:`stop`, until :meth:`restart`:
-            every request fails to connect (``httpx.ConnectError``).
+        down: True after an injected crash or [`stop()`][trio_mcp.testing.MockHTTPServer.stop],
+            until [`restart()`][trio_mcp.testing.MockHTTPServer.restart]: every request fails to
+            connect (``httpx.ConnectError``).
         unknown_session: How a request naming a session the server does not know (after
-            :meth:`restart` or :meth:`Faults.expire_session`) is answered: ``404`` (as the
-            spec says) or ``400`` with the TypeScript SDK's body (``-32000``, "Bad Request:
-            No valid session ID provided"), as server-everything and many servers do.
+            [`restart()`][trio_mcp.testing.MockHTTPServer.restart] or
+            [`Faults.expire_session()`][trio_mcp.testing.Faults.expire_session]) is answered:
+            ``404`` (as the spec says) or ``400`` with the TypeScript SDK's body (``-32000``, "Bad
+            Request: No valid session ID provided"), as server-everything and many servers do.
     """
 
     url = "http://mock.test/mcp"
@@ -188,7 +194,8 @@ class MockHTTPServer:
     def __init__(self, server: MockServerBase, nursery: trio.Nursery) -> None:
         """Serve ``server``; each HTTP connection's server loop runs in ``nursery``.
 
-        Prefer :meth:`MockServer.open_http`, which also closes the client.
+        Prefer [`MockServer.open_http()`][trio_mcp.testing.MockServer.open_http], which also closes
+        the client.
 
         Args:
             server: The server to serve.
@@ -214,7 +221,8 @@ class MockHTTPServer:
         """Take the server down now, as if its process died.
 
         Every session ends (open response streams and GET streams break) and every
-        request fails to connect (``httpx.ConnectError``) until :meth:`restart`.
+        request fails to connect (``httpx.ConnectError``) until
+        [`restart()`][trio_mcp.testing.MockHTTPServer.restart].
         """
         self.down = True
         self._close_all(broken=True)
@@ -222,11 +230,11 @@ class MockHTTPServer:
     def restart(self, *, unknown_session: Literal[404, 400] | None = None) -> None:
         """Bring the server back up, as a new process: every old session is forgotten.
 
-        A request naming an old session is answered as :attr:`unknown_session` says;
+        A request naming an old session is answered as `unknown_session` says;
         the client must start a new session with ``initialize``.
 
         Args:
-            unknown_session: Set :attr:`unknown_session` too: ``404`` or ``400``.
+            unknown_session: Set `unknown_session` too: ``404`` or ``400``.
 
         Raises:
             ValueError: ``unknown_session`` is neither 404 nor 400.
@@ -257,7 +265,7 @@ class MockHTTPServer:
                 self._stateless = None
 
     async def aclose(self) -> None:
-        """End every session (their server loops return) and close :attr:`client`."""
+        """End every session (their server loops return) and close `client`."""
         self._close_all()
         await self.client.aclose()
 

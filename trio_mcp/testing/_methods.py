@@ -22,13 +22,13 @@ from ._wire import RpcError, as_dict, as_list, maybe_await
 
 __all__ = ["LIST_KEYS", "call_tool", "execute", "list_page"]
 
-#: The list methods and the key of their result that holds the items.
 LIST_KEYS = {
     "tools/list": "tools",
     "prompts/list": "prompts",
     "resources/list": "resources",
     "resources/templates/list": "resourceTemplates",
 }
+"""The list methods and the key of their result that holds the items."""
 
 
 def list_page(state: ServerState, page_size: int | None, method: str, params: JSONDict) -> JSONDict:

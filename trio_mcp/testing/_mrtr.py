@@ -1,13 +1,13 @@
 """Multi round-trip requests (MRTR, 2026-07-28): the server side of input requests.
 
 One job. A modern handler that asks for an input the request's ``inputResponses`` does
-not hold is unwound (:class:`InputRequired`); the server then answers ``input_required``
+not hold is unwound (`InputRequired`); the server then answers ``input_required``
 with the missing ``inputRequests`` and a ``requestState`` it issued
-(:func:`input_required_result`), and on the retry checks that the client echoed that
-state for the same request (:func:`check_round`) before re-executing the handler from the
+(`input_required_result()`), and on the retry checks that the client echoed that
+state for the same request (`check_round()`) before re-executing the handler from the
 start with one more round. The answers of earlier rounds travel with the state the server
 issued (the client sends only the latest round's ``inputResponses``), so a handler that asks
-for one input after another gets them all. :class:`Inputs` is the bookkeeping of one
+for one input after another gets them all. `Inputs` is the bookkeeping of one
 execution.
 """
 
@@ -28,12 +28,12 @@ __all__ = [
     "request_target",
 ]
 
-#: The client capability each kind of input request needs.
 INPUT_CAPABILITIES = {
     "sampling/createMessage": "sampling",
     "elicitation/create": "elicitation",
     "roots/list": "roots",
 }
+"""The client capability each kind of input request needs."""
 
 
 class InputRequired(BaseException):
@@ -48,11 +48,11 @@ class Inputs:
     def __init__(
         self, params: JSONDict, round_number: int, earlier: JSONDict | None = None
     ) -> None:
-        #: Every answer known: the earlier rounds' (kept with the issued state) and this one's.
         self.responses: JSONDict = {
             **(earlier or {}),
             **(as_dict(params.get("inputResponses")) or {}),
         }
+        """Every answer known: the earlier rounds' (kept with the issued state) and this one's."""
         self.missing: dict[str, JSONDict] = {}
         self.counter: int = 0
         self.round: int = round_number

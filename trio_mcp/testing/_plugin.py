@@ -3,13 +3,13 @@
 Fixtures:
 
 * ``mcp_era``: ``"both"``, or ``"legacy"``/``"modern"`` under ``@pytest.mark.mcp_eras``;
-* ``mcp_server``: a fresh :class:`~trio_mcp.testing.MockServer` for that era (override it in
+* ``mcp_server``: a fresh [`MockServer`][trio_mcp.testing.MockServer] for that era (override it in
   your ``conftest.py`` to serve your tools);
 * ``mcp_session_options``: keyword arguments for ``open_mcp_session`` (from
   ``@pytest.mark.mcp_session_options(...)``; override it for defaults);
-* ``mcp_session``: a :class:`~trio_mcp.ClientSession` connected in memory to ``mcp_server``,
-  in the era of ``mcp_era``;
-* ``mcp_clock``: a :class:`trio.testing.MockClock` that autojumps (pytest-trio runs the test
+* ``mcp_session``: a [`ClientSession`][trio_mcp.ClientSession] connected in memory to
+  ``mcp_server``, in the era of ``mcp_era``;
+* ``mcp_clock``: a `trio.testing.MockClock` that autojumps (pytest-trio runs the test
   on it), and fails a test that would hang for ever (every task waits, no deadline is
   pending) with what each task waits on, instead of spinning a CPU core (``_hang``).
 
@@ -49,7 +49,6 @@ __all__ = [
 
 _ERAS = ("legacy", "modern")
 
-#: Added to the failure report of a start-up timeout under an autojump clock.
 AUTOJUMP_HINT = (
     "trio_mcp: this test timed out in the library's start-up ({what}) while running on an "
     "autojump MockClock. If it talks to a real subprocess or socket, that is the cause: "
@@ -59,15 +58,16 @@ AUTOJUMP_HINT = (
     "time (no clock fixture) bounded by trio.fail_after, or pass init_timeout=None. "
     "See docs/testing.md."
 )
+"""Added to the failure report of a start-up timeout under an autojump clock."""
 
 
-#: Ends the failure report of a test that would have hung.
 HANG_NOTE = (
     "trio_mcp stopped the test (cancelled it) after every task had waited for half a second "
     "of real time with nothing left that could wake one. Under mcp_clock, give every wait "
     "a way to end (set the event, answer the request) or a deadline (trio.fail_after). "
     "See docs/testing.md."
 )
+"""Ends the failure report of a test that would have hung."""
 
 
 def pytest_configure(config: pytest.Config) -> None:

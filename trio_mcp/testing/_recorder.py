@@ -1,4 +1,4 @@
-"""Recording a real MCP session: the :class:`Recorder` transport factory.
+"""Recording a real MCP session: the [`Recorder`][trio_mcp.testing.Recorder] transport factory.
 
 It wraps the real transport, notes every message with its time on trio's clock (and how the
 server ended), scrubs each line by ``_scrub``'s rule and writes the cassette
@@ -30,11 +30,13 @@ _decoder = msgspec.json.Decoder()
 class Recorder:
     """A transport factory that records a real session to a cassette file.
 
-    Connect through it instead of the real target; everything else is unchanged::
+    Connect through it instead of the real target; everything else is unchanged:
 
-        recorder = Recorder(["python", "server.py"], "tests/cassettes/server.jsonl")
-        async with trio_mcp.open_mcp_session(nursery, recorder) as session:
-            await session.call_tool("echo", {"text": "hi"})
+    ```python
+    recorder = Recorder(["python", "server.py"], "tests/cassettes/server.jsonl")
+    async with trio_mcp.open_mcp_session(nursery, recorder) as session:
+        await session.call_tool("echo", {"text": "hi"})
+    ```
 
     The cassette is written when the transport closes (each connection overwrites it). The
     recording transport does not share the era cache (its ``era_key`` is ``None``), so the
@@ -62,9 +64,9 @@ class Recorder:
             path: Where to write the cassette (JSON Lines).
             secrets: Extra literal strings to scrub (API keys, tokens...).
             scrub_env: Also scrub the values of this process's environment variables whose
-                names look secret (:func:`is_secret_name`) and the userinfo of URLs in any
-                of them. The secret values of the target's own ``env=`` and ``headers=``
-                are always scrubbed (and only their names are written to the header).
+                names look secret ([`is_secret_name()`][trio_mcp.testing.is_secret_name]) and the
+                userinfo of URLs in any of them. The secret values of the target's own ``env=`` and
+                ``headers=`` are always scrubbed (and only their names are written to the header).
             **options: Transport options, as ``open_mcp_session`` takes them (``env=``,
                 ``headers=``...).
         """

@@ -1,4 +1,4 @@
-"""What a :class:`~trio_mcp.testing.MockServer` serves: tools, resources, templates, prompts.
+"""What a [`MockServer`][trio_mcp.testing.MockServer] serves: tools, resources, templates, prompts.
 
 Plain records plus the two bits of logic they need: inferring a tool's JSON Schema from its
 Python signature, and matching a URI against a (level 1, ``{name}``) URI template.
@@ -42,11 +42,11 @@ class ToolEntry:
     name: str
     function: Callable[..., Any]
     definition: JSONDict
-    #: Parameter names the function accepts (after ``ctx``); ``None`` if it takes ``**kwargs``.
     accepted: frozenset[str] | None
+    """Parameter names the function accepts (after ``ctx``); ``None`` if it takes ``**kwargs``."""
     required: tuple[str, ...]
-    #: ``"optional"`` or ``"required"``: the tool may run as a task (None: never).
     task: str | None = None
+    """``"optional"`` or ``"required"``: the tool may run as a task (None: never)."""
 
 
 @dataclass
@@ -113,7 +113,8 @@ class OpenConnection(Protocol):
 
 
 class ServerState:
-    """Everything a :class:`MockServer` serves, plus bookkeeping its connections share."""
+    """Everything a [`MockServer`][trio_mcp.testing.MockServer] serves, plus bookkeeping its
+    connections share."""
 
     def __init__(self) -> None:
         self.tools: dict[str, ToolEntry] = {}
@@ -122,8 +123,8 @@ class ServerState:
         self.prompts: dict[str, PromptEntry] = {}
         self.completion: Callable[..., Any] | None = None
         self.connections: list[OpenConnection] = []
-        #: requestState issued -> (method, target, round, the input responses known by then).
         self.issued_states: dict[str, tuple[str, str, int, JSONDict]] = {}
+        """requestState issued -> (method, target, round, the input responses known by then)."""
         self.state_serial: int = 0
         self._lot = trio.lowlevel.ParkingLot()
 
@@ -141,11 +142,11 @@ class ServerState:
         return capabilities
 
     def wake(self) -> None:
-        """Wake every task waiting in :meth:`wait`."""
+        """Wake every task waiting in `wait()`."""
         self._lot.unpark_all()
 
     async def wait(self) -> None:
-        """Wait until the next :meth:`wake`."""
+        """Wait until the next `wake()`."""
         await self._lot.park()
 
 

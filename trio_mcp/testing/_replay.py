@@ -1,9 +1,10 @@
-"""Replaying a cassette: the :class:`ReplayServer` transport factory, on trio's clock.
+"""Replaying a cassette: the [`ReplayServer`][trio_mcp.testing.ReplayServer] transport factory, on
+trio's clock.
 
 Server lines go out with their recorded gaps; client messages are matched against the
 cassette (``"[REDACTED]"`` matching any value, in linear time), request ids and progress
 tokens mapped; a divergence is answered with an error and reported by
-:meth:`ReplayServer.check`.
+[`ReplayServer.check()`][trio_mcp.testing.ReplayServer.check].
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ _decoder = msgspec.json.Decoder()
 
 
 class CassetteMismatch(AssertionError):
-    """The client's messages diverged from the cassette (see :meth:`ReplayServer.check`)."""
+    """The client's messages diverged from the cassette (see
+    [`ReplayServer.check()`][trio_mcp.testing.ReplayServer.check])."""
 
 
 def _matches(expected: Any, actual: Any) -> bool:
@@ -106,8 +108,9 @@ class ReplayServer:
     (which carry library versions) are never compared.
 
     On a mismatch, the offending request is answered with a JSON-RPC error (code -32000)
-    whose message says what was expected, then the stream ends; :meth:`check` raises
-    :class:`CassetteMismatch` with the same text.
+    whose message says what was expected, then the stream ends;
+    [`check()`][trio_mcp.testing.ReplayServer.check] raises
+    [`CassetteMismatch`][trio_mcp.testing.CassetteMismatch] with the same text.
 
     Attributes:
         mismatches: Every divergence seen, as text.
@@ -122,7 +125,7 @@ class ReplayServer:
         """Load a cassette.
 
         Args:
-            cassette: The cassette file written by :class:`Recorder`.
+            cassette: The cassette file written by [`Recorder`][trio_mcp.testing.Recorder].
             match: ``"params"`` compares each client message's method and params (without
                 ``_meta``); ``"method"`` only its method.
 

@@ -1,9 +1,9 @@
 """Scrubbing secrets: the one rule for every string a cassette writes.
 
-A name is secret when it looks like one (:func:`is_secret_name`); values under secret names,
-the userinfo of URLs, bearer credentials, ``name=value`` pairs with a secret name and the
-literal secrets given (an environment's secret values, a parameters object's ``env=`` and
-``headers=`` values, ``secrets=``) become ``"[REDACTED]"``. Pure functions, no I/O.
+A name is secret when it looks like one ([`is_secret_name()`][trio_mcp.testing.is_secret_name]);
+values under secret names, the userinfo of URLs, bearer credentials, ``name=value`` pairs with a
+secret name and the literal secrets given (an environment's secret values, a parameters object's
+``env=`` and ``headers=`` values, ``secrets=``) become ``"[REDACTED]"``. Pure functions, no I/O.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ __all__ = [
     "target_secrets",
 ]
 
-#: What a scrubbed secret becomes; in a cassette it matches any value on replay.
 REDACTED = "[REDACTED]"
+"""What a scrubbed secret becomes; in a cassette it matches any value on replay."""
 
 # A name is secret when (letters and digits only, lowercased) it ends with one of these,
 # or contains one of the fragments anywhere.
@@ -146,9 +146,9 @@ def target_secrets(target: Any) -> list[str]:
 def scrub(value: Any, secrets: Iterable[str] = ()) -> Any:
     """Return ``value`` (decoded JSON) with its secrets replaced by ``"[REDACTED]"``.
 
-    The same rule as the cassette's: values under secret names (:func:`is_secret_name`),
-    URL userinfo, bearer credentials, ``name=value`` pairs with a secret name, and the
-    literal ``secrets``.
+    The same rule as the cassette's: values under secret names
+    ([`is_secret_name()`][trio_mcp.testing.is_secret_name]), URL userinfo, bearer credentials,
+    ``name=value`` pairs with a secret name, and the literal ``secrets``.
 
     Args:
         value: A decoded JSON value.

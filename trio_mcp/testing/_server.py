@@ -1,7 +1,7 @@
 """The scriptable in-process MCP server users drive in their tests: connecting it.
 
-:class:`MockServer` adds to ``_server_base.MockServerBase`` (what it serves and records)
-the ways to connect a client: an in-memory transport, Streamable HTTP through
+[`MockServer`][trio_mcp.testing.MockServer] adds to ``_server_base.MockServerBase`` (what it serves
+and records) the ways to connect a client: an in-memory transport, Streamable HTTP through
 ``httpx.MockTransport``, and stdio.
 """
 
@@ -30,25 +30,27 @@ class MockServer(MockServerBase):
 
     Register tools, resources, templates and prompts, then connect a session to it: a
     ``MockServer`` is a transport factory, so ``open_mcp_session(nursery, server)`` works,
-    and :meth:`open_transport` hands out the client end of an in-memory connection whose
-    server loop runs in the nursery you pass. The server speaks the legacy era (``initialize``
-    handshake, 2025-11-25 and earlier), the modern era (2026-07-28, per-request ``_meta``,
-    multi round-trip requests, ``subscriptions/listen``) or both, as a dual-era server does:
-    a request carrying modern ``_meta`` is served modern, and ``initialize`` selects legacy
-    for the rest of the connection.
+    and [`open_transport()`][trio_mcp.testing.MockServer.open_transport] hands out the client end of
+    an in-memory connection whose server loop runs in the nursery you pass. The server speaks the
+    legacy era (``initialize`` handshake, 2025-11-25 and earlier), the modern era (2026-07-28,
+    per-request ``_meta``, multi round-trip requests, ``subscriptions/listen``) or both, as a
+    dual-era server does: a request carrying modern ``_meta`` is served modern, and ``initialize``
+    selects legacy for the rest of the connection.
 
-    Example::
+    For example:
 
-        server = MockServer(name="mock", version="1.0")
+    ```python
+    server = MockServer(name="mock", version="1.0")
 
-        @server.tool(description="Echo the text back")
-        async def echo(ctx: ToolContext, text: str) -> str:
-            return text
+    @server.tool(description="Echo the text back")
+    async def echo(ctx: ToolContext, text: str) -> str:
+        return text
 
-        async with trio.open_nursery() as nursery:
-            async with trio_mcp.open_mcp_session(nursery, server) as session:
-                result = await session.call_tool("echo", {"text": "hi"})
-        assert server.received[0]["method"] in ("server/discover", "initialize")
+    async with trio.open_nursery() as nursery:
+        async with trio_mcp.open_mcp_session(nursery, server) as session:
+            result = await session.call_tool("echo", {"text": "hi"})
+    assert server.received[0]["method"] in ("server/discover", "initialize")
+    ```
 
     Scripting attributes (set them any time):
 
@@ -81,18 +83,20 @@ class MockServer(MockServerBase):
             those ending a ``subscriptions/listen`` stream.
         subscriptions_ended: The ``subscriptions/listen`` request ids the client ended with
             ``notifications/cancelled`` (as a session does when ``listen()`` exits).
-        faults: The :class:`Faults` injected into every connection (delays, drops, crashes...).
+        faults: The [`Faults`][trio_mcp.testing.Faults] injected into every connection (delays,
+            drops, crashes...).
         request_states_seen: Every ``requestState`` the client echoed on a modern retry.
         client_info: The last ``clientInfo`` seen (from ``initialize`` or modern ``_meta``).
         client_capabilities: The last client capabilities seen.
         protocol_version: The last protocol version negotiated or requested.
-        crash_count: How many connections ended by :meth:`crash` or :class:`ServerCrash`.
+        crash_count: How many connections ended by [`crash()`][trio_mcp.testing.MockServer.crash] or
+            [`ServerCrash`][trio_mcp.testing.ServerCrash].
 
     Tasks (tools registered with ``task=``; see ``docs/tasks.md``):
 
     Attributes:
-        tasks: Every task by id (:class:`MockTask`); edit one to script ``tasks/get``,
-            delete it to make the server forget it.
+        tasks: Every task by id ([`MockTask`][trio_mcp.testing.MockTask]); edit one to script
+            ``tasks/get``, delete it to make the server forget it.
         task_poll_interval_ms: The ``pollIntervalMs`` suggested (None: none).
         task_ttl_ms: The ``ttlMs`` announced (None: unlimited).
         task_field_spelling: ``"ttlMs"`` (``ttlMs``/``pollIntervalMs``) or ``"ttlSeconds"``
@@ -130,18 +134,21 @@ class MockServer(MockServerBase):
     async def open_http(self, nursery: trio.Nursery) -> AsyncGenerator[MockHTTPServer, None]:
         """Serve this server over Streamable HTTP in-process, through ``httpx.MockTransport``.
 
-        The real HTTP client code runs (trio_mcp's transport, or yours) with no socket::
+        The real HTTP client code runs (trio_mcp's transport, or yours) with no socket:
 
-            async with server.open_http(nursery) as http:
-                params = StreamableHTTPParameters(http.url, client=http.client)
-                async with open_mcp_session(nursery, params) as s:
-                    ...
+        ```python
+        async with server.open_http(nursery) as http:
+            params = StreamableHTTPParameters(http.url, client=http.client)
+            async with open_mcp_session(nursery, params) as s:
+                ...
+        ```
 
         Args:
             nursery: Where each HTTP session's server loop runs.
 
         Yields:
-            The :class:`MockHTTPServer`; leaving the block ends its sessions and closes
+            The [`MockHTTPServer`][trio_mcp.testing.MockHTTPServer]; leaving the block ends its
+                sessions and closes
             its client.
         """
         http = MockHTTPServer(self, nursery)
@@ -155,7 +162,7 @@ class MockServer(MockServerBase):
 
         Args:
             stream: The server end of a connection, like
-                :class:`~trio_mcp._transports._memory.MemoryServerStream`. Closed on return.
+                `MemoryServerStream`. Closed on return.
         """
         await serve_connection(self, stream)
 

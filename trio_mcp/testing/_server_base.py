@@ -1,10 +1,10 @@
-"""What a :class:`~trio_mcp.testing.MockServer` serves and records, and how it is scripted.
+"""What a [`MockServer`][trio_mcp.testing.MockServer] serves and records, and how it is scripted.
 
 One job: the server as its connections see it: the scripting and inspection attributes,
 registration (tools, resources, templates, prompts, methods, completion) and what a test
 makes it do to its clients (notifications, crashes, requests). Connecting it (in memory,
 over HTTP, over stdio) is ``_server``'s job; the protocol engine (``_connection``) and
-:class:`~trio_mcp.testing.ToolContext` depend on this module only, so the kit's imports
+[`ToolContext`][trio_mcp.testing.ToolContext] depend on this module only, so the kit's imports
 point one way.
 """
 
@@ -47,14 +47,14 @@ DiscoverResponse = Literal[
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: The legacy (``initialize`` handshake) versions accepted, newest first.
 LEGACY_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
-#: The modern (per-request ``_meta``) versions accepted by default.
+"""The legacy (``initialize`` handshake) versions accepted, newest first."""
 MODERN_VERSIONS = ("2026-07-28",)
+"""The modern (per-request ``_meta``) versions accepted by default."""
 
 
 class MockServerBase:
-    """Everything of a :class:`~trio_mcp.testing.MockServer` but connecting it.
+    """Everything of a [`MockServer`][trio_mcp.testing.MockServer] but connecting it.
 
     A handler's ``ctx.server`` and ``MockHTTPServer.server`` are typed as this class; at
     run time they are the ``MockServer`` itself. See ``MockServer`` for the attributes.
@@ -107,9 +107,10 @@ class MockServerBase:
         self.task_ttl_ms: int | None = 60_000
         self.task_field_spelling: Literal["ttlMs", "ttlSeconds"] = "ttlMs"
         self.task_serial: int = 0
-        #: Extension filter fields of ``subscriptions/listen`` this server honours (and
-        #: acknowledges); send what they select with :meth:`notify_listeners`.
         self.listen_filters: set[str] = set()
+        """Extension filter fields of ``subscriptions/listen`` this server honours (and
+        acknowledges); send what they select with
+        [`notify_listeners()`][trio_mcp.testing.MockServer.notify_listeners]."""
         self.methods: dict[str, Callable[[dict[str, Any]], Any]] = {}
         self._state = ServerState()
 
@@ -154,11 +155,11 @@ class MockServerBase:
         return a ``str`` (one text content block), a list of content blocks, a dict with
         ``content`` (the whole ``CallToolResult``), another dict (sent as
         ``structuredContent`` plus its JSON as text) or ``None``. Raising
-        :class:`trio_mcp.ToolError` gives an ``isError`` result (its ``result`` dict, if it
-        has ``content``, is sent as is); raising :class:`ServerCrash` kills the connection;
-        raising :class:`trio_mcp.ServerError` ``(code, message, data)`` sends that JSON-RPC
-        error as it is (``-32042`` with URL elicitations, say); any other exception becomes
-        a JSON-RPC ``-32603`` error.
+        [`trio_mcp.ToolError`][trio_mcp.ToolError] gives an ``isError`` result (its ``result`` dict,
+        if it has ``content``, is sent as is); raising [`ServerCrash`][trio_mcp.testing.ServerCrash]
+        kills the connection; raising [`trio_mcp.ServerError`][trio_mcp.ServerError] ``(code,
+        message, data)`` sends that JSON-RPC error as it is (``-32042`` with URL elicitations, say);
+        any other exception becomes a JSON-RPC ``-32603`` error.
 
         Args:
             function: The tool function, when used without parentheses.
@@ -237,7 +238,7 @@ class MockServerBase:
 
         The handler (sync or async) gets the params dict and returns the result dict; a
         modern result gets ``resultType: "complete"`` unless it names its own (to test
-        :meth:`ClientSession.claim_result_type`).
+        [`ClientSession.claim_result_type()`][trio_mcp.ClientSession.claim_result_type]).
 
         Args:
             method: The request method.
@@ -246,7 +247,9 @@ class MockServerBase:
         self.methods[method] = handler
 
     def remove_tool(self, name: str) -> None:
-        """Unregister a tool (then call :meth:`notify_tools_changed` to tell clients).
+        """Unregister a tool (then call
+        [`notify_tools_changed()`][trio_mcp.testing.MockServer.notify_tools_changed] to tell
+        clients).
 
         Args:
             name: The tool's name.
@@ -489,12 +492,14 @@ class MockServerBase:
             await connection.notify_list_changed("tools")
 
     async def notify_prompts_changed(self) -> None:
-        """Send ``notifications/prompts/list_changed`` (see :meth:`notify_tools_changed`)."""
+        """Send ``notifications/prompts/list_changed`` (see
+        [`notify_tools_changed()`][trio_mcp.testing.MockServer.notify_tools_changed])."""
         for connection in list(self._state.connections):
             await connection.notify_list_changed("prompts")
 
     async def notify_resources_changed(self) -> None:
-        """Send ``notifications/resources/list_changed`` (see :meth:`notify_tools_changed`)."""
+        """Send ``notifications/resources/list_changed`` (see
+        [`notify_tools_changed()`][trio_mcp.testing.MockServer.notify_tools_changed])."""
         for connection in list(self._state.connections):
             await connection.notify_list_changed("resources")
 
@@ -516,7 +521,7 @@ class MockServerBase:
         """Send an extension's notification on the listen streams that asked for it.
 
         Every modern ``subscriptions/listen`` stream whose acknowledged filter has the field
-        ``key`` (one of :attr:`listen_filters`, or ``taskIds``) gets ``method`` with
+        ``key`` (one of `listen_filters`, or ``taskIds``) gets ``method`` with
         ``params``, tagged with its subscription id; with ``match``, only the streams whose
         ``key`` holds ``match`` (a list) or equals it.
 

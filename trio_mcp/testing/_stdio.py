@@ -3,7 +3,7 @@
 Reads and writes go through worker threads (``os.read``/``os.write`` on the raw file
 descriptors), so the descriptors are never switched to non-blocking mode (which would leak
 to a terminal shared with the parent). Outgoing messages are queued and written in batches
-by :meth:`StdioStream.pump_output`, in order.
+by `StdioStream.pump_output()`, in order.
 """
 
 from __future__ import annotations
@@ -86,5 +86,5 @@ class StdioStream:
             view = view[written:]
 
     async def aclose(self) -> None:
-        """Stop accepting messages; :meth:`pump_output` writes what is queued, then ends."""
+        """Stop accepting messages; `pump_output()` writes what is queued, then ends."""
         self._outgoing.close()

@@ -4,7 +4,7 @@ One job: the legacy era's ``resources/subscribe`` set and ``list_changed`` after
 ``initialize``, and the modern era's ``subscriptions/listen`` streams (what each one
 honours, the acknowledgement, the notifications tagged with its subscription id, and the
 completion result that ends it). The connection is reached through
-:class:`SubscriptionLink`.
+`SubscriptionLink`.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Task requests: tool calls that run as tasks, and the ``tasks/*`` methods, both eras.
 
-One job: decide whether a ``tools/call`` runs as a task (:func:`new_task`), answer it with
-the task at once and run the tool in the background (:func:`run_task`), and serve
-``tasks/get``, ``tasks/list``, ``tasks/update``, ``tasks/cancel`` (:func:`task_request`)
-and the 2025-11-25 ``tasks/result`` (:func:`task_result`). :class:`~trio_mcp.testing.MockTask`
-itself lives in ``_tasks``; the connection is reached through :class:`TaskLink`.
+One job: decide whether a ``tools/call`` runs as a task (`new_task()`), answer it with
+the task at once and run the tool in the background (`run_task()`), and serve
+``tasks/get``, ``tasks/list``, ``tasks/update``, ``tasks/cancel`` (`task_request()`)
+and the 2025-11-25 ``tasks/result`` (`task_result()`). [`MockTask`][trio_mcp.testing.MockTask]
+itself lives in ``_tasks``; the connection is reached through `TaskLink`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Server tasks of the :class:`MockServer`: SEP-2663 (2026-07-28) and 2025-11-25 tasks."""
+"""Server tasks of the [`MockServer`][trio_mcp.testing.MockServer]: SEP-2663 (2026-07-28) and
+2025-11-25 tasks."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def _timestamp() -> str:
 
 @dataclass(eq=False)
 class MockTask:
-    """One task of a :class:`MockServer` (see ``MockServer.tasks``).
+    """One task of a [`MockServer`][trio_mcp.testing.MockServer] (see ``MockServer.tasks``).
 
     Change ``status`` (even to a value no client knows) or ``status_message`` in a test to
     script what ``tasks/get`` answers; delete the task from ``MockServer.tasks`` to make

@@ -1,10 +1,11 @@
 """The wire vocabulary of the testing kit's mock server: names, errors, small helpers.
 
 One job: what every part of the engine shares and nothing else: the ``_meta`` keys and
-log levels of the protocol, the request id and era types, the :class:`ServerStream` a
-connection is served over, the exceptions a handler raises (:class:`ServerCrash`) or
-gets (:class:`ClientRequestError`), the internal :class:`RpcError` that answers a request
-with a JSON-RPC error, and helpers to look into decoded JSON.
+log levels of the protocol, the request id and era types, the
+[`ServerStream`][trio_mcp.testing.ServerStream] a connection is served over, the exceptions a
+handler raises ([`ServerCrash`][trio_mcp.testing.ServerCrash]) or gets
+([`ClientRequestError`][trio_mcp.testing.ClientRequestError]), the internal `RpcError` that answers
+a request with a JSON-RPC error, and helpers to look into decoded JSON.
 """
 
 from __future__ import annotations
@@ -52,8 +53,8 @@ LEVEL_RANK = {level: rank for rank, level in enumerate(LOG_LEVELS)}
 class ServerStream(Protocol):
     """The server end of a connection: whole JSON-RPC messages as bytes.
 
-    :class:`~trio_mcp._transports._memory.MemoryServerStream` is one; so is the stdio stream
-    behind :meth:`MockServer.serve_stdio`.
+    `MemoryServerStream` is one; so is the stdio stream
+    behind [`MockServer.serve_stdio()`][trio_mcp.testing.MockServer.serve_stdio].
     """
 
     async def send(self, data: bytes) -> None:
@@ -65,7 +66,7 @@ class ServerStream(Protocol):
         ...
 
     async def receive(self) -> bytes:
-        """Return the next whole message; raise :class:`trio.EndOfChannel` at end of stream."""
+        """Return the next whole message; raise `trio.EndOfChannel` at end of stream."""
         ...
 
     async def aclose(self) -> None:
@@ -90,7 +91,8 @@ class ServerCrash(Exception):
 
         Args:
             *args: The exception's message.
-            exit_code: The exit code the client's :class:`~trio_mcp.ConnectionClosed` shows.
+            exit_code: The exit code the client's [`ConnectionClosed`][trio_mcp.ConnectionClosed]
+                shows.
             stderr: The stderr tail it shows.
         """
         super().__init__(*args)
@@ -101,8 +103,10 @@ class ServerCrash(Exception):
 class ClientRequestError(Exception):
     """The client answered a server-to-client request (legacy era) with a JSON-RPC error.
 
-    Raised by :meth:`ToolContext.sample`, :meth:`ToolContext.elicit`,
-    :meth:`ToolContext.list_roots` and :meth:`MockServer.request_client`.
+    Raised by [`ToolContext.sample()`][trio_mcp.testing.ToolContext.sample],
+    [`ToolContext.elicit()`][trio_mcp.testing.ToolContext.elicit],
+    [`ToolContext.list_roots()`][trio_mcp.testing.ToolContext.list_roots] and
+    [`MockServer.request_client()`][trio_mcp.testing.MockServer.request_client].
 
     Attributes:
         code: The JSON-RPC error code the client sent.

@@ -3,9 +3,9 @@
 This public module holds every protocol struct (requests' params, results, notifications'
 params, content blocks, capabilities, JSON Schema pieces for elicitation), the type aliases
 that name unions of them (``ContentBlock``, ``AnyResourceContents``, ...), the ``_meta`` key
-constants (``META_*``) and :func:`to_builtins`. The handful a caller names every day
-(``Tool``, ``CallToolResult``, ``TextContent``, ...) are re-exported from ``trio_mcp`` too;
-spell every other one ``trio_mcp.types.X``.
+constants (``META_*``) and [`to_builtins()`][trio_mcp.types.to_builtins]. The handful a caller names
+every day (``Tool``, ``CallToolResult``, ``TextContent``, ...) are re-exported from ``trio_mcp``
+too; spell every other one ``trio_mcp.types.X``.
 
 One set of types covers every revision a client may meet. A field that only some
 revisions define is optional (``T | UnsetType = UNSET``); a field that is required in every
@@ -18,20 +18,24 @@ JSON Schemas carried by the protocol (``Tool.input_schema``, ``Tool.output_schem
 ``ElicitRequestFormParams.requested_schema``) are plain ``dict[str, Any]``, kept exactly as
 the server sent them (``$ref``, ``$defs``, 2020-12 keywords and all).
 
-Content blocks are a tagged union on ``type`` and are meant to be consumed with ``match``::
+Content blocks are a tagged union on ``type`` and are meant to be consumed with ``match``:
 
-    for block in result.content:
-        match block:
-            case TextContent(text=text): ...
-            case ImageContent(data=data, mime_type=mime): ...
-            case UnknownContent(type=tag): ...   # a block type from a newer revision
+```python
+for block in result.content:
+    match block:
+        case TextContent(text=text): ...
+        case ImageContent(data=data, mime_type=mime): ...
+        case UnknownContent(type=tag): ...   # a block type from a newer revision
+```
 
-A block whose ``type`` this library does not know decodes to :class:`UnknownContent` (which
-keeps the whole JSON object) instead of failing the message. Resource contents have no tag:
-they decode to :class:`TextResourceContents` or :class:`BlobResourceContents` by which key
-is present, and to the generic :class:`ResourceContents` otherwise.
+A block whose ``type`` this library does not know decodes to
+[`UnknownContent`][trio_mcp.types.UnknownContent] (which keeps the whole JSON object) instead of
+failing the message. Resource contents have no tag: they decode to
+[`TextResourceContents`][trio_mcp.types.TextResourceContents] or
+[`BlobResourceContents`][trio_mcp.types.BlobResourceContents] by which key is present, and to the
+generic [`ResourceContents`][trio_mcp.types.ResourceContents] otherwise.
 
-Use :func:`decoder_for` (not a bare ``msgspec.json.Decoder``) to decode these types: it is
+Use `decoder_for()` (not a bare ``msgspec.json.Decoder``) to decode these types: it is
 fast on the common path and only falls back to the tolerant slow path when a message holds
 something the strict decoder rejects, such as an unknown content block.
 """
@@ -493,7 +497,7 @@ class Decoder(Generic[_T]):
 
     The strict msgspec decoder runs first; only when it rejects a message (for instance
     because a content block has a ``type`` from a newer revision) does the slower tolerant
-    path run, which keeps such blocks as :class:`UnknownContent`.
+    path run, which keeps such blocks as [`UnknownContent`][trio_mcp.types.UnknownContent].
     """
 
     __slots__ = ("_fast", "_special", "_type")
@@ -509,7 +513,7 @@ class Decoder(Generic[_T]):
         """Decode one JSON document.
 
         Args:
-            data: The JSON bytes (a :class:`msgspec.Raw` slice of an envelope works too).
+            data: The JSON bytes (a `msgspec.Raw` slice of an envelope works too).
 
         Returns:
             The decoded value.
@@ -535,7 +539,7 @@ def decoder_for(tp: type[_T]) -> Decoder[_T]: ...
 @overload
 def decoder_for(tp: Any) -> Decoder[Any]: ...
 def decoder_for(tp: Any) -> Decoder[Any]:
-    """Return the cached :class:`Decoder` for a protocol type (or union, list, dict of them).
+    """Return the cached `Decoder` for a protocol type (or union, list, dict of them).
 
     Args:
         tp: The type to decode, e.g. ``CallToolResult`` or ``list[Tool]``.
@@ -556,7 +560,8 @@ def from_builtins(obj: Any, tp: Any) -> Any: ...
 def from_builtins(obj: Any, tp: Any) -> Any:
     """Convert already-decoded JSON (dicts, lists, ...) to a protocol type, tolerantly.
 
-    Like :func:`msgspec.convert`, but unknown content blocks become :class:`UnknownContent`.
+    Like `msgspec.convert()`, but unknown content blocks become
+    [`UnknownContent`][trio_mcp.types.UnknownContent].
 
     Args:
         obj: Decoded JSON.

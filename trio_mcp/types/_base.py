@@ -4,8 +4,8 @@ This module holds the scalar aliases (``RequestId``, ``Cursor``, ``LoggingLevel`
 reserved ``_meta`` keys (``META_*``), the private ``_Wire`` base of every struct (camelCase on
 the wire, unset fields omitted), the mixin shapes (``Icon``, ``Icons``, ``BaseMetadata``),
 the bases of every request's params, notification's params and result (pagination and
-caching included), the JSON-RPC ``Error`` object and :func:`to_builtins`. It imports no
-other part of ``trio_mcp.types``; every other part imports it.
+caching included), the JSON-RPC ``Error`` object and [`to_builtins()`][trio_mcp.types.to_builtins].
+It imports no other part of ``trio_mcp.types``; every other part imports it.
 """
 
 from __future__ import annotations
@@ -49,17 +49,22 @@ META_PROGRESS_TOKEN: Final = "progressToken"
 META_PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
 """``_meta`` key of the protocol version on every 2026-07-28 request."""
 META_CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
-"""``_meta`` key of the client :class:`Implementation` on 2026-07-28 requests."""
+"""``_meta`` key of the client [`Implementation`][trio_mcp.types.Implementation] on 2026-07-28
+requests."""
 META_CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
-"""``_meta`` key of the :class:`ClientCapabilities` on every 2026-07-28 request."""
+"""``_meta`` key of the [`ClientCapabilities`][trio_mcp.types.ClientCapabilities] on every
+2026-07-28 request."""
 META_LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
-"""``_meta`` key of the wanted :data:`LoggingLevel` on 2026-07-28 requests."""
+"""``_meta`` key of the wanted [`LoggingLevel`][trio_mcp.types.LoggingLevel] on 2026-07-28
+requests."""
 META_SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
-"""``_meta`` key of the server :class:`Implementation` on 2026-07-28 results."""
+"""``_meta`` key of the server [`Implementation`][trio_mcp.types.Implementation] on 2026-07-28
+results."""
 META_SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
 """``_meta`` key tying 2026-07-28 notifications to their ``subscriptions/listen`` request."""
 META_RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
-"""``_meta`` key of the :class:`RelatedTaskMetadata` of 2025-11-25 task messages."""
+"""``_meta`` key of the [`RelatedTaskMetadata`][trio_mcp.types.RelatedTaskMetadata] of 2025-11-25
+task messages."""
 
 
 class _Wire(

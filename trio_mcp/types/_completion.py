@@ -25,7 +25,8 @@ class ResourceTemplateReference(_Wire, kw_only=True, tag_field="type", tag="ref/
 
 
 ResourceReference: TypeAlias = ResourceTemplateReference
-"""The 2024-11-05/2025-03-26 name of :class:`ResourceTemplateReference`."""
+"""The 2024-11-05/2025-03-26 name of
+[`ResourceTemplateReference`][trio_mcp.types.ResourceTemplateReference]."""
 
 
 class CompletionArgument(_Wire, kw_only=True):

@@ -1,9 +1,9 @@
 """Content blocks and resource contents: what messages, tool results and prompts carry.
 
-The tagged union :data:`ContentBlock` (``"type"``: text, image, audio, resource_link,
-resource, tool_use, tool_result), :class:`UnknownContent` for a block whose ``type`` comes
-from a newer revision, the untagged resource contents (told apart by their ``text`` or
-``blob`` key) and the ``Annotations`` hints they share.
+The tagged union [`ContentBlock`][trio_mcp.types.ContentBlock] (``"type"``: text, image, audio,
+resource_link, resource, tool_use, tool_result), [`UnknownContent`][trio_mcp.types.UnknownContent]
+for a block whose ``type`` comes from a newer revision, the untagged resource contents (told apart
+by their ``text`` or ``blob`` key) and the ``Annotations`` hints they share.
 """
 
 from __future__ import annotations
@@ -83,9 +83,11 @@ class ResourceLink(_Wire, kw_only=True, tag_field="type", tag="resource_link"):
 class ResourceContents(_Wire, kw_only=True):
     """The contents of a resource; a bare instance stands for a shape this library lacks.
 
-    Known shapes decode to the subclasses :class:`TextResourceContents` (``text``) and
-    :class:`BlobResourceContents` (``blob``); anything else keeps its URI, MIME type and
-    ``_meta`` as a plain :class:`ResourceContents`.
+    Known shapes decode to the subclasses
+    [`TextResourceContents`][trio_mcp.types.TextResourceContents] (``text``) and
+    [`BlobResourceContents`][trio_mcp.types.BlobResourceContents] (``blob``); anything else keeps
+    its URI, MIME type and ``_meta`` as a plain
+    [`ResourceContents`][trio_mcp.types.ResourceContents].
     """
 
     uri: str
@@ -203,7 +205,7 @@ ContentBlock: TypeAlias = (
     | UnknownContent
 )
 """Any content block. Every known ``type`` decodes anywhere content may appear; an unknown
-``type`` decodes to :class:`UnknownContent`."""
+``type`` decodes to [`UnknownContent`][trio_mcp.types.UnknownContent]."""
 
 SamplingMessageContentBlock: TypeAlias = ContentBlock
 """Content of sampling messages (the schema lists text, image, audio, tool_use and tool_result;

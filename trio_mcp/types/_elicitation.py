@@ -226,7 +226,8 @@ class ElicitationCompleteNotificationParams(NotificationParams, kw_only=True):
 
 
 class ElicitRequest(_Wire, kw_only=True, tag_field="method", tag="elicitation/create"):
-    """An elicitation input request inside an :class:`InputRequiredResult` (2026-07-28)."""
+    """An elicitation input request inside an
+    [`InputRequiredResult`][trio_mcp.types.InputRequiredResult] (2026-07-28)."""
 
     method: ClassVar[Literal["elicitation/create"]] = "elicitation/create"
     params: _ElicitParamsField

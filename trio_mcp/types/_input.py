@@ -1,11 +1,12 @@
 """Multi round-trip input (2026-07-28): what a server asks for, and the retried requests.
 
 A server that needs sampling, roots or elicitation before it can answer returns an
-:class:`InputRequiredResult` holding :data:`InputRequests` (each one the input-request form
-defined with its feature: ``CreateMessageRequest``, ``ListRootsRequest``, ``ElicitRequest``);
-the client fulfils them and retries the original request with :data:`InputResponses`. The
-three requests that may be retried so (``tools/call``, ``resources/read``, ``prompts/get``)
-have their params here.
+[`InputRequiredResult`][trio_mcp.types.InputRequiredResult] holding
+[`InputRequests`][trio_mcp.types.InputRequests] (each one the input-request form defined with its
+feature: ``CreateMessageRequest``, ``ListRootsRequest``, ``ElicitRequest``); the client fulfils them
+and retries the original request with [`InputResponses`][trio_mcp.types.InputResponses]. The three
+requests that may be retried so (``tools/call``, ``resources/read``, ``prompts/get``) have their
+params here.
 """
 
 from __future__ import annotations
@@ -29,10 +30,11 @@ InputRequests: TypeAlias = dict[str, InputRequest]
 """Input requests keyed by server-assigned ids."""
 
 InputResponse: TypeAlias = CreateMessageResult | ListRootsResult | ElicitResult
-"""The client's answer to one :data:`InputRequest`."""
+"""The client's answer to one [`InputRequest`][trio_mcp.types.InputRequest]."""
 
 InputResponses: TypeAlias = dict[str, InputResponse]
-"""Input responses keyed by the ids of the :data:`InputRequests` they answer."""
+"""Input responses keyed by the ids of the [`InputRequests`][trio_mcp.types.InputRequests] they
+answer."""
 
 
 # What msgspec decodes input responses with at runtime (plain dicts, turned into result
@@ -97,7 +99,7 @@ class CallToolRequestParams(RequestParams, kw_only=True):
     """Params of ``tools/call``.
 
     ``task`` is 2025-11-25 only; ``input_responses`` and ``request_state`` are 2026-07-28,
-    sent when retrying after an :class:`InputRequiredResult`.
+    sent when retrying after an [`InputRequiredResult`][trio_mcp.types.InputRequiredResult].
     """
 
     name: str

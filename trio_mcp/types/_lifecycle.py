@@ -1,7 +1,7 @@
 """Who is talking and what each side can do: implementations, capabilities, the handshake.
 
-The :class:`Implementation` of a client or server, the client's and the server's
-capabilities, ``initialize`` (2024-11-05 to 2025-11-25) and ``server/discover``
+The [`Implementation`][trio_mcp.types.Implementation] of a client or server, the client's and the
+server's capabilities, ``initialize`` (2024-11-05 to 2025-11-25) and ``server/discover``
 (2026-07-28), and the typed views of the ``_meta`` a 2026-07-28 request, result or
 notification carries in place of the handshake.
 """

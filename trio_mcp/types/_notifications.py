@@ -86,7 +86,8 @@ class SubscriptionsListenRequestParams(RequestParams, kw_only=True):
 class SubscriptionsListenResult(Result, kw_only=True):
     """Result of ``subscriptions/listen``, sent when the stream closes (2026-07-28).
 
-    The subscription id is in ``meta`` under :data:`META_SUBSCRIPTION_ID`.
+    The subscription id is in ``meta`` under
+    [`META_SUBSCRIPTION_ID`][trio_mcp.types.META_SUBSCRIPTION_ID].
     """
 
 

@@ -1,7 +1,7 @@
 """Prompts: what a server offers (``prompts/list``) and what ``prompts/get`` returns.
 
-The params of ``prompts/get`` (:class:`GetPromptRequestParams`) live in
-:mod:`trio_mcp.types._input` with the other requests a 2026-07-28 client may retry with
+The params of ``prompts/get`` ([`GetPromptRequestParams`][trio_mcp.types.GetPromptRequestParams])
+live in `trio_mcp.types._input` with the other requests a 2026-07-28 client may retry with
 input responses.
 """
 

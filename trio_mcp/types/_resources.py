@@ -1,8 +1,9 @@
 """Resources: listing, templates, reading, subscribing, and the ``updated`` notification.
 
-The params of ``resources/read`` (:class:`ReadResourceRequestParams`) live in
-:mod:`trio_mcp.types._input` with the other requests a 2026-07-28 client may retry with
-input responses; the contents a read returns are in :mod:`trio_mcp.types._content`.
+The params of ``resources/read``
+([`ReadResourceRequestParams`][trio_mcp.types.ReadResourceRequestParams]) live in
+`trio_mcp.types._input` with the other requests a 2026-07-28 client may retry with input responses;
+the contents a read returns are in `trio_mcp.types._content`.
 """
 
 from __future__ import annotations
@@ -81,8 +82,10 @@ class ReadResourceResult(Result, kw_only=True):
     """Result of ``resources/read``; cacheable in 2026-07-28.
 
     Attributes:
-        contents: One entry per resource read: :class:`TextResourceContents`,
-            :class:`BlobResourceContents`, or a generic :class:`ResourceContents`.
+        contents: One entry per resource read:
+            [`TextResourceContents`][trio_mcp.types.TextResourceContents],
+            [`BlobResourceContents`][trio_mcp.types.BlobResourceContents], or a generic
+            [`ResourceContents`][trio_mcp.types.ResourceContents].
     """
 
     contents: list[_ResourceContentsField]

@@ -25,7 +25,8 @@ class ListRootsResult(Result, kw_only=True):
 
 
 class ListRootsRequest(_Wire, kw_only=True, tag_field="method", tag="roots/list"):
-    """A roots input request inside an :class:`InputRequiredResult` (2026-07-28)."""
+    """A roots input request inside an [`InputRequiredResult`][trio_mcp.types.InputRequiredResult]
+    (2026-07-28)."""
 
     method: ClassVar[Literal["roots/list"]] = "roots/list"
     params: RequestParams | UnsetType = UNSET

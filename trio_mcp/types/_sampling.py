@@ -74,7 +74,8 @@ class CreateMessageResult(Result, kw_only=True):
 
 
 class CreateMessageRequest(_Wire, kw_only=True, tag_field="method", tag="sampling/createMessage"):
-    """A sampling input request inside an :class:`InputRequiredResult` (2026-07-28)."""
+    """A sampling input request inside an
+    [`InputRequiredResult`][trio_mcp.types.InputRequiredResult] (2026-07-28)."""
 
     method: ClassVar[Literal["sampling/createMessage"]] = "sampling/createMessage"
     params: CreateMessageRequestParams

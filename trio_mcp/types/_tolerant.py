@@ -1,9 +1,9 @@
 """The tolerant slow path: decoded JSON to a protocol type, keeping unknown content blocks.
 
-:func:`_convert` tries :func:`msgspec.convert` and, when it fails, :func:`_repair` descends
+`_convert()` tries `msgspec.convert()` and, when it fails, `_repair()` descends
 into the value and rebuilds it field by field, so that a content block of a ``type`` this
-library does not know becomes an :class:`~trio_mcp.types.UnknownContent` instead of failing
-the whole message. The decoders of :mod:`trio_mcp.types` fall back on it.
+library does not know becomes an [`UnknownContent`][trio_mcp.types.UnknownContent] instead of
+failing the whole message. The decoders of [`trio_mcp.types`][trio_mcp.types] fall back on it.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Tools: what a server offers (``tools/list``) and what a call returns (``tools/call``).
 
-The params of ``tools/call`` (:class:`CallToolRequestParams`) live in
-:mod:`trio_mcp.types._input` with the other requests a 2026-07-28 client may retry with
+The params of ``tools/call`` ([`CallToolRequestParams`][trio_mcp.types.CallToolRequestParams]) live
+in `trio_mcp.types._input` with the other requests a 2026-07-28 client may retry with
 input responses.
 """
 
@@ -85,9 +85,10 @@ class CallToolResult(Result, kw_only=True, dict=True):
     """Result of ``tools/call``.
 
     A tool that failed returns ``is_error=True``: a value, not an exception. Call
-    :meth:`raise_for_error` to turn it into a :class:`~trio_mcp.ToolError`.
-    :attr:`validation` tells whether ``structured_content`` matched the tool's
-    ``outputSchema`` (it is no wire field: it is never encoded).
+    [`raise_for_error()`][trio_mcp.types.CallToolResult.raise_for_error] to turn it into a
+    [`ToolError`][trio_mcp.ToolError]. [`validation`][trio_mcp.types.CallToolResult.validation]
+    tells whether ``structured_content`` matched the tool's ``outputSchema`` (it is no wire field:
+    it is never encoded).
 
     Attributes:
         content: The unstructured result, as content blocks.
@@ -102,14 +103,16 @@ class CallToolResult(Result, kw_only=True, dict=True):
 
     @property
     def text(self) -> str:
-        """The text of every :class:`TextContent` block, joined with newlines."""
+        """The text of every [`TextContent`][trio_mcp.types.TextContent] block, joined with
+        newlines."""
         return "\n".join(block.text for block in self.content if isinstance(block, TextContent))
 
     @property
     def validation(self) -> OutputValidation | None:
-        """The :class:`~trio_mcp.OutputValidation` outcome set by ``call_tool``, or None.
+        """The [`OutputValidation`][trio_mcp.validation.OutputValidation] outcome set by
+        ``call_tool``, or None.
 
-        None for a result not made by :meth:`~trio_mcp.ClientSession.call_tool` (decoded
+        None for a result not made by [`call_tool()`][trio_mcp.ClientSession.call_tool] (decoded
         by hand, or validation switched off).
         """
         found: OutputValidation | None = getattr(self, "_trio_mcp_validation", None)
