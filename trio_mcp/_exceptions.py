@@ -40,7 +40,7 @@ MCPError                          base of everything trio_mcp raises itself
 ├── OutputValidationError         a tool result does not match its ``outputSchema``
 ├── SchemaError                   a JSON Schema that does not compile
 ├── ElicitationContentError       elicitation content does not match ``requestedSchema``
-├── UnsafeURLError                a URL failed [`check_url()`][trio_mcp.urls.check_url]
+├── UnsafeURLError                a URL failed check_url()
 ├── ModelError                    a model adapter failed (HTTP error, malformed JSON)
 └── AgentError                    the agentic tool loop stopped early (has ``transcript``)
     ├── AgentIterationLimitError  the model still asked for tools at the iteration cap

@@ -256,6 +256,24 @@ class EraNegotiation:
         self._meta_plain = plain
         self._meta_full = full
 
+    def _adopt_rediscovered(self, raw: msgspec.Raw) -> None:
+        """Adopt a (maybe restarted) server's answer to ``server/discover`` after a gap.
+
+        Raises:
+            ProtocolError: The answer is not a ``server/discover`` result.
+        """
+        discovered = decode_payload(raw, t.DiscoverResult, "result of server/discover")
+        modern = self._modern_in(discovered)
+        if modern is None:
+            logger.warning(
+                "the server no longer offers a protocol version this session can use "
+                "(supportedVersions %r); keeping %s",
+                discovered.supported_versions,
+                self._protocol_version,
+            )
+            return
+        self._adopt_discover(*modern)
+
     async def _initialize(self, *, probe: PendingCall | None = None) -> None:
         """The legacy handshake; ``probe`` is an era probe still waiting for its answer."""
         self._era = "legacy"

@@ -51,7 +51,7 @@ from ._construction import NoPublicConstructor
 from ._eras import Era, era_cache
 from ._exceptions import ConnectionClosed, MCPError
 from ._handlers import Roots, RootsValue, ServerRequestHandlers, listen_to_roots
-from ._jsonrpc import RequestId, decode_json, decode_payload
+from ._jsonrpc import RequestId, decode_json
 from ._options import _Options
 from ._recovery import Recovery
 from ._requests import ProgressCallback, ResultClaimHandler, request_meta
@@ -563,40 +563,15 @@ class ClientSession(ToolsAPI, FeaturesAPI, NotificationsAPI, metaclass=NoPublicC
     async def _rediscover(self) -> None:
         """``server/discover`` again, and adopt what the (maybe restarted) server says."""
         try:
-            raw = await self._call("server/discover", None)
-            discovered = decode_payload(raw, t.DiscoverResult, "result of server/discover")
+            self._adopt_rediscovered(await self._call("server/discover", None))
         except (MCPError, trio.ClosedResourceError) as exc:
             logger.warning("could not discover the server again after a gap: %r", exc)
-            return
-        modern = self._modern_in(discovered)
-        if modern is None:
-            logger.warning(
-                "the server no longer offers a protocol version this session can use "
-                "(supportedVersions %r); keeping %s",
-                discovered.supported_versions,
-                self._protocol_version,
-            )
-            return
-        self._adopt_discover(*modern)
 
     async def _resend(self, method: str, params: dict[str, Any]) -> None:
         try:
             await self._call(method, params)
         except (MCPError, trio.ClosedResourceError) as exc:
             logger.warning("could not send %s to the new server session again: %r", method, exc)
-
-    async def _roots_changed(self) -> None:
-        """Tell a legacy server that the [`Roots`][trio_mcp.handlers.Roots] set changed (bounded,
-        never raises)."""
-        if self._era != "legacy" or self._protocol_version is None or not self._rpc.usable:
-            return
-        with trio.move_on_after(self._opts.cancel_notice_timeout) as scope:
-            try:
-                await self._rpc.notify("notifications/roots/list_changed")
-            except (MCPError, trio.ClosedResourceError) as exc:
-                logger.debug("could not send notifications/roots/list_changed: %r", exc)
-        if scope.cancelled_caught:
-            logger.warning("notifications/roots/list_changed could not be sent in time")
 
     def _context(self, method: str, request_id: RequestId, params: msgspec.Raw) -> RequestContext:
         name = self._server_info.name if self._server_info is not None else None

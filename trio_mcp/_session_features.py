@@ -10,6 +10,7 @@ subscriptions, with the other notifications, in `trio_mcp._session_notifications
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -17,8 +18,11 @@ import msgspec
 import trio
 
 from . import types as t
+from ._exceptions import MCPError
 from ._requests import RequestPath
 from ._subscriptions import LOG_LEVELS
+
+logger = logging.getLogger("trio_mcp")
 
 __all__ = ["FeaturesAPI"]
 
@@ -215,3 +219,16 @@ class FeaturesAPI(RequestPath):
             await trio.lowlevel.checkpoint()
             return
         await self._call("logging/setLevel", {"level": level})
+
+    async def _roots_changed(self) -> None:
+        """Tell a legacy server that the [`Roots`][trio_mcp.handlers.Roots] set changed (bounded,
+        never raises)."""
+        if self._era != "legacy" or self._protocol_version is None or not self._rpc.usable:
+            return
+        with trio.move_on_after(self._opts.cancel_notice_timeout) as scope:
+            try:
+                await self._rpc.notify("notifications/roots/list_changed")
+            except (MCPError, trio.ClosedResourceError) as exc:
+                logger.debug("could not send notifications/roots/list_changed: %r", exc)
+        if scope.cancelled_caught:
+            logger.warning("notifications/roots/list_changed could not be sent in time")

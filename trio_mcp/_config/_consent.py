@@ -280,7 +280,7 @@ class ConsentRequest:
     """What the approval callback is asked about.
 
     Show the person everything in [`details`][trio_mcp.config.ConsentRequest.details]
-    (what the approval pins), and on a change [`changes`][trio_mcp.config.ConsentRequest.changes].
+    (what the approval pins), and on a change `changes`.
 
     Attributes:
         server: The entry (its ``repr`` hides secrets).
