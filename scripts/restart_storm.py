@@ -105,7 +105,8 @@ def open_fds() -> int:
 
 def trio_tasks() -> int:
     """How many trio tasks are alive (the root task's tree)."""
-    count, stack = 0, [trio.lowlevel.current_root_task()]
+    root = trio.lowlevel.current_root_task()
+    count, stack = 0, [] if root is None else [root]
     while stack:
         task = stack.pop()
         count += 1
@@ -370,7 +371,7 @@ class Storm:
                             await call(server.tool, arguments)
                 except (trio_mcp.MCPError, trio.TooSlowError) as exc:
                     outcome = type(exc).__name__
-                except Exception as exc:  # noqa: BLE001 - a foreign exception: a rule broken
+                except Exception as exc:  # a foreign exception: a rule broken
                     outcome, foreign = f"{type(exc).__module__}.{type(exc).__name__}", True
                     if len(self.tracebacks) < 3:
                         self.tracebacks.append("".join(traceback.format_exception(exc)))
@@ -380,10 +381,14 @@ class Storm:
             self.calls.append(Call(server.name, start, end - start, outcome, foreign))
             if outcome == "ok":
                 outage = server.current
-                if outage is not None and outage.back_at is not None and end >= outage.back_at:
-                    if outage.first_ok_at is None:
-                        outage.first_ok_at = end
-                        server.answered.set()
+                if (
+                    outage is not None
+                    and outage.back_at is not None
+                    and end >= outage.back_at
+                    and outage.first_ok_at is None
+                ):
+                    outage.first_ok_at = end
+                    server.answered.set()
                 await trio.sleep(self.args.pace)
             else:
                 await trio.sleep(0.05)  # a failed call: do not spin on a refused connection
@@ -659,8 +664,10 @@ class Storm:
             "recovery": recovery,
             "flat": flat,
             "samples_start_middle_end": [s.__dict__ for s in picks],
-            "before_open_after_close": {"fds": [pre_fds, post_fds],
-                                        "tasks": [pre_tasks, post_tasks]},  # fmt: skip
+            "before_open_after_close": {
+                "fds": [pre_fds, post_fds],
+                "tasks": [pre_tasks, post_tasks],
+            },
             "orphans": self.orphans,
             "problems": self.problems,
             "tracebacks": self.tracebacks,

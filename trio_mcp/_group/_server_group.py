@@ -8,9 +8,9 @@ server offering the item, and fans state changes and notifications out to subscr
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 import trio
@@ -26,6 +26,8 @@ from .._exceptions import (
 from .._session import ClientSession, Notification
 from ._members import Member, RestartPolicy, ServerState, ServerStatus, Supervisor
 from ._names import Catalogue, CollisionPolicy, template_matches
+
+_T = TypeVar("_T")
 
 __all__ = ["GroupNotification", "ServerGroup"]
 
@@ -138,9 +140,27 @@ class ServerGroup:
             raise KeyError(f"no server named {server!r} in the group ({self.servers})") from None
 
     def _live(self, member: Member) -> ClientSession:
-        if member.state is not ServerState.RUNNING or member.session is None:
+        session = member.session
+        # A closed session is one the supervisor is closing after its server died (state
+        # still RUNNING for that moment): unavailable, never the session's "you closed me".
+        if member.state is not ServerState.RUNNING or session is None or session.closed:
             raise _unavailable(member)
-        return member.session
+        return session
+
+    async def _routed(self, member: Member, call: Callable[[ClientSession], Awaitable[_T]]) -> _T:
+        """Run ``call`` on the member's session; a session the group closed meanwhile (its
+        server died) gives :class:`ServerUnavailableError`, as a down server does."""
+        try:
+            session = self._live(member)
+        except ServerUnavailableError:
+            await trio.lowlevel.checkpoint()
+            raise
+        try:
+            return await call(session)
+        except trio.ClosedResourceError as exc:
+            if self._closed or not session.closed:
+                raise  # the application closed the group, or not about this session
+            raise _unavailable(member) from exc
 
     # -- what the supervisor reports -------------------------------------------------------
 
@@ -263,7 +283,7 @@ class ServerGroup:
                 -32602, f"unknown tool {name!r}: no server of the group offers it",
                 method="tools/call",
             ) from None  # fmt: skip
-        return await self._live(member).call_tool(item.name, arguments, **kwargs)
+        return await self._routed(member, lambda s: s.call_tool(item.name, arguments, **kwargs))
 
     async def get_prompt(
         self, name: str, arguments: Mapping[str, str] | None = None, **kwargs: Any
@@ -287,7 +307,7 @@ class ServerGroup:
                 -32602, f"unknown prompt {name!r}: no server of the group offers it",
                 method="prompts/get",
             ) from None  # fmt: skip
-        return await self._live(member).get_prompt(item.name, arguments, **kwargs)
+        return await self._routed(member, lambda s: s.get_prompt(item.name, arguments, **kwargs))
 
     async def read_resource(
         self, uri: str, *, server: str | None = None, **kwargs: Any
@@ -305,7 +325,9 @@ class ServerGroup:
             ServerUnavailableError: Its server is not running.
         """
         if server is not None:
-            return await self._live(self._member(server)).read_resource(uri, **kwargs)
+            return await self._routed(
+                self._member(server), lambda s: s.read_resource(uri, **kwargs)
+            )
         owners = [m for m, item in self._every("resource", "uri") if item.uri == uri]
         if not owners:
             owners = [
@@ -322,7 +344,7 @@ class ServerGroup:
         if len(names) > 1:
             await trio.lowlevel.checkpoint()
             raise NameCollisionError("resource", uri, names)
-        return await self._live(owners[0]).read_resource(uri, **kwargs)
+        return await self._routed(owners[0], lambda s: s.read_resource(uri, **kwargs))
 
     # -- streams ---------------------------------------------------------------------------
 
@@ -422,7 +444,7 @@ def _unavailable(member: Member) -> ServerUnavailableError:
         ServerState.FAILED: "is down for good",
         ServerState.REJECTED: "was not approved to start",
         ServerState.STOPPED: "was stopped (the group is closed)",
-    }.get(member.state, "is not running")
+    }.get(member.state, "is down (its session ended)")
     if member.error is not None and member.state is not ServerState.REJECTED:
         reason += f": {member.error}"
     return ServerUnavailableError(
