@@ -37,7 +37,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import math
+import logging
 import os
 import random
 import signal
@@ -90,6 +90,17 @@ Launch = Callable[[int], tuple[list[str], dict[str, str]]]
 # ------------------------------------------------------------------ measurements
 
 
+class LogCounter(logging.Handler):
+    """Counts trio_mcp's log records by level (the summary prints them)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.counts: Counter[str] = Counter()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.counts[record.levelname] += 1
+
+
 def rss_kib() -> int:
     """This process's resident set size, in KiB."""
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -135,16 +146,33 @@ def _proc_env(pid: str) -> dict[str, str]:
     return env
 
 
+def _children() -> list[str]:
+    """Pids of this process's direct children (cheap: no walk over ``/proc``)."""
+    found: list[str] = []
+    try:
+        for tid in os.listdir("/proc/self/task"):
+            with contextlib.suppress(OSError):
+                found += Path(f"/proc/self/task/{tid}/children").read_text().split()
+    except OSError:
+        pass
+    else:
+        return found
+    me = os.getpid()  # no ``children`` files: walk ``/proc``
+    return [pid for pid in os.listdir("/proc") if pid.isdigit() and _proc_ppid(pid) == me]
+
+
 def child_processes() -> int:
     """Direct children of this process (servers, alive or zombie)."""
-    me = os.getpid()
-    return sum(1 for pid in os.listdir("/proc") if pid.isdigit() and _proc_ppid(pid) == me)
+    return len(_children())
 
 
 def marked_processes(member: str | None = None) -> list[int]:
-    """Live processes started by this run (their env carries our pid), or one group member's."""
+    """Live processes started by this run (their env carries our pid), or one group member's.
+
+    A member is a direct child (the group started it); the whole run looks at every process.
+    """
     me, found = str(os.getpid()), []
-    for pid in os.listdir("/proc"):
+    for pid in _children() if member is not None else os.listdir("/proc"):
         if not pid.isdigit() or pid == me:
             continue
         env = _proc_env(pid)
@@ -344,7 +372,11 @@ class Storm:
     args: argparse.Namespace
     rng: random.Random
     servers: dict[str, Server] = field(default_factory=dict)
-    calls: list[Call] = field(default_factory=list)
+    outcomes: Counter[str] = field(default_factory=Counter)  # per call, not a list: flat RSS
+    longest: float = 0.0  # the longest call, in seconds
+    late_count: int = 0
+    late: list[Call] = field(default_factory=list)  # past deadline + slack (the first 50)
+    foreign: list[Call] = field(default_factory=list)  # (the first 50)
     outages: list[Outage] = field(default_factory=list)
     samples: list[Sample] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
@@ -378,7 +410,14 @@ class Storm:
             end = trio.current_time()
             if guard.cancelled_caught:
                 outcome = "hung"
-            self.calls.append(Call(server.name, start, end - start, outcome, foreign))
+            self.outcomes[outcome] += 1
+            self.longest = max(self.longest, end - start)
+            if end - start > deadline + self.args.slack:
+                self.late_count += 1
+                if len(self.late) < 50:
+                    self.late.append(Call(server.name, start, end - start, outcome))
+            if foreign and len(self.foreign) < 50:
+                self.foreign.append(Call(server.name, start, end - start, outcome, foreign))
             if outcome == "ok":
                 outage = server.current
                 if (
@@ -408,7 +447,6 @@ class Storm:
         pids = marked_processes(server.name)
         if len(pids) != 1:
             return  # not running right now (the group is restarting it)
-        before = group.status(server.name).restarts
         outage = Outage(server.name, trio.current_time())
         server.current, server.answered = outage, trio.Event()
         self.outages.append(outage)
@@ -416,10 +454,10 @@ class Storm:
             os.kill(pids[0], signal.SIGKILL)
         with trio.move_on_after(30):  # back: a new process, and the group says RUNNING
             while True:
-                status = group.status(server.name)
-                if status.restarts > before and status.state is ServerState.RUNNING:
+                fresh = [pid for pid in marked_processes(server.name) if pid != pids[0]]
+                if fresh and group.status(server.name).state is ServerState.RUNNING:
                     break
-                await trio.sleep(0.01)
+                await trio.sleep(0.02)
             outage.back_at = trio.current_time()
         if outage.back_at is None:
             status = group.status(server.name)
@@ -590,20 +628,18 @@ class Storm:
     # -- the verdict
 
     def verdict(self) -> dict[str, Any]:
-        args, calls = self.args, self.calls
-        ok = sum(1 for c in calls if c.outcome == "ok")
-        failures = Counter(c.outcome for c in calls if c.outcome != "ok")
-        overshoots = [c.duration - args.deadline for c in calls]
-        worst = max(overshoots, default=-math.inf)
-        late = [c for c in calls if c.duration > args.deadline + args.slack]
+        args, late = self.args, self.late
+        ok = self.outcomes["ok"]
+        failures = Counter({k: n for k, n in self.outcomes.items() if k != "ok"})
+        worst = self.longest - args.deadline
         for c in late[:10]:
             self.problems.append(
                 f"{c.server}: a call ({c.outcome}) took {c.duration:.3f} s, past its "
                 f"{args.deadline} s deadline by {c.duration - args.deadline:.3f} s"
             )
-        if len(late) > 10:
-            self.problems.append(f"... {len(late) - 10} more calls past their deadline")
-        for c in [c for c in calls if c.foreign][:10]:
+        if self.late_count > 10:
+            self.problems.append(f"... {self.late_count - 10} more calls past their deadline")
+        for c in self.foreign[:10]:
             self.problems.append(f"{c.server}: a call raised a foreign exception {c.outcome}")
         per_kind: dict[str, list[float]] = {}
         for outage in self.outages:
@@ -655,7 +691,7 @@ class Storm:
             "tasks": args.tasks,
             "servers": sorted(self.servers),
             "skipped": self.skipped,
-            "calls": len(calls),
+            "calls": self.outcomes.total(),
             "ok": ok,
             "failures": dict(failures.most_common()),
             "max_overshoot": worst,
@@ -707,6 +743,7 @@ def print_summary(v: dict[str, Any]) -> None:
     w(f"before opening / after closing: fds {b['fds'][0]} / {b['fds'][1]}, "
       f"tasks {b['tasks'][0]} / {b['tasks'][1]}")  # fmt: skip
     w(f"orphans: {v['orphans'] or 'none'}")
+    w(f"trio_mcp log records: {v.get('log_records') or 'none'} (--log prints the warnings)")
     for tb in v["tracebacks"]:
         w(f"a foreign exception:\n{tb}")
     if v["problems"]:
@@ -739,6 +776,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--fd-close-margin", type=int, default=4)
     p.add_argument("--no-probe", dest="probe", action="store_false",
                    help="do not probe legacy SSE (leave it out)")  # fmt: skip
+    p.add_argument("--log", action="store_true", help="print trio_mcp's warnings")
     p.add_argument("--json", type=Path, help="also write the figures here")
     return p.parse_args(argv)
 
@@ -746,6 +784,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     storm = Storm(args, random.Random(args.seed))
+    counter = LogCounter()
+    library = logging.getLogger("trio_mcp")
+    library.addHandler(counter)
+    library.setLevel(logging.INFO)
+    if args.log:
+        handler = logging.StreamHandler()
+        handler.setLevel(logging.WARNING)
+        library.addHandler(handler)
     began = time.monotonic()
     try:
         trio.run(storm.run)
@@ -756,6 +802,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         storm.orphans = kill_marked()
     verdict = storm.verdict()
+    verdict["log_records"] = dict(counter.counts)
     print_summary(verdict)
     if args.json is not None:
         args.json.write_text(json.dumps(verdict, indent=2, default=str) + "\n")
