@@ -550,6 +550,29 @@ class Storm:
     # -- the run
 
     async def run(self) -> None:
+        """The storm, until its end or SIGTERM (then ``terminated``: cleaned up, no verdict)."""
+        with trio.open_signal_receiver(signal.SIGTERM) as signals:
+            async with trio.open_nursery() as nursery:
+
+                async def storm() -> None:
+                    await self._run()
+                    nursery.cancel_scope.cancel()
+
+                nursery.start_soon(storm)
+                async for _signal in signals:
+                    self.terminated = True
+                    nursery.cancel_scope.cancel()
+                    break
+
+    async def _run(self) -> None:
+        try:
+            await self._storm()
+        finally:  # also on Ctrl-C, SIGTERM or a failed start
+            for server in self.servers.values():
+                if server.launch is not None:
+                    await server.kill()  # shielded
+
+    async def _storm(self) -> None:
         self.started = trio.current_time()
         for server in http_servers(old_sdk=old_sdk_installed()):
             self.servers[server.name] = server
@@ -621,9 +644,6 @@ class Storm:
         await trio.sleep(0.5)  # closed sessions' sockets and processes settle
         self.post_close = (open_fds(), trio_tasks())
         self.pre_open = pre_open
-        for server in self.servers.values():
-            if server.launch is not None:
-                await server.kill()
 
     # -- the verdict
 
@@ -710,6 +730,7 @@ class Storm:
         }
 
     orphans: list[int] = field(default_factory=list)
+    terminated: bool = False
     tracebacks: list[str] = field(default_factory=list)
     pre_open: tuple[int, int] = (0, 0)
     post_close: tuple[int, int] = (0, 0)
@@ -770,7 +791,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--down-max", type=float, default=3.0)
     p.add_argument("--max-down", type=int, default=3, help="servers down at once (3)")
     p.add_argument("--pace", type=float, default=0.01, help="pause after an answered call")
-    p.add_argument("--rss-margin", type=float, default=32.0, help="RSS growth allowed (MiB)")
+    p.add_argument("--rss-margin", type=float, default=16.0, help="RSS growth allowed (MiB)")
     p.add_argument("--fd-margin", type=int, default=24)
     p.add_argument("--task-margin", type=int, default=30)
     p.add_argument("--fd-close-margin", type=int, default=4)
@@ -779,6 +800,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--log", action="store_true", help="print trio_mcp's warnings")
     p.add_argument("--json", type=Path, help="also write the figures here")
     return p.parse_args(argv)
+
+
+def _is_interrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` is, or is a group that holds, a KeyboardInterrupt."""
+    if isinstance(exc, KeyboardInterrupt):
+        return True
+    inner: Sequence[BaseException] = getattr(exc, "exceptions", ())
+    return any(_is_interrupt(e) for e in inner)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -793,14 +822,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler.setLevel(logging.WARNING)
         library.addHandler(handler)
     began = time.monotonic()
+    # Ctrl-C works even when started with SIGINT ignored (a background job of a script)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         trio.run(storm.run)
-    except KeyboardInterrupt:
+    except BaseException as exc:  # Ctrl-C comes out of trio alone or in an exception group
+        if not _is_interrupt(exc):
+            raise
         left = kill_marked()
         print(f"interrupted after {time.monotonic() - began:.1f} s; killed {len(left)} left")
         return 130
     finally:
         storm.orphans = kill_marked()
+    if storm.terminated:
+        print(f"terminated after {time.monotonic() - began:.1f} s; servers all stopped")
+        return 143
     verdict = storm.verdict()
     verdict["log_records"] = dict(counter.counts)
     print_summary(verdict)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -44,7 +43,7 @@ def test_restart_storm(tmp_path: Path) -> None:
         try:
             out, err = storm.communicate(timeout=SECONDS + 200)
         except subprocess.TimeoutExpired:
-            storm.send_signal(signal.SIGINT)  # Ctrl-C: the script kills every server it ran
+            storm.terminate()  # SIGTERM: the script stops every server it ran, then exits
             out, err = storm.communicate(timeout=30)
             pytest.fail(f"the storm did not end by itself:\n{out}\n{err[-4000:]}")
     print(out)  # the figures, in the test's output
