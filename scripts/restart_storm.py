@@ -373,6 +373,7 @@ class Storm:
     rng: random.Random
     servers: dict[str, Server] = field(default_factory=dict)
     outcomes: Counter[str] = field(default_factory=Counter)  # per call, not a list: flat RSS
+    by_server: Counter[tuple[str, str]] = field(default_factory=Counter)
     longest: float = 0.0  # the longest call, in seconds
     late_count: int = 0
     late: list[Call] = field(default_factory=list)  # past deadline + slack (the first 50)
@@ -411,6 +412,7 @@ class Storm:
             if guard.cancelled_caught:
                 outcome = "hung"
             self.outcomes[outcome] += 1
+            self.by_server[server.name, outcome] += 1
             self.longest = max(self.longest, end - start)
             if end - start > deadline + self.args.slack:
                 self.late_count += 1
@@ -714,6 +716,11 @@ class Storm:
             "calls": self.outcomes.total(),
             "ok": ok,
             "failures": dict(failures.most_common()),
+            "failures_by_server": {
+                f"{name}: {outcome}": n
+                for (name, outcome), n in sorted(self.by_server.items())
+                if outcome != "ok"
+            },
             "max_overshoot": worst,
             "outages": len(self.outages),
             "kills": Counter(o.server for o in self.outages),
@@ -746,6 +753,8 @@ def print_summary(v: dict[str, Any]) -> None:
     w(f"calls: {v['calls']} ({v['ok']} ok)")
     for outcome, n in v["failures"].items():
         w(f"  failed {n:6d} x {outcome}")
+    by_server = ", ".join(f"{k} {n}" for k, n in v["failures_by_server"].items())
+    w(f"  by server: {by_server}")
     w(f"max overshoot past the deadline: {v['max_overshoot']:+.3f} s")
     kills = ", ".join(f"{k} {n}" for k, n in sorted(v["kills"].items()))
     w(f"outages: {v['outages']} ({kills})")
