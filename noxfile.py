@@ -20,6 +20,9 @@ Sessions (``nox -l`` lists them; ``nox -s NAME -- ARGS`` passes ARGS on):
   checked against its own expected failures (``tests/conformance/expected-failures.txt`` for
   0.2.0-alpha.12, ``expected-failures-0.1.16.txt`` for 0.1.16).
 * ``bench``: ``bench/run.py`` against the official ``mcp`` SDK.
+* ``storm``: ``scripts/restart_storm.py --seconds 180``: real servers SIGKILLed and restarted
+  every few seconds while 20 tasks call them (deadlines, recovery times, flat memory, fds and
+  tasks, no orphans; ``nox -s storm -- --seconds 600`` for a longer one).
 * ``demo``: ``python -m trio_mcp.demo``.
 * ``package``: build the wheel, install it alone and import it (and run the demo) from there.
 * ``ci``: lint, typecheck, docs, package, conformance and tests in one virtualenv, tests last
@@ -406,6 +409,15 @@ def bench(session: nox.Session) -> None:
     (ROOT / "bench" / "results").mkdir(parents=True, exist_ok=True)
     args = session.posargs or ["--json", "bench/results/latest.json"]
     session.run("python", "bench/run.py", *args)
+
+
+@nox.session
+def storm(session: nox.Session) -> None:
+    """Restart storm: real servers killed and restarted while 20 tasks call them (3 min)."""
+    _install_project(session, *PYTEST, *MCP_SDK)
+    _install_peers(session)
+    args = session.posargs or ["--seconds", "180"]
+    session.run("python", "scripts/restart_storm.py", *args)
 
 
 @nox.session

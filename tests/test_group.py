@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -278,3 +278,48 @@ async def test_user_error_in_nurseryless_block_is_bare(
     with pytest.raises(KeyError):
         async with open_server_group([server("a")]) as group:
             group.status("zzz")
+
+
+class SlowToClose:
+    """A member whose transport takes a second to close after the server died (a stdio
+    process being reaped, an HTTP client shutting down): the group is still closing the dead
+    session while callers route to it."""
+
+    def __init__(self, mock: MockServer) -> None:
+        self.mock = mock
+
+    @asynccontextmanager
+    async def open_transport(self, nursery: trio.Nursery) -> AsyncGenerator[Transport, None]:
+        async with self.mock.open_transport(nursery) as transport:
+            yield transport
+        with trio.CancelScope(shield=True):
+            await trio.sleep(1)
+
+
+async def test_call_while_the_group_closes_a_dead_session_is_unavailable(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Found by scripts/restart_storm.py (issue 33): a SIGKILLed stdio member's callers got
+    # trio.ClosedResourceError, which means "you closed the session", from the session the
+    # group was closing; they must get ServerUnavailableError, as while it restarts.
+    a = server("a")
+    async with open_server_group({"a": SlowToClose(a)}, restart=POLICY) as group:
+        assert text(await group.call_tool("echo", {"text": "up"})) == "a:up"
+        await a.crash(exit_code=-9)
+        await trio.sleep(0.5)  # the group is closing the dead session
+        calls: list[Callable[[], Awaitable[object]]] = [
+            lambda: group.call_tool("echo", {"text": "down"}),
+            lambda: group.get_prompt("hello"),
+            lambda: group.read_resource("a://readme"),
+            lambda: group.read_resource("a://readme", server="a"),
+        ]
+        for call in calls:
+            with pytest.raises(ServerUnavailableError, match="session ended") as down:
+                await call()
+            assert down.value.server == "a"
+        with pytest.raises(ServerUnavailableError):
+            group.session("a")
+        await group.wait_for("a", ServerState.RESTARTING)
+        await group.wait_for("a", ServerState.RUNNING)
+        assert trio.current_time() == 2.0  # closed at 1.0, then the policy's 1 s backoff
+        assert text(await group.call_tool("echo", {"text": "back"})) == "a:back"

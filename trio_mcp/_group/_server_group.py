@@ -226,20 +226,33 @@ class ServerGroup:
             raise KeyError(f"no server named {server!r} in the group ({self.servers})") from None
 
     def _live(self, member: Member) -> ClientSession:
-        if member.state not in _ROUTED or member.session is None:
+        session = member.session
+        # A closed session is one the supervisor is closing after its server died (state
+        # still RUNNING for that moment): unavailable, never the session's "you closed me".
+        if member.state not in _ROUTED or session is None or session.closed:
             raise _unavailable(member)
-        return member.session
+        return session
 
     async def _routed(self, member: Member, call: Callable[[ClientSession], Awaitable[T]]) -> T:
         """Make one call on the member's session; what it shows about the link is its
         status at that instant (a transport error: ``RECONNECTING``; an answer:
-        ``RUNNING``)."""
-        session = self._live(member)
+        ``RUNNING``). A session the group closed meanwhile (its server died) gives
+        [`ServerUnavailableError`][trio_mcp.groups.ServerUnavailableError], as a down
+        server does."""
+        try:
+            session = self._live(member)
+        except ServerUnavailableError:
+            await trio.lowlevel.checkpoint()
+            raise
         try:
             result = await call(session)
         except TransportError as exc:
             self._supervisor.suspect(member, session, exc)
             raise
+        except trio.ClosedResourceError as exc:
+            if self._closed or not session.closed:
+                raise  # the application closed the group, or not about this session
+            raise _unavailable(member) from exc
         self._supervisor.answered(member, session)
         return result
 
@@ -563,7 +576,7 @@ def _unavailable(member: Member) -> ServerUnavailableError:
         ServerState.FAILED: "is down for good",
         ServerState.REJECTED: "was not approved to start",
         ServerState.STOPPED: "was stopped (the group is closed)",
-    }.get(member.state, "is not running")
+    }.get(member.state, "is down (its session ended)")
     if member.state is ServerState.RESTARTING and member.retry_at is not None:
         reason += f" (in {max(0.0, member.retry_at - trio.current_time()):.1f} s)"
     if member.error is not None and member.state is not ServerState.REJECTED:
