@@ -834,3 +834,45 @@ async def test_a_call_in_a_cancelled_scope_is_never_sent(protocol: str) -> None:
         assert sent[:2] == ["tools/call", "notifications/cancelled"] and len(sent) == 3
         assert peer.received[start]["params"]["name"] == "pending"
         assert session._rpc.pending_count == 0
+
+
+# -- the response channels (issue 35: the first burst opens one per request) --------------
+
+
+def test_response_channels_open_without_typing_work() -> None:
+    # On this trio, open_channel skips open_memory_channel's two typing aliases (the first
+    # burst of a run opens a channel per request) and makes the same objects.
+    from trio_mcp import _pending
+
+    assert _pending.open_channel is not trio.open_memory_channel
+    send, receive = _pending.open_channel(float("inf"))
+    public_send, public_receive = trio.open_memory_channel[Any](float("inf"))
+    assert type(send) is type(public_send) and type(receive) is type(public_receive)
+    assert send.statistics() == public_send.statistics()
+    for item in range(100):  # unbounded, like the public function's
+        send.send_nowait(item)
+    assert [receive.receive_nowait() for _ in range(100)] == list(range(100))
+    clone = send.clone()
+    send.close()
+    clone.send_nowait("last")
+    clone.close()
+    assert receive.receive_nowait() == "last"
+    with pytest.raises(trio.EndOfChannel):
+        receive.receive_nowait()
+
+
+def test_response_channels_fall_back_to_trio_where_its_internals_differ(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import trio._channel
+
+    from trio_mcp import _pending
+
+    monkeypatch.delattr(trio._channel, "MemoryChannelState")
+    assert _pending._direct_opener() is None
+
+    monkeypatch.undo()
+    monkeypatch.setattr(trio.MemoryReceiveChannel, "_create", lambda state: "not a channel")
+    assert _pending._direct_opener() is None
+    monkeypatch.undo()
+    assert _pending._direct_opener() is not None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 from typing import Any
@@ -590,6 +591,38 @@ def test_json_schemas_kept_exactly() -> None:
     params = t.decoder_for(t.ElicitRequestFormParams).decode(json.dumps(elicit).encode())
     assert params.requested_schema["$schema"] == "x"
     assert json.loads(msgspec.json.encode(params)) == elicit
+
+
+def test_listed_tools_are_not_tracked_by_the_collector() -> None:
+    # Issue 35: a listing of 1,000 tools is 1,000 objects fewer for the collector to walk
+    # (Tool has gc=False); the JSON inside a tool stays tracked, so nothing is lost, and a
+    # tool is still freed by reference counting when its listing goes.
+    raw = json.dumps(
+        {
+            "tools": [
+                {
+                    "name": f"t{i}",
+                    "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}},
+                    "outputSchema": {"type": "object", "required": ["x"]},
+                    "annotations": {"readOnlyHint": True},
+                    "icons": [{"src": "https://example.com/i.png", "sizes": ["16x16"]}],
+                    "execution": {"taskSupport": "optional"},
+                    "_meta": {"k": [1, 2]},
+                }
+                for i in range(3)
+            ]
+        }
+    ).encode()
+    listing = t.decoder_for(t.ListToolsResult).decode(raw)
+    for tool in listing.tools:
+        assert not gc.is_tracked(tool)
+        assert gc.is_tracked(tool.input_schema)
+        assert gc.is_tracked(tool.meta)
+    made = t.Tool(name="x", input_schema={"type": "object", "properties": {}})
+    assert not gc.is_tracked(made)
+    before = len(gc.get_objects())
+    del listing, tool, made
+    assert len(gc.get_objects()) < before  # freed without a collection
 
 
 def test_raise_for_error() -> None:

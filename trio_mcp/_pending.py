@@ -10,6 +10,7 @@ their channels; it is known here only as the small `CallOwner` protocol.
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, Protocol, cast
 
@@ -43,9 +44,57 @@ class CallOwner(Protocol):
 
 
 Channels = tuple["trio.MemorySendChannel[Any]", "trio.MemoryReceiveChannel[Any]"]
-open_channel: Final = cast(
+
+
+def _direct_opener() -> Callable[[float], Channels] | None:
+    """``trio.open_memory_channel`` without its typing work, or None where that is unsafe.
+
+    trio's own function builds the pair with ``MemorySendChannel[T]._create(state)``: two
+    typing aliases per call, whose attribute lookups cost about 2 µs of the 6-8 µs a pair
+    costs, paid for every channel the first burst of a run opens (issue 35). This makes the
+    same objects from the same (trio-internal) parts, unsubscripted; it is used only when
+    those parts exist and a pair made with it passes a check of what the library relies on
+    (one buffered item crosses, closing the sender ends the receiver), so another trio
+    version falls back to the public function, never to something different.
+    """
+    try:
+        from trio._channel import MemoryChannelState
+
+        new_state = cast("Callable[[float], object]", MemoryChannelState)
+        new_send = cast(
+            "Callable[[object], trio.MemorySendChannel[Any]]", trio.MemorySendChannel._create
+        )
+        new_receive = cast(
+            "Callable[[object], trio.MemoryReceiveChannel[Any]]", trio.MemoryReceiveChannel._create
+        )
+
+        def opener(max_buffer_size: float) -> Channels:
+            state = new_state(max_buffer_size)
+            return new_send(state), new_receive(state)
+
+        send, receive = opener(math.inf)
+        if (
+            type(send) is not trio.MemorySendChannel
+            or type(receive) is not trio.MemoryReceiveChannel
+        ):
+            return None
+        send.send_nowait(1)
+        send.close()
+        if receive.receive_nowait() != 1:
+            return None
+        try:
+            receive.receive_nowait()
+        except trio.EndOfChannel:
+            return opener
+        return None
+    except Exception:  # any trio whose internals differ: the public function
+        return None
+
+
+#: opens one response channel pair, unbounded (``open_channel(math.inf)``)
+open_channel: Final[Callable[[float], Channels]] = _direct_opener() or cast(
     "Callable[[float], Channels]", trio.open_memory_channel
-)  # unsubscripted: no typing work per call
+)
 _channel_pool: Final = trio.lowlevel.RunVar["list[Channels]"]("trio_mcp response channels")
 
 

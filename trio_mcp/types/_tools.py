@@ -39,7 +39,17 @@ class ToolExecution(_Wire, kw_only=True):
     task_support: str | UnsetType = UNSET  # "forbidden", "optional" or "required" today
 
 
-class Tool(_Wire, kw_only=True):
+# gc=False: the cyclic garbage collector never tracks a Tool (msgspec's option). A listing
+# of 1,000 tools allocates about 4,000 tracked objects (per tool: itself, its inputSchema
+# and properties dicts, its "required" list); untracking the tools leaves about 3,000 and
+# takes a quarter of the collector's work out of every tools/list (issue 35). It is safe
+# because nothing can form a reference cycle through a Tool that the library makes: its
+# fields are strings, UNSET, acyclic structs and JSON trees freshly decoded from bytes (JSON
+# cannot spell a cycle), no subclass adds fields, and nothing here puts a Tool (or anything
+# that holds one) into a Tool's own dicts. The dicts and lists inside stay tracked, and
+# reference counting frees a Tool as before. Only a caller who stores a tool inside its own
+# schema (``tool.meta["self"] = tool``) makes a cycle, which would then never be freed.
+class Tool(_Wire, kw_only=True, gc=False):
     """A tool the server offers.
 
     Attributes:
@@ -52,6 +62,11 @@ class Tool(_Wire, kw_only=True):
         icons: Icons (2025-11-25+).
         execution: Task support (2025-11-25 only).
         meta: The ``_meta`` object (2025-06-18+).
+
+    Note:
+        The garbage collector does not track tools (for speed: a listing of 1,000 tools
+        is 1,000 objects fewer to walk), so never store a tool inside its own dicts (for
+        example ``tool.meta["self"] = tool``): such a cycle would never be freed.
     """
 
     name: str
