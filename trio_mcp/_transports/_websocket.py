@@ -7,10 +7,11 @@ are accepted too: their bytes are passed on as they are, for the session to deco
 
 A connection that breaks (no close frame, or code 1001, 1011, 1012, 1013, 1014) is re-opened
 on the ``reconnect`` schedule and a legacy session's ``initialize`` replayed on it (see
-``_reconnect.py``). Otherwise, or without ``reconnect``, a close with code 1000 (normal) or
-1001 (going away) is a clean end of stream (`trio.EndOfChannel`); any other close is
-[`ConnectionClosed`][trio_mcp.ConnectionClosed]. trio-websocket is imported only when a transport is
-opened.
+``_websocket_reconnect.py``, the base class of the transport, and ``_reconnect.py``).
+Otherwise, or without ``reconnect``, a close with code 1000 (normal) or 1001 (going away) is
+a clean end of stream (`trio.EndOfChannel`); any other close is
+[`ConnectionClosed`][trio_mcp.ConnectionClosed]. trio-websocket is imported only when a
+transport is opened.
 
 Callers never write to the socket themselves: ``send`` hands the message to a bounded queue
 (waiting while it is full) and one writer task sends each message whole. A caller cancelled
@@ -36,23 +37,21 @@ from .._exceptions import (
     ConnectionClosed,
     HTTPStatusError,
     MCPError,
-    MessageTooLargeError,
     ProtocolError,
     TransportError,
     fresh_copy,
 )
 from .._redact import display_url, redacted_repr
 from .._resilience import Backoff
-from ._base import MessageInfo, Transport
+from ._base import MessageInfo
 from ._http import DEFAULT_MAX_MESSAGE_SIZE, origin_of
-from ._jsonpeek import response_id, routed, same_id
+from ._jsonpeek import response_id, routed
 from ._reconnect import (
     DEFAULT_RECONNECT_BACKOFF,
-    INITIALIZED,
     Outstanding,
     reconnecting_error,
-    refusal,
 )
+from ._websocket_reconnect import WebSocketReconnection, reconnects_after
 
 if TYPE_CHECKING:
     import trio_websocket
@@ -68,14 +67,6 @@ RequestId: TypeAlias = "int | str"
 SUBPROTOCOL = "mcp"
 """The subprotocol the client asks for."""
 _CLEAN_CLOSE_CODES = (1000, 1001)
-_MESSAGE_TOO_BIG = 1009
-_RECONNECT_CODES = frozenset({1001, 1005, 1006, 1011, 1012, 1013, 1014})
-"""The closes worth reconnecting after: going away (a server shutting down), none received (a crash,
-a dropped connection), internal error, service restart, try again later, bad gateway. Any other
-(1000: the server ended the session; 1009: a message over our limit; a policy or protocol violation)
-ends the connection as before."""
-_EARLY_LIMIT = 64
-"""How many messages received before the answer to a replayed ``initialize`` are kept."""
 
 _WRITE_QUEUE_SIZE = 64
 """How many messages may wait for the writer task before ``send`` waits (backpressure). The queue
@@ -236,14 +227,6 @@ class _Connection:
                 await self.stream.aclose()
 
 
-class _Refused(Exception):
-    """The server refused the reconnection for good."""
-
-    def __init__(self, error: ConnectionClosed) -> None:
-        super().__init__(str(error))
-        self.error = error
-
-
 def _target(url: str) -> tuple[str, int, str, str, bool]:
     """``(host, port, resource, Host header, use TLS)`` of a ``ws://`` / ``wss://`` URL."""
     parts = urlsplit(url)
@@ -260,12 +243,7 @@ def _target(url: str) -> tuple[str, int, str, str, bool]:
     return host, port, resource, host_header, secure
 
 
-def _reconnects_after(reason: trio_websocket.CloseReason | None) -> bool:
-    """Whether a connection closed for ``reason`` is worth re-opening (a restart, a crash)."""
-    return reason is None or reason.code in _RECONNECT_CODES
-
-
-class WebSocketTransport(Transport):
+class WebSocketTransport(WebSocketReconnection[WebSocketParameters, _Connection]):
     """A connection to an MCP server over WebSocket. Open it with
     [`WebSocketParameters.open_transport()`][trio_mcp.transports.WebSocketParameters.open_transport].
 
@@ -467,7 +445,7 @@ class WebSocketTransport(Transport):
                 await ws.send_message(text)
         except trio_websocket.ConnectionClosed as exc:
             conn.write_failure = exc
-            if _reconnects_after(exc.reason):
+            if reconnects_after(exc.reason):
                 self._broken(conn, self._closed_error_from(exc.reason, exc))
         except trio.Cancelled:
             conn.writer_cancelled = not self._closed
@@ -555,7 +533,7 @@ class WebSocketTransport(Transport):
                 error = self._closed_error_from(exc.reason, exc)
                 if (
                     self._params.reconnect is not None
-                    and _reconnects_after(exc.reason)
+                    and reconnects_after(exc.reason)
                     and not conn.writer_cancelled
                 ):
                     self._broken(conn, error)
@@ -565,195 +543,6 @@ class WebSocketTransport(Transport):
                 if reason is not None and reason.code in _CLEAN_CLOSE_CODES:
                     raise trio.EndOfChannel from exc
                 raise error  # noqa: B904 (the cause is set inside)
-
-    # -- reconnecting --------------------------------------------------------------------
-
-    def _broken(self, conn: _Connection, error: ConnectionClosed) -> None:
-        """``conn`` broke: start one reconnection (concurrent reports share it)."""
-        if (
-            conn is not self._conn
-            or self._reconnecting
-            or self._closed
-            or self._params.reconnect is None
-            or self._nursery is None
-        ):
-            return
-        self._reconnecting = True
-        self._reconnected = trio.Event()
-        self.link.failed(error)
-        url = display_url(self._params.url)
-        for request_id in self._outstanding.take():
-            self._fail_request(
-                request_id,
-                ConnectionClosed(
-                    f"the WebSocket to {url} broke before the answer to request "
-                    f"{request_id!r} came: {error}"
-                ),
-            )
-        logger.warning("%s; reconnecting", error)
-        try:
-            self._nursery.start_soon(self._reconnect, conn, name="trio_mcp WebSocket reconnect")
-        except RuntimeError:  # the nursery is closed
-            self._give_up(ConnectionClosed(f"{error}; the transport's nursery has exited"))
-
-    def _give_up(self, error: ConnectionClosed) -> None:
-        self._give_up_error = error
-        self._error = error
-        self._reconnecting = False
-        self._reconnected.set()
-        self.link.closed()
-
-    async def _reconnect(self, old: _Connection) -> None:
-        """Re-open the connection until it works or the transport closes (a task)."""
-        backoff = self._params.reconnect
-        assert backoff is not None
-        self._reconnect_scope = scope = trio.CancelScope()
-        attempt = 0
-        try:
-            with scope:
-                await old.close_stream()
-                while True:
-                    attempt += 1
-                    await trio.sleep(backoff.delay(attempt))
-                    try:
-                        conn = await self._renew()
-                    except _Refused as exc:
-                        logger.warning("%s", exc.error)
-                        self._give_up(exc.error)
-                        return
-                    except MCPError as exc:
-                        logger.log(
-                            logging.INFO if attempt == 1 else logging.DEBUG,
-                            "reconnecting to %s failed (attempt %d): %s",
-                            display_url(self._params.url),
-                            attempt,
-                            exc,
-                        )
-                        continue
-                    break
-                self._start_writer(conn)
-                self._reconnecting = False
-                self._reconnected.set()
-                logger.warning(
-                    "reconnected to %s after %d attempt(s)", display_url(self._params.url), attempt
-                )
-                if self._initialize is not None and not self.modern:
-                    self.renewed()
-                else:
-                    self.link.restored()
-                    self.notification_gap()
-        except Exception as exc:  # a bug: never into the user's nursery
-            logger.exception(
-                "the WebSocket reconnection to %s failed", display_url(self._params.url)
-            )
-            failed = ConnectionClosed(
-                f"reconnecting to {display_url(self._params.url)} failed: {exc!r}"
-            )
-            failed.__cause__ = exc
-            self._give_up(failed)
-        finally:
-            self._reconnect_scope = None
-            if self._reconnecting:  # cancelled: closed, or the nursery was cancelled
-                self._give_up(
-                    ConnectionClosed(
-                        f"the WebSocket transport to {display_url(self._params.url)} stopped while "
-                        "reconnecting: it was closed, or the nursery it was opened with "
-                        "was cancelled"
-                    )
-                )
-                if self._conn is not old:
-                    with trio.CancelScope(shield=True):
-                        await self._conn.close_stream()
-
-    async def _renew(self) -> _Connection:
-        """One attempt: a new connection; a legacy session's handshake replayed on it.
-
-        Raises:
-            _Refused: The server refused the handshake or the new ``initialize``.
-            MCPError: The attempt failed (the server may not be back yet).
-        """
-        import trio_websocket
-
-        assert self._nursery is not None
-        try:
-            conn = await self._open(self._nursery)
-        except HTTPStatusError as exc:
-            if 400 <= exc.status_code < 500 and exc.status_code not in (404, 408, 429):
-                raise _Refused(
-                    ConnectionClosed(
-                        f"the server at {display_url(self._params.url)} came back but refused the "
-                        f"WebSocket (HTTP {exc.status_code}): {exc.body[:300]}"
-                    )
-                ) from exc
-            raise
-        ws = conn.ws
-        assert ws is not None
-        known = self._initialize
-        if known is None or self.modern:
-            return conn
-        text, request_id = known
-        try:
-            with trio.move_on_after(self._params.timeout):
-                await ws.send_message(text)
-                while True:
-                    message = await ws.get_message()
-                    data = message.encode("utf-8") if isinstance(message, str) else message
-                    envelope, answers = routed(data)
-                    if same_id(answers, request_id):
-                        break
-                    if len(self._early) < _EARLY_LIMIT:  # (the session's, after renewal)
-                        self._early.append(message)
-                    else:
-                        logger.warning("dropped a message sent before the new initialize")
-                reason = refusal(data, envelope)
-                if reason is not None:
-                    raise _Refused(
-                        ConnectionClosed(
-                            f"the server at {display_url(self._params.url)} came back but "
-                            "refused to "
-                            f"start a new session: {reason}"
-                        )
-                    )
-                if self._initialized:
-                    await ws.send_message(INITIALIZED.decode())
-                return conn
-        except trio_websocket.ConnectionClosed as exc:
-            await conn.close_stream()
-            self._early.clear()
-            raise self._closed_error_from(exc.reason, exc) from exc
-        except BaseException:
-            await conn.close_stream()
-            self._early.clear()
-            raise
-        await conn.close_stream()
-        self._early.clear()
-        raise TransportError(f"no answer to the replayed initialize within {self._params.timeout}s")
-
-    def _closed_error_from(
-        self, reason: trio_websocket.CloseReason | None, cause: BaseException | None
-    ) -> ConnectionClosed:
-        """The error for a connection closed for ``reason``, with ``__cause__`` set."""
-        url = self._params.url
-        if reason is None:
-            closed = ConnectionClosed(f"the WebSocket to {display_url(url)} closed")
-        elif reason.code == _MESSAGE_TOO_BIG:
-            limit = self._params.max_message_size
-            closed = ConnectionClosed(
-                f"the WebSocket to {display_url(url)} closed (code 1009): a message was "
-                f"larger than max_message_size={limit} bytes"
-            )
-            too_large = MessageTooLargeError(limit + 1, limit)
-            too_large.__cause__ = cause
-            closed.__cause__ = too_large
-            return closed
-        else:
-            detail = f": {reason.reason}" if reason.reason else ""
-            closed = ConnectionClosed(
-                f"the WebSocket to {display_url(url)} closed with code {reason.code} "
-                f"({reason.name}){detail}"
-            )
-        closed.__cause__ = cause
-        return closed
 
     def closed_error(self) -> MCPError:
         """Why the connection ended."""
