@@ -30,9 +30,12 @@ EXPECTED = {
     ("url-elicitation.md", 0): "False loopback address 127.0.0.1\nTrue xn--pple-43d.com",
     ("url-elicitation.md", 1): "visit accounts.example.com: Connect your account\naccept\n",
     ("notifications.md", 0): "[warning] disk almost full\n",
-    ("notifications.md", 1): "True\n",
+    ("notifications.md", 1): "notifications/com.example/alert disk full\n",
+    ("notifications.md", 2): "True\n",
+    ("notifications.md", 4): "Alert(level='high', text='disk full')\n",
     ("roots-and-forms.md", 0): "file:///home/me/project\nfile:///home/me/notes\n",
     ("agent.md", 0): "2 + 3 = 5; the echo said hello\n2\n4\n",
+    ("agent.md", 1): "['weather']\n['tool_42', 'tool_142', 'tool_242']\n",
 }
 
 
