@@ -60,6 +60,13 @@ RECEIVERS = {
 #: Pages that are not guides: the reference and the contributors' map of the code.
 NOT_GUIDES = ("reference.md", "layout.md")
 
+#: Reference ids that are headings written by hand, not mkdocstrings entries: the
+#: cross-reference syntax does not reach them, so a guide links them by page and anchor.
+HEADING_IDS = {
+    "trio_mcp.types.UNSET": "api/types.md#trio_mcp.types.UNSET",
+    "trio_mcp.types.UnsetType": "api/types.md#trio_mcp.types.UnsetType",
+}
+
 NAME = re.compile(r"^([A-Za-z_][\w.]*)(\(.*\))?$")
 SPAN = re.compile(r"(?<![`\w])`([^`\n]+)`(?!`)")
 FENCE = re.compile(r"^\s*(```|~~~)")
@@ -146,6 +153,8 @@ def link_page(text: str, linker: Linker) -> tuple[str, int]:
             if target is None:
                 return match[0]
             count += 1
+            if target in HEADING_IDS:
+                return f"[{match[0]}]({HEADING_IDS[target]})"
             return f"[{match[0]}][{target}]"
 
         out.append(SPAN.sub(replace, line))

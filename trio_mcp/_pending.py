@@ -91,10 +91,10 @@ def _direct_opener() -> Callable[[float], Channels] | None:
         return None
 
 
-#: opens one response channel pair, unbounded (``open_channel(math.inf)``)
 open_channel: Final[Callable[[float], Channels]] = _direct_opener() or cast(
     "Callable[[float], Channels]", trio.open_memory_channel
 )
+"""opens one response channel pair, unbounded (``open_channel(math.inf)``)"""
 _channel_pool: Final = trio.lowlevel.RunVar["list[Channels]"]("trio_mcp response channels")
 
 
