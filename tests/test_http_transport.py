@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import json
 import ssl
 import subprocess
 import sys
+import warnings
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -45,8 +47,10 @@ from trio_mcp._transports._http import (
     StreamableHTTPTransport,
     origin_of,
 )
-from trio_mcp._transports._http_base import INCOMING_QUEUE_SIZE
+from trio_mcp._transports._http_base import INCOMING_QUEUE_SIZE, core_for
+from trio_mcp._transports._http_client import HTTPOptions
 from trio_mcp._transports._http_errors import parse_retry_after
+from trio_mcp._transports._http_sender import close_response
 from trio_mcp._transports._jsonpeek import oversized_response_id
 from trio_mcp._transports._link import LinkState
 
@@ -1592,3 +1596,48 @@ async def test_cancel_disconnects_on_a_real_socket() -> None:
                 assert json.loads(await transport.receive()) == progress(1)
                 assert transport.cancel_request(1)
                 await server.disconnected.wait()  # the server sees the stream close
+
+
+@pytest.mark.parametrize("how", ["cancelled", "error"])
+async def test_a_reader_stopped_in_its_sink_leaves_no_body_generator_open(
+    how: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    """A cancellation (the transport closing) or an error while a chunk is handed on stops
+    the reading through httpx's chain of generators: every one of them finishes at once,
+    none is left for the garbage collector to finalize with a ResourceWarning."""
+    finished: list[str] = []
+
+    class Body(httpx.AsyncByteStream):
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            try:
+                while True:
+                    await trio.sleep(0.1)
+                    yield b"data: {}\n\n"
+            finally:
+                finished.append("body")
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        del request
+        return httpx.Response(200, stream=Body())
+
+    async def on_chunk(chunk: bytes) -> bool:
+        del chunk
+        if how == "error":
+            raise RuntimeError("a sink that failed")
+        await trio.sleep_forever()  # a full incoming queue, say
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(answer))
+    async with trio.open_nursery() as nursery:
+        core = core_for(HTTPOptions("http://mock.test/mcp", client=client), nursery)
+        response = await core.open("GET", "http://mock.test/mcp", headers={})
+        with trio.move_on_after(1), contextlib.suppress(RuntimeError):
+            await core.consume(response, on_chunk, "reading")
+        assert finished == ["body"]
+        await close_response(response)
+        await core.aclose(None)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        gc.collect()
+        await trio.lowlevel.checkpoint()
+    assert not [w for w in seen if issubclass(w.category, ResourceWarning)]
+    await client.aclose()

@@ -318,10 +318,13 @@ class HTTPSender:
         (`plain_body()`): stopping early is not reading
         on. Any other body goes through ``response.aiter_bytes()``; to stop early, a cancel
         scope around the iteration is cancelled, so the cancellation unwinds httpx's chain
-        of async generators from the innermost one and none is left unfinished. An
-        [`MCPError`][trio_mcp.MCPError] from ``on_chunk`` stops the reading the same way and is
-        re-raised. A body not read to its end is closed with the response: its connection
-        is not reused.
+        of async generators from the innermost one and none is left unfinished. Any
+        exception from ``on_chunk`` (an [`MCPError`][trio_mcp.MCPError], a cancellation of
+        the reading task while ``on_chunk`` waits) stops the reading the same way and is
+        re-raised: raised straight out of the loop, it would leave every generator of the
+        chain suspended, to be finalized by the garbage collector with a
+        ``ResourceWarning``. A body not read to its end is closed with the response: its
+        connection is not reused.
 
         Args:
             response: The streaming response.
@@ -351,19 +354,22 @@ class HTTPSender:
         response: httpx.Response, on_chunk: Callable[[bytes], Awaitable[bool]]
     ) -> bool:
         stop = False
-        failure: MCPError | None = None
+        failure: BaseException | None = None
         with trio.CancelScope() as scope:
             async for chunk in response.aiter_bytes():
                 if stop:
                     continue  # until the cancellation lands
                 try:
                     stop = await on_chunk(chunk)
-                except MCPError as exc:
+                except BaseException as exc:  # a cancellation too: no generator left open
                     failure, stop = exc, True
                 if stop:
                     scope.cancel()
         if failure is not None:
-            raise failure
+            try:
+                raise failure
+            finally:
+                del failure  # (no reference cycle through the traceback)
         return stop
 
     async def read_body(
