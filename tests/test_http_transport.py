@@ -1641,3 +1641,24 @@ async def test_a_reader_stopped_in_its_sink_leaves_no_body_generator_open(
         await trio.lowlevel.checkpoint()
     assert not [w for w in seen if issubclass(w.category, ResourceWarning)]
     await client.aclose()
+
+
+async def test_a_response_closed_by_a_cancelled_task_is_closed_all_the_same() -> None:
+    """The close of a response is shielded: a cancellation (the transport closing while a
+    POST's answer or the GET stream is being closed) cannot leave its body open."""
+    closed: list[str] = []
+
+    class Body(httpx.AsyncByteStream):
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            yield b""
+
+        async def aclose(self) -> None:
+            await trio.lowlevel.checkpoint()  # a socket's close, say
+            closed.append("body")
+
+    response = httpx.Response(200, stream=Body(), request=httpx.Request("GET", URL))
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        await close_response(response)
+    assert closed == ["body"]
+    assert response.is_closed

@@ -57,10 +57,21 @@ def content_type(response: httpx.Response) -> str:
     return value.partition(";")[0].strip().lower()
 
 
+_CLOSE_RESPONSE_TIMEOUT: Final = 5.0
+"""The longest a response's close may take once its task is cancelled (shielded)."""
+
+
 async def close_response(response: httpx.Response) -> None:
-    """Close a response; a failure to close is only logged (nothing more can be lost)."""
+    """Close a response; a failure to close is only logged (nothing more can be lost).
+
+    Shielded (for at most `_CLOSE_RESPONSE_TIMEOUT` seconds): a cancellation of the
+    closing task (the transport closing, a timeout) cannot leave the body and its
+    connection open. httpx marks a response closed before it closes the body, so a close
+    cut short is never tried again.
+    """
     try:
-        await response.aclose()
+        with trio.move_on_after(_CLOSE_RESPONSE_TIMEOUT, shield=True):
+            await response.aclose()
     except httpx_errors() as exc:
         logger.debug(
             "closing the response from %s failed: %r", display_url(response.request.url), exc
