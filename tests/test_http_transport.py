@@ -24,6 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from msgspec import UNSET
 
+import trio_mcp
 from trio_mcp import _jsonrpc as jsonrpc
 from trio_mcp._exceptions import (
     ConnectionClosed,
@@ -1662,3 +1663,41 @@ async def test_a_response_closed_by_a_cancelled_task_is_closed_all_the_same() ->
         await close_response(response)
     assert closed == ["body"]
     assert response.is_closed
+
+
+async def test_a_session_cancelled_at_any_checkpoint_leaves_no_body_generator_open() -> None:
+    """Cancel a legacy session over Streamable HTTP (a POST's SSE answer and the GET
+    stream open) at each checkpoint in turn: no response body is left to the garbage
+    collector (trio finalizes such generators with a ResourceWarning, an error here)."""
+    from trio_mcp.testing import MockServer, ToolContext
+
+    server = MockServer(eras="legacy")
+
+    @server.tool
+    async def chatty(ctx: ToolContext) -> str:
+        for step in range(3):
+            await ctx.progress(step, 3)
+            await ctx.log("info", f"step {step}")
+        return "done"
+
+    for after in range(60):  # (the old code left generators open from 20 on)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            async with trio.open_nursery() as nursery, server.open_http(nursery) as http:
+                params = StreamableHTTPParameters(http.url, client=http.client)
+                with trio.CancelScope() as scope:
+
+                    async def cancel_later(scope: trio.CancelScope = scope, n: int = after) -> None:
+                        for _ in range(n):
+                            await trio.lowlevel.checkpoint()
+                        scope.cancel()
+
+                    nursery.start_soon(cancel_later)
+                    async with trio_mcp.open_mcp_session(nursery, params) as session:
+                        while True:
+                            await session.call_tool("chatty", {})
+                nursery.cancel_scope.cancel()
+            gc.collect()
+            await trio.lowlevel.checkpoint()
+        leaks = [str(w.message) for w in seen if issubclass(w.category, ResourceWarning)]
+        assert not leaks, f"cancelled after {after} checkpoints: {leaks}"
