@@ -69,6 +69,8 @@ async def close_response(response: httpx.Response) -> None:
     connection open. httpx marks a response closed before it closes the body, so a close
     cut short is never tried again.
     """
+    if response.is_closed:
+        return  # read to its end (httpx closed it): no cancel scope on the hot path
     try:
         with trio.move_on_after(_CLOSE_RESPONSE_TIMEOUT, shield=True):
             await response.aclose()
