@@ -18,6 +18,7 @@ import trio_mcp
 from trio_mcp import (
     Backoff,
     ConnectionClosed,
+    RetryPolicy,
     StreamableHTTPParameters,
     TransportError,
     open_server_group,
@@ -51,11 +52,20 @@ def server(name: str, *, eras: Any = "both") -> MockServer:
 
 @asynccontextmanager
 async def http_group(
-    mock: MockServer, **options: Any
+    mock: MockServer,
+    *,
+    get_stream: bool = True,
+    retry: RetryPolicy | None = None,
+    **options: Any,
 ) -> AsyncGenerator[tuple[Any, trio_mcp.testing.MockHTTPServer], None]:
-    """A group of one member served over Streamable HTTP (in-process, no socket)."""
+    """A group of one member served over Streamable HTTP (in-process, no socket).
+
+    ``get_stream=False``: the server offers no GET stream (405), so nothing but a request
+    or a ping can notice that it died; ``retry``: the transport's policy (its GET stream
+    re-opens by its backoff)."""
     async with trio.open_nursery() as nursery, mock.open_http(nursery) as http:
-        params = StreamableHTTPParameters(http.url, client=http.client)
+        http.get_stream = get_stream
+        params = StreamableHTTPParameters(http.url, client=http.client, retry=retry)
         async with open_server_group({"h": params}, restart=POLICY, **options) as group:
             yield group, http
         nursery.cancel_scope.cancel()
@@ -149,10 +159,11 @@ async def test_keep_alive_finds_a_server_that_died_while_idle(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     mock = server("h", eras="legacy")
-    async with http_group(mock, keep_alive=5) as (group, http):
+    # no GET stream (405): its breaking cannot tell the link; nobody calls either
+    async with http_group(mock, get_stream=False, keep_alive=5) as (group, http):
         start = trio.current_time()
         async with group.events() as events:
-            await mock.crash()  # nobody calls: only the keep-alive can notice
+            await mock.crash()  # only the keep-alive can notice
             down = await events.receive()
             assert down.state is ServerState.RECONNECTING
             assert trio.current_time() - start == 5.0
@@ -163,6 +174,29 @@ async def test_keep_alive_finds_a_server_that_died_while_idle(
             back = await events.receive()
             assert back.state is ServerState.RUNNING
             assert trio.current_time() - start == 22.0
+
+
+async def test_the_get_stream_finds_a_dead_server_before_the_keep_alive(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # the legacy GET stream breaks with the server: the transport re-opens it after its
+    # backoff (1 s, no jitter), is refused, and marks the link failed, long before the
+    # keep-alive's ping (5 s) would have
+    mock = server("h", eras="legacy")
+    retry = RetryPolicy(backoff=Backoff(initial=1.0, multiplier=2.0, jitter=0))
+    async with http_group(mock, retry=retry, keep_alive=5) as (group, http):
+        start = trio.current_time()
+        async with group.events() as events:
+            await mock.crash()
+            down = await events.receive()
+            assert down.state is ServerState.RECONNECTING
+            assert trio.current_time() - start == 1.0
+            assert isinstance(down.error, TransportError)
+            assert "connection refused" in str(down.error)
+            http.restart()  # at 1 s: found 1 s later (by the GET stream's next attempt and
+            back = await events.receive()  # the group's first recovery ping alike)
+            assert back.state is ServerState.RUNNING
+            assert trio.current_time() - start == 2.0
 
 
 async def test_a_keep_alive_ping_that_times_out_and_a_server_of_its_own(

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import json
 import ssl
 import subprocess
 import sys
+import warnings
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -22,6 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from msgspec import UNSET
 
+import trio_mcp
 from trio_mcp import _jsonrpc as jsonrpc
 from trio_mcp._exceptions import (
     ConnectionClosed,
@@ -45,8 +48,10 @@ from trio_mcp._transports._http import (
     StreamableHTTPTransport,
     origin_of,
 )
-from trio_mcp._transports._http_base import INCOMING_QUEUE_SIZE
+from trio_mcp._transports._http_base import INCOMING_QUEUE_SIZE, core_for
+from trio_mcp._transports._http_client import HTTPOptions
 from trio_mcp._transports._http_errors import parse_retry_after
+from trio_mcp._transports._http_sender import close_response
 from trio_mcp._transports._jsonpeek import oversized_response_id
 from trio_mcp._transports._link import LinkState
 
@@ -1592,3 +1597,107 @@ async def test_cancel_disconnects_on_a_real_socket() -> None:
                 assert json.loads(await transport.receive()) == progress(1)
                 assert transport.cancel_request(1)
                 await server.disconnected.wait()  # the server sees the stream close
+
+
+@pytest.mark.parametrize("how", ["cancelled", "error"])
+async def test_a_reader_stopped_in_its_sink_leaves_no_body_generator_open(
+    how: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    """A cancellation (the transport closing) or an error while a chunk is handed on stops
+    the reading through httpx's chain of generators: every one of them finishes at once,
+    none is left for the garbage collector to finalize with a ResourceWarning."""
+    finished: list[str] = []
+
+    class Body(httpx.AsyncByteStream):
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            try:
+                while True:
+                    await trio.sleep(0.1)
+                    yield b"data: {}\n\n"
+            finally:
+                finished.append("body")
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        del request
+        return httpx.Response(200, stream=Body())
+
+    async def on_chunk(chunk: bytes) -> bool:
+        del chunk
+        if how == "error":
+            raise RuntimeError("a sink that failed")
+        await trio.sleep_forever()  # a full incoming queue, say
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(answer))
+    async with trio.open_nursery() as nursery:
+        core = core_for(HTTPOptions("http://mock.test/mcp", client=client), nursery)
+        response = await core.open("GET", "http://mock.test/mcp", headers={})
+        with trio.move_on_after(1), contextlib.suppress(RuntimeError):
+            await core.consume(response, on_chunk, "reading")
+        assert finished == ["body"]
+        await close_response(response)
+        await core.aclose(None)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        gc.collect()
+        await trio.lowlevel.checkpoint()
+    assert not [w for w in seen if issubclass(w.category, ResourceWarning)]
+    await client.aclose()
+
+
+async def test_a_response_closed_by_a_cancelled_task_is_closed_all_the_same() -> None:
+    """The close of a response is shielded: a cancellation (the transport closing while a
+    POST's answer or the GET stream is being closed) cannot leave its body open."""
+    closed: list[str] = []
+
+    class Body(httpx.AsyncByteStream):
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            yield b""
+
+        async def aclose(self) -> None:
+            await trio.lowlevel.checkpoint()  # a socket's close, say
+            closed.append("body")
+
+    response = httpx.Response(200, stream=Body(), request=httpx.Request("GET", URL))
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        await close_response(response)
+    assert closed == ["body"]
+    assert response.is_closed
+
+
+async def test_a_session_cancelled_at_any_checkpoint_leaves_no_body_generator_open() -> None:
+    """Cancel a legacy session over Streamable HTTP (a POST's SSE answer and the GET
+    stream open) at each checkpoint in turn: no response body is left to the garbage
+    collector (trio finalizes such generators with a ResourceWarning, an error here)."""
+    from trio_mcp.testing import MockServer, ToolContext
+
+    server = MockServer(eras="legacy")
+
+    @server.tool
+    async def chatty(ctx: ToolContext) -> str:
+        for step in range(3):
+            await ctx.progress(step, 3)
+            await ctx.log("info", f"step {step}")
+        return "done"
+
+    for after in range(60):  # (the old code left generators open from 20 on)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            async with trio.open_nursery() as nursery, server.open_http(nursery) as http:
+                params = StreamableHTTPParameters(http.url, client=http.client)
+                with trio.CancelScope() as scope:
+
+                    async def cancel_later(scope: trio.CancelScope = scope, n: int = after) -> None:
+                        for _ in range(n):
+                            await trio.lowlevel.checkpoint()
+                        scope.cancel()
+
+                    nursery.start_soon(cancel_later)
+                    async with trio_mcp.open_mcp_session(nursery, params) as session:
+                        while True:
+                            await session.call_tool("chatty", {})
+                nursery.cancel_scope.cancel()
+            gc.collect()
+            await trio.lowlevel.checkpoint()
+        leaks = [str(w.message) for w in seen if issubclass(w.category, ResourceWarning)]
+        assert not leaks, f"cancelled after {after} checkpoints: {leaks}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import trio
+import trio.testing
 
 import trio_mcp
 from trio_mcp.testing import MockServer, ToolContext
@@ -158,3 +159,20 @@ async def test_http_get_stream_405_is_fine() -> None:
         ) as session:
             await session.call_tool("echo", {"text": "x"})
     assert any(m == "GET" for m, _ in http.requests)
+
+
+async def test_http_a_restart_right_after_a_crash_stays_up() -> None:
+    """The crashed "process" ends its sessions after restart() returned: the new one stays
+    up (a crashed session's late end used to take it down again)."""
+    server = make_server("legacy")
+    async with trio.open_nursery() as nursery, server.open_http(nursery) as http:
+        async with trio_mcp.open_mcp_session(
+            nursery, trio_mcp.StreamableHTTPParameters(http.url, client=http.client)
+        ) as session:
+            await session.call_tool("echo", {"text": "x"})
+            await server.crash()
+            http.restart()  # before the crashed session's server loop has ended
+            await trio.testing.wait_all_tasks_blocked()
+            assert not http.down
+            result = await session.call_tool("echo", {"text": "again"})
+            assert result.content[0].text == "again"  # type: ignore[union-attr]

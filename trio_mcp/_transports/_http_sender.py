@@ -57,10 +57,23 @@ def content_type(response: httpx.Response) -> str:
     return value.partition(";")[0].strip().lower()
 
 
+_CLOSE_RESPONSE_TIMEOUT: Final = 5.0
+"""The longest a response's close may take once its task is cancelled (shielded)."""
+
+
 async def close_response(response: httpx.Response) -> None:
-    """Close a response; a failure to close is only logged (nothing more can be lost)."""
+    """Close a response; a failure to close is only logged (nothing more can be lost).
+
+    Shielded (for at most `_CLOSE_RESPONSE_TIMEOUT` seconds): a cancellation of the
+    closing task (the transport closing, a timeout) cannot leave the body and its
+    connection open. httpx marks a response closed before it closes the body, so a close
+    cut short is never tried again.
+    """
+    if response.is_closed:
+        return  # read to its end (httpx closed it): no cancel scope on the hot path
     try:
-        await response.aclose()
+        with trio.move_on_after(_CLOSE_RESPONSE_TIMEOUT, shield=True):
+            await response.aclose()
     except httpx_errors() as exc:
         logger.debug(
             "closing the response from %s failed: %r", display_url(response.request.url), exc
@@ -318,10 +331,13 @@ class HTTPSender:
         (`plain_body()`): stopping early is not reading
         on. Any other body goes through ``response.aiter_bytes()``; to stop early, a cancel
         scope around the iteration is cancelled, so the cancellation unwinds httpx's chain
-        of async generators from the innermost one and none is left unfinished. An
-        [`MCPError`][trio_mcp.MCPError] from ``on_chunk`` stops the reading the same way and is
-        re-raised. A body not read to its end is closed with the response: its connection
-        is not reused.
+        of async generators from the innermost one and none is left unfinished. Any
+        exception from ``on_chunk`` (an [`MCPError`][trio_mcp.MCPError], a cancellation of
+        the reading task while ``on_chunk`` waits) stops the reading the same way and is
+        re-raised: raised straight out of the loop, it would leave every generator of the
+        chain suspended, to be finalized by the garbage collector with a
+        ``ResourceWarning``. A body not read to its end is closed with the response: its
+        connection is not reused.
 
         Args:
             response: The streaming response.
@@ -351,19 +367,22 @@ class HTTPSender:
         response: httpx.Response, on_chunk: Callable[[bytes], Awaitable[bool]]
     ) -> bool:
         stop = False
-        failure: MCPError | None = None
+        failure: BaseException | None = None
         with trio.CancelScope() as scope:
             async for chunk in response.aiter_bytes():
                 if stop:
                     continue  # until the cancellation lands
                 try:
                     stop = await on_chunk(chunk)
-                except MCPError as exc:
+                except BaseException as exc:  # a cancellation too: no generator left open
                     failure, stop = exc, True
                 if stop:
                     scope.cancel()
         if failure is not None:
-            raise failure
+            try:
+                raise failure
+            finally:
+                del failure  # (no reference cycle through the traceback)
         return stop
 
     async def read_body(

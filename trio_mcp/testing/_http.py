@@ -216,6 +216,7 @@ class MockHTTPServer:
         self._sessions: dict[str, _Session] = {}
         self._stateless: _Session | None = None
         self._ids = itertools.count(1)
+        self._process = 0  # which "process" is serving: restart() starts the next one
 
     def stop(self) -> None:
         """Take the server down now, as if its process died.
@@ -244,20 +245,22 @@ class MockHTTPServer:
                 raise ValueError(f"unknown_session must be 404 or 400, not {unknown_session!r}")
             self.unknown_session = unknown_session
         self._close_all(broken=True)
+        self._process += 1
         self.down = False
 
     def _start(self, session_id: str | None) -> _Session:
         session = _Session(session_id)
         stream = FaultyStream(session.stream, self.server.faults, self._nursery)
-        self._nursery.start_soon(self._serve, session, stream)
+        self._nursery.start_soon(self._serve, session, stream, self._process)
         return session
 
-    async def _serve(self, session: _Session, stream: FaultyStream) -> None:
+    async def _serve(self, session: _Session, stream: FaultyStream, process: int) -> None:
         try:
             await serve_connection(self.server, stream)
         finally:
             await session.stream.aclose()
-            if stream.exit.crashed:
+            # a crash takes this "process" down, not one restart() started meanwhile
+            if stream.exit.crashed and process == self._process:
                 self.down = True
             if session.session_id is not None:
                 self._sessions.pop(session.session_id, None)
