@@ -11,12 +11,15 @@ which); requests made while it reconnects fail fast (`reconnecting_error()`).
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Final, TypeAlias
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Final, TypeAlias, TypeVar
 
+import trio
 from msgspec import UNSET
 
-from .._exceptions import ConnectionClosed
+from .._exceptions import ConnectionClosed, MCPError
 from .._resilience import Backoff
 
 if TYPE_CHECKING:
@@ -26,9 +29,13 @@ __all__ = [
     "DEFAULT_RECONNECT_BACKOFF",
     "INITIALIZED",
     "Outstanding",
+    "Refused",
     "reconnecting_error",
     "refusal",
+    "renew_until_done",
 ]
+
+T = TypeVar("T")
 
 RequestId: TypeAlias = "int | str"
 
@@ -97,3 +104,56 @@ def refusal(message: bytes, envelope: Envelope | None) -> str | None:
     if envelope is not None and envelope.error is UNSET:
         return None
     return message[:300].decode("utf-8", "replace")
+
+
+class Refused(Exception):
+    """The server refused the reconnection for good (the stream, the handshake or the new
+    ``initialize``): reconnecting is over.
+
+    Args:
+        error: What the session ends with.
+    """
+
+    def __init__(self, error: ConnectionClosed) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+async def renew_until_done(
+    backoff: Backoff, renew: Callable[[], Awaitable[T]], where: str, logger: logging.Logger
+) -> tuple[T, int]:
+    """Try ``renew`` after each delay of ``backoff`` until it works (trio's clock).
+
+    Each failed attempt is logged (the first at INFO, the rest at DEBUG); the caller's
+    cancel scope (the transport closing) is the only other way out.
+
+    Args:
+        backoff: The delays before the attempts.
+        renew: One attempt; raises [`MCPError`][trio_mcp.MCPError] when it failed (the server
+            may not be back yet) or `Refused` when it never will work.
+        where: The server, for the log (a URL without its userinfo).
+        logger: The transport's logger.
+
+    Returns:
+        What ``renew`` returned, and the number of attempts it took.
+
+    Raises:
+        Refused: The server refused for good (logged as a warning).
+    """
+    attempt = 0
+    while True:
+        attempt += 1
+        await trio.sleep(backoff.delay(attempt))
+        try:
+            return await renew(), attempt
+        except Refused as exc:
+            logger.warning("%s", exc.error)
+            raise
+        except MCPError as exc:
+            logger.log(
+                logging.INFO if attempt == 1 else logging.DEBUG,
+                "reconnecting to %s failed (attempt %d): %s",
+                where,
+                attempt,
+                exc,
+            )

@@ -45,8 +45,10 @@ from ._reconnect import (
     DEFAULT_RECONNECT_BACKOFF,
     INITIALIZED,
     Outstanding,
+    Refused,
     reconnecting_error,
     refusal,
+    renew_until_done,
 )
 from ._redirects import origin_of
 
@@ -83,14 +85,6 @@ class _Replay:
         if not self.done.is_set():
             self.answer = answer
             self.done.set()
-
-
-class _Refused(Exception):
-    """The server refused the replayed ``initialize``: reconnecting is over."""
-
-    def __init__(self, error: ConnectionClosed) -> None:
-        super().__init__(str(error))
-        self.error = error
 
 
 def _session_lost(exc: HTTPStatusError) -> bool:
@@ -344,26 +338,12 @@ class LegacySSEConnection:
 
     async def _reconnect_until_done(self) -> None:
         assert self._backoff is not None and self._owner is not None
-        attempt = 0
-        while True:
-            attempt += 1
-            await trio.sleep(self._backoff.delay(attempt))
-            try:
-                await self._renew()
-            except _Refused as exc:
-                logger.warning("%s", exc.error)
-                self._give_up(exc.error)
-                return
-            except MCPError as exc:
-                logger.log(
-                    logging.INFO if attempt == 1 else logging.DEBUG,
-                    "reconnecting to %s failed (attempt %d): %s",
-                    display_url(self._url),
-                    attempt,
-                    exc,
-                )
-                continue
-            break
+        where = display_url(self._url)
+        try:
+            _, attempt = await renew_until_done(self._backoff, self._renew, where, logger)
+        except Refused as exc:
+            self._give_up(exc.error)
+            return
         self._reconnecting = False
         logger.warning("reconnected to %s after %d attempt(s)", display_url(self._url), attempt)
         if self._initialize is not None:
@@ -375,7 +355,7 @@ class LegacySSEConnection:
         """One attempt: a new stream, ``initialize`` and ``initialized`` replayed.
 
         Raises:
-            _Refused: The server refused the new ``initialize``.
+            Refused: The server refused the new ``initialize``.
             MCPError: The attempt failed (the server may not be back yet).
         """
         try:
@@ -383,7 +363,7 @@ class LegacySSEConnection:
         except HTTPStatusError as exc:
             status = exc.status_code
             if 400 <= status < 500 and status not in (404, 408, 429):
-                raise _Refused(
+                raise Refused(
                     ConnectionClosed(
                         f"the server at {display_url(self._url)} came back but refused the "
                         "event stream "
@@ -411,7 +391,7 @@ class LegacySSEConnection:
                     raise answer
                 reason = refusal(*answer)
                 if reason is not None:
-                    raise _Refused(
+                    raise Refused(
                         ConnectionClosed(
                             f"the server at {display_url(self._url)} came back but refused to "
                             "start a new "
@@ -434,7 +414,7 @@ class LegacySSEConnection:
         except HTTPStatusError as exc:
             status = exc.status_code
             if 400 <= status < 500 and status not in (408, 429) and not _session_lost(exc):
-                raise _Refused(
+                raise Refused(
                     ConnectionClosed(
                         f"the server at {display_url(self._url)} came back but refused the "
                         "replayed "

@@ -38,7 +38,7 @@ from .._exceptions import (
 from .._redact import display_url
 from ._base import Transport
 from ._jsonpeek import routed, same_id
-from ._reconnect import INITIALIZED, Outstanding, refusal
+from ._reconnect import INITIALIZED, Outstanding, Refused, refusal, renew_until_done
 
 if TYPE_CHECKING:
     import trio_websocket
@@ -64,14 +64,6 @@ a dropped connection), internal error, service restart, try again later, bad gat
 ends the connection as before."""
 _EARLY_LIMIT = 64
 """How many messages received before the answer to a replayed ``initialize`` are kept."""
-
-
-class _Refused(Exception):
-    """The server refused the reconnection for good."""
-
-    def __init__(self, error: ConnectionClosed) -> None:
-        super().__init__(str(error))
-        self.error = error
 
 
 def reconnects_after(reason: trio_websocket.CloseReason | None) -> bool:
@@ -173,29 +165,16 @@ class WebSocketReconnection(Transport, Generic[ParamsT, ConnT]):
         backoff = self._params.reconnect
         assert backoff is not None
         self._reconnect_scope = scope = trio.CancelScope()
-        attempt = 0
         try:
             with scope:
                 await old.close_stream()
-                while True:
-                    attempt += 1
-                    await trio.sleep(backoff.delay(attempt))
-                    try:
-                        conn = await self._renew()
-                    except _Refused as exc:
-                        logger.warning("%s", exc.error)
-                        self._give_up(exc.error)
-                        return
-                    except MCPError as exc:
-                        logger.log(
-                            logging.INFO if attempt == 1 else logging.DEBUG,
-                            "reconnecting to %s failed (attempt %d): %s",
-                            display_url(self._params.url),
-                            attempt,
-                            exc,
-                        )
-                        continue
-                    break
+                try:
+                    conn, attempt = await renew_until_done(
+                        backoff, self._renew, display_url(self._params.url), logger
+                    )
+                except Refused as exc:
+                    self._give_up(exc.error)
+                    return
                 self._start_writer(conn)
                 self._reconnecting = False
                 self._reconnected.set()
@@ -234,7 +213,7 @@ class WebSocketReconnection(Transport, Generic[ParamsT, ConnT]):
         """One attempt: a new connection; a legacy session's handshake replayed on it.
 
         Raises:
-            _Refused: The server refused the handshake or the new ``initialize``.
+            Refused: The server refused the handshake or the new ``initialize``.
             MCPError: The attempt failed (the server may not be back yet).
         """
         import trio_websocket
@@ -244,7 +223,7 @@ class WebSocketReconnection(Transport, Generic[ParamsT, ConnT]):
             conn = await self._open(self._nursery)
         except HTTPStatusError as exc:
             if 400 <= exc.status_code < 500 and exc.status_code not in (404, 408, 429):
-                raise _Refused(
+                raise Refused(
                     ConnectionClosed(
                         f"the server at {display_url(self._params.url)} came back but refused the "
                         f"WebSocket (HTTP {exc.status_code}): {exc.body[:300]}"
@@ -272,7 +251,7 @@ class WebSocketReconnection(Transport, Generic[ParamsT, ConnT]):
                         logger.warning("dropped a message sent before the new initialize")
                 reason = refusal(data, envelope)
                 if reason is not None:
-                    raise _Refused(
+                    raise Refused(
                         ConnectionClosed(
                             f"the server at {display_url(self._params.url)} came back but "
                             "refused to "
