@@ -73,6 +73,8 @@ RawTap = Callable[["msgspec.Raw | None"], None]
 
 
 class ResultHead(msgspec.Struct, rename="camel"):
+    """The fields of a 2026-07-28 result that say whether it is complete (multi-round-trip)."""
+
     result_type: str | UnsetType = UNSET
     input_requests: dict[str, msgspec.Raw] | UnsetType = UNSET
     request_state: msgspec.Raw | UnsetType = UNSET

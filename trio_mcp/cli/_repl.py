@@ -297,6 +297,8 @@ def _completer(repl: Repl) -> Any:
     from prompt_toolkit.completion import Completer, Completion
 
     class ReplCompleter(Completer):
+        """Completes command words, tool, prompt and resource names, and argument names."""
+
         def get_completions(
             self, document: Document, complete_event: CompleteEvent
         ) -> Iterable[Completion]:
