@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -142,6 +143,10 @@ def test_output_prints_blocks_on_a_terminal_and_columns_when_piped() -> None:
     assert piped.getvalue() == "a-tool-with-a-long-name  d\n"
 
 
+def _ascii_words(text: str) -> list[str]:
+    return [word for word in re.split(r"[ \t\n\r\x0b\x0c]+", text) if word]
+
+
 @settings(max_examples=EXAMPLES, deadline=None)
 @given(prose, st.integers(40, 200), st.integers(0, 8))
 def test_wrapped_text_fits_and_keeps_words_whole(text: str, width: int, indent: int) -> None:
@@ -149,7 +154,9 @@ def test_wrapped_text_fits_and_keeps_words_whole(text: str, width: int, indent: 
     for line in lines:
         assert not DANGEROUS & set(line)
         assert cell_len(line) <= width or not line.strip()
-    shown = " ".join(" ".join(lines).split())
-    for word in one_line(text).split():
+    # words are what the wrapper may break between: runs without an ASCII space (a no-break
+    # space, U+00A0, joins the words around it, as it should on a terminal)
+    shown = " ".join(_ascii_words(" ".join(lines)))
+    for word in _ascii_words(one_line(text)):
         if cell_len(word) <= width - max(indent, len(text) - len(text.lstrip(" "))):
             assert word in shown  # a word that fits a line is never split
