@@ -44,27 +44,11 @@ from pathlib import Path
 import griffe
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this checkout's trio_mcp
+
+from trio_mcp._public import NAMESPACES  # noqa: E402
+
 PACKAGE = "trio_mcp"
-
-#: The public namespaces, in the order a name's documented place is chosen: a name
-#: exported by a feature namespace is documented there (as ``_public.publish`` makes its
-#: ``__module__`` say), even when ``trio_mcp`` re-exports it too.
-NAMESPACES = (
-    "trio_mcp.types",
-    "trio_mcp.transports",
-    "trio_mcp.handlers",
-    "trio_mcp.auth",
-    "trio_mcp.tasks",
-    "trio_mcp.validation",
-    "trio_mcp.urls",
-    "trio_mcp.groups",
-    "trio_mcp.config",
-    "trio_mcp.agent",
-    "trio_mcp.skills",
-    "trio_mcp.testing",
-    "trio_mcp",
-)
-
 
 #: The bridge sessions: the reference shows only what differs from ClientSession (their
 #: other methods are ClientSession's, generated), so only these members are link targets.

@@ -30,24 +30,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
+sys.path.insert(0, str(ROOT))  # this checkout's trio_mcp
 
-#: Where a bare name is looked up, in order: a name is documented in its feature namespace
-#: even when ``trio_mcp`` re-exports it.
-NAMESPACES = (
-    "trio_mcp.types",
-    "trio_mcp.transports",
-    "trio_mcp.handlers",
-    "trio_mcp.auth",
-    "trio_mcp.tasks",
-    "trio_mcp.validation",
-    "trio_mcp.urls",
-    "trio_mcp.groups",
-    "trio_mcp.config",
-    "trio_mcp.agent",
-    "trio_mcp.skills",
-    "trio_mcp.testing",
-    "trio_mcp",
-)
+from trio_mcp._public import NAMESPACES  # noqa: E402  (where a bare name is looked up, in order)
 
 #: The variable names the guides use for an object, and the class they stand for.
 RECEIVERS = {

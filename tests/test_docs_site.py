@@ -24,25 +24,10 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
+from trio_mcp._public import NAMESPACES
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
-
-#: The public namespaces, as in docs/reference.md.
-NAMESPACES = (
-    "trio_mcp",
-    "trio_mcp.types",
-    "trio_mcp.transports",
-    "trio_mcp.handlers",
-    "trio_mcp.auth",
-    "trio_mcp.tasks",
-    "trio_mcp.validation",
-    "trio_mcp.urls",
-    "trio_mcp.groups",
-    "trio_mcp.config",
-    "trio_mcp.agent",
-    "trio_mcp.skills",
-    "trio_mcp.testing",
-)
 
 #: Pages that are not guides: the reference itself, and the contributors' map of the code.
 NOT_GUIDES = ("reference/", "api/", "layout/", "404.html", "search/")
