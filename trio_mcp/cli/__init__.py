@@ -26,14 +26,13 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from ._args import SERVER_COMMANDS
 from ._args import VALUE_OPTIONS as _VALUE_OPTIONS
 from ._args import HelpFormatter as _Formatter
 
 __all__ = ["main"]
 
-_COMMANDS = frozenset(
-    {"info", "tools", "call", "resources", "templates", "read", "prompts", "prompt", "ping", "repl"}
-)
+_COMMANDS = frozenset({*SERVER_COMMANDS, "repl"})
 _LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 _EPILOG = """\

@@ -21,6 +21,7 @@ from .._exceptions import MCPError, ServerError
 from .._session import ClientSession
 from .._terminal import for_terminal, json_for_terminal
 from ._args import (
+    SERVER_COMMANDS,
     UnknownName,
     UsageError,
     argument_parts,
@@ -53,20 +54,7 @@ __all__ = ["App", "Interrupted"]
 
 _LISTS = frozenset({"tools", "resources", "templates", "prompts"})
 """The commands that list things (they take ``--full``)."""
-_COMMAND_WORDS = (
-    "info",
-    "tools",
-    "call",
-    "resources",
-    "templates",
-    "read",
-    "prompts",
-    "prompt",
-    "ping",
-    "help",
-    "exit",
-    "reconnect",
-)
+_COMMAND_WORDS = (*SERVER_COMMANDS, "help", "exit", "reconnect")
 _CALL_USAGE = "call needs a tool name: call NAME [key=value ...] ('tools' lists the names)"
 
 

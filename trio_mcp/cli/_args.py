@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, cast
 
 __all__ = [
+    "SERVER_COMMANDS",
     "HelpFormatter",
     "UnknownName",
     "UsageError",
@@ -33,6 +34,20 @@ __all__ = [
     "parse_arguments",
     "read_arguments",
 ]
+
+SERVER_COMMANDS = (
+    "info",
+    "tools",
+    "call",
+    "resources",
+    "templates",
+    "read",
+    "prompts",
+    "prompt",
+    "ping",
+)
+"""The commands that talk to a server, in the order help lists them: a one-shot command after
+the target, and a word of the interactive mode."""
 
 VALUE_OPTIONS = frozenset(
     {

@@ -23,8 +23,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
 from .._terminal import for_terminal
+from ._args import SERVER_COMMANDS, HelpFormatter
 from ._args import VALUE_OPTIONS as _TAKES_VALUE
-from ._args import HelpFormatter
 
 __all__ = [
     "complete",
@@ -36,18 +36,7 @@ __all__ = [
     "script",
 ]
 
-_COMMANDS = (
-    "info",
-    "tools",
-    "call",
-    "resources",
-    "templates",
-    "read",
-    "prompts",
-    "prompt",
-    "ping",
-    "repl",
-)
+_COMMANDS = (*SERVER_COMMANDS, "repl")
 _TOP_WORDS = ("auth", "servers", "completion")
 _LISTS = frozenset({"tools", "resources", "templates", "prompts"})
 _VALUES = {
